@@ -1,0 +1,59 @@
+import Type, { type Static, type TSchema } from 'typebox';
+
+/** Field-level error of SPEC §2.15. */
+export const FieldError = Type.Object(
+  {
+    field: Type.String({ description: 'Dotted path of the field or query parameter, e.g. `limits.timeoutSeconds`' }),
+    code: Type.String({ description: 'Machine-readable reason, e.g. `required`, `too_long`, `invalid`' }),
+    message: Type.String(),
+  },
+  { $id: 'FieldError', additionalProperties: false },
+);
+export type FieldError = Static<typeof FieldError>;
+
+/** Error body of SPEC §2.15 and §7, answered for every error. */
+export const ErrorBody = Type.Object(
+  {
+    code: Type.String({
+      description:
+        'validation_failed, invalid_request_body, invalid_token, not_signed_in, forbidden, not_found, conflict, unsupported, rate_limited, internal_error',
+    }),
+    message: Type.String(),
+    fields: Type.Optional(Type.Union([Type.Array(FieldError), Type.Null()])),
+    details: Type.Optional(Type.Record(Type.String(), Type.String())),
+    requestId: Type.Optional(Type.String()),
+  },
+  { $id: 'ErrorBody', additionalProperties: false },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+/** The pagination envelope of SPEC §2.1. */
+export function Envelope<T extends TSchema>(item: T, id: string) {
+  return Type.Object(
+    {
+      items: Type.Array(item),
+      page: Type.Integer({ minimum: 1 }),
+      pageSize: Type.Integer({ minimum: 1, maximum: 100 }),
+      total: Type.Integer({ minimum: 0 }),
+    },
+    { $id: id, additionalProperties: false },
+  );
+}
+
+/** Query parameters shared by every list route (SPEC §4.3). */
+export const listQueryProperties = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
+  pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+  sort: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: 'Up to three comma-separated keys; prefix `-` for descending',
+    }),
+  ),
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Case-insensitive literal text' })),
+};
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+export type IdParams = Static<typeof IdParams>;
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

@@ -1,0 +1,88 @@
+import type { Decider, DomainEvent } from '../domain/decider.js';
+import {
+  WrongExpectedRevisionError,
+  type Actor,
+  type EventMetadata,
+  type EventStore,
+  type NewEvent,
+  type Position,
+} from '../store/event-store.js';
+import { upcast } from '../domain/upcast.js';
+
+/** Who is acting and why: becomes the metadata of every event the command appends. */
+export interface CommandContext {
+  workspaceId: string | null;
+  actor: Actor;
+  requestId: string | null;
+  correlationId?: string | null;
+  causationId?: string | null;
+}
+
+export interface CommandResult<E, S> {
+  events: E[];
+  state: S;
+  /** Position of the last event appended, or null when the command changed nothing. */
+  position: Position | null;
+}
+
+const maxAttempts = 5;
+
+export const systemContext: CommandContext = {
+  workspaceId: null,
+  actor: { type: 'system', id: null },
+  requestId: null,
+};
+
+/**
+ * Reads a stream, folds it, decides and appends with the revision it read. A concurrent writer makes the append
+ * fail; the command is then decided again on the fresh state (bounded), which is what makes decisions such as
+ * "claim this run" or "consume this link" happen exactly once.
+ */
+export class CommandBus {
+  constructor(
+    private readonly store: EventStore,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async load<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+  ): Promise<{ state: S; revision: number }> {
+    const recorded = await this.store.readStream(streamId);
+    let state = decider.initialState;
+    for (const r of recorded) state = decider.evolve(state, upcast(r) as unknown as E);
+    return { state, revision: recorded.length === 0 ? -1 : recorded[recorded.length - 1]!.revision };
+  }
+
+  async execute<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C | ((state: S) => C),
+    ctx: CommandContext,
+  ): Promise<CommandResult<E, S>> {
+    for (let attempt = 1; ; attempt++) {
+      const { state, revision } = await this.load(streamId, decider);
+      const cmd = typeof command === 'function' ? (command as (s: S) => C)(state) : command;
+      const events = decider.decide(cmd, state);
+      if (events.length === 0) return { events, state, position: null };
+      const ts = this.clock();
+      const metadata: EventMetadata = {
+        workspaceId: ctx.workspaceId,
+        actor: ctx.actor,
+        requestId: ctx.requestId,
+        correlationId: ctx.correlationId ?? ctx.requestId,
+        causationId: ctx.causationId ?? null,
+        ts,
+        v: 1,
+      };
+      const toAppend: NewEvent[] = events.map((e) => ({ type: e.type, data: e.data, metadata }));
+      try {
+        const result = await this.store.append(streamId, toAppend, revision === -1 ? 'no_stream' : revision);
+        return { events, state: events.reduce(decider.evolve, state), position: result.position };
+      } catch (err) {
+        if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) continue;
+        throw err;
+      }
+    }
+  }
+}

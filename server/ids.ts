@@ -1,0 +1,16 @@
+import { randomBytes } from 'node:crypto';
+
+/** UUID v7: time-ordered, so ids sort by creation and index well. */
+export function newId(now: number = Date.now()): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x70;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** A random secret for tokens: url-safe, 32 bytes of entropy. */
+export function newSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
