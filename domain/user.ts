@@ -70,3 +70,15 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     }
   },
 };
+
+export type IdentityEvent = DomainEvent<'IdentityClaimed', { userId: string; issuer: string; subject: string }>;
+export type IdentityState = { userId: string | null };
+export type IdentityCommand = { type: 'ClaimIdentity'; userId: string; issuer: string; subject: string };
+
+/** The first claim of an identity wins; later claims resolve to the same user. */
+export const identityDecider: Decider<IdentityCommand, IdentityEvent, IdentityState> = {
+  initialState: { userId: null },
+  evolve: (_state, event) => ({ userId: event.data.userId }),
+  decide: (command, state) =>
+    state.userId !== null ? [] : [{ type: 'IdentityClaimed', data: { userId: command.userId, issuer: command.issuer, subject: command.subject } }],
+};

@@ -255,5 +255,3 @@ export const JobListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type JobListQuery = Static<typeof JobListQuery>;
-
-export const CreatedId = Type.Object({ id: Type.String() }, { $id: 'IdOutputBody', additionalProperties: false });

@@ -1,0 +1,40 @@
+/**
+ * Who may call what: one row per route. `access` is the least role needed (`public` needs no credential);
+ * `session` routes refuse API tokens with 403. The app refuses to start when a route has no row, and a test
+ * walks this table for every role and credential kind.
+ */
+export type Access = 'public' | 'member' | 'admin' | 'owner' | 'iadmin';
+
+export interface AccessRule {
+  access: Access;
+  session: boolean;
+}
+
+const pub: AccessRule = { access: 'public', session: false };
+const member: AccessRule = { access: 'member', session: false };
+const memberSession: AccessRule = { access: 'member', session: true };
+
+export const accessTable: Record<string, AccessRule> = {
+  'GET /api/openapi.json': pub,
+  'GET /api/openapi.yaml': pub,
+  'GET /api/docs': pub,
+  'GET /api/auth/link/:token': pub,
+  'POST /api/auth/logout': pub,
+  'GET /': pub,
+
+  'GET /api/users/me': member,
+  'GET /api/system/info': member,
+
+  'GET /api/jobs': member,
+  'POST /api/jobs': member,
+  'GET /api/jobs/:id': member,
+  'PATCH /api/jobs/:id': member,
+  'DELETE /api/jobs/:id': member,
+
+  // Members see and delete their own tokens, admins every token of the workspace (checked in the handlers).
+  'GET /api/tokens': member,
+  'POST /api/tokens': memberSession,
+  'DELETE /api/tokens/:id': memberSession,
+};
+
+export const routeKey = (method: string, url: string) => `${method} ${url}`;

@@ -1,0 +1,74 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DomainError } from '../domain/decider.js';
+import { roleRank } from '../domain/membership.js';
+import { sessionCookieName, type Identity } from '../server/identity.js';
+import { accessTable, routeKey, type AccessRule } from './access.js';
+import type { Principal } from './principal.js';
+import { requestContext } from './context.js';
+
+export function readCookie(request: FastifyRequest, name: string): string | null {
+  const header = request.headers.cookie;
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return null;
+}
+
+export function ruleFor(method: string, url: string): AccessRule {
+  const rule = accessTable[routeKey(method, url)];
+  if (!rule) throw new Error(`route ${method} ${url} has no row in api/access.ts`);
+  return rule;
+}
+
+async function resolvePrincipal(identity: Identity, request: FastifyRequest): Promise<Principal | null> {
+  const authorization = request.headers.authorization;
+  // A Bearer header always wins over the cookie: a script's token must not silently act as the browser's user.
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) throw new DomainError('invalid_token', 'Token is invalid or expired');
+    return identity.principalFromToken(match[1]!, requestContext(request));
+  }
+  const cookie = readCookie(request, sessionCookieName);
+  if (!cookie) return null;
+  const claims = identity.decodeSession(cookie);
+  return claims ? identity.principalFromSession(claims) : null;
+}
+
+/** Every route's access rule comes from the table; a route without a row fails at start-up. */
+export function registerAuth(app: FastifyInstance, identity: Identity): void {
+  app.decorateRequest('principal', null);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) if (m !== 'HEAD') ruleFor(m, route.url);
+  });
+  app.addHook('preHandler', async (request) => {
+    const url = request.routeOptions.url;
+    if (url === undefined) return; // not-found handler
+    const method = request.method === 'HEAD' ? 'GET' : request.method;
+    const rule = ruleFor(method, url);
+    if (rule.access === 'public') {
+      // Public routes still learn who is calling when they can, but never fail for a bad credential.
+      request.principal = await resolvePrincipal(identity, request).catch(() => null);
+      return;
+    }
+    const principal = await resolvePrincipal(identity, request);
+    if (!principal) throw new DomainError('not_signed_in', 'Sign in or send an API token (Authorization: Bearer svc_...)');
+    request.principal = principal;
+    if (rule.session && principal.kind !== 'session') {
+      throw new DomainError('forbidden', 'This can only be done while signed in, not with an API token');
+    }
+    if (rule.access === 'iadmin') {
+      if (!principal.isAdmin) throw new DomainError('forbidden', 'Only instance admins can do this');
+    } else if (roleRank[principal.role] < roleRank[rule.access]) {
+      throw new DomainError('forbidden', rule.access === 'owner' ? 'Only the owner of the workspace can do this' : 'Only admins of the workspace can do this');
+    }
+  });
+}
+
+/** The principal of a route that is not public (the hook guarantees it). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new DomainError('not_signed_in', 'Sign in or send an API token');
+  return request.principal;
+}

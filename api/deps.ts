@@ -1,0 +1,15 @@
+import type { ProjectionEngine } from '../projections/engine.js';
+import type { CommandBus } from '../server/commands.js';
+import type { Config } from '../server/config.js';
+import type { Identity } from '../server/identity.js';
+import type { Stores } from '../store/open.js';
+
+/** What route plugins may use. Handlers reach the stores only through these, never through globals. */
+export interface AppDeps {
+  config: Pick<Config, 'publicUrl' | 'logLevel'> & { allowPrivateNetworkTargets: boolean };
+  stores: Stores;
+  bus: CommandBus;
+  engine: ProjectionEngine;
+  identity: Identity;
+  version: string;
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { DomainError } from '../../domain/decider.js';
+import type { UserDoc, WorkspaceDoc } from '../../projections/identity.js';
+import { InfoOutputBody } from '../../schemas/system.js';
+import { MeOutputBody } from '../../schemas/user.js';
+import { principalOf } from '../auth.js';
+import type { AppDeps } from '../deps.js';
+
+export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { events, docs } = deps.stores;
+  const database = events.kind === docs.kind ? events.kind : `${events.kind}+${docs.kind}`;
+
+  app.get('/api/system/info', {
+    schema: { summary: 'Version, database and sandbox backend of this instance', tags: ['system'], response: { 200: InfoOutputBody } },
+  }, async () => ({ version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets }));
+
+  app.get('/api/users/me', {
+    schema: { summary: 'The signed-in user (or the creator of the token) and the current workspace', tags: ['users'], response: { 200: MeOutputBody } },
+  }, async (request) => {
+    const p = principalOf(request);
+    const [user, workspace] = await Promise.all([
+      docs.collection<UserDoc>('users').findOne({ _id: p.userId }),
+      docs.collection<WorkspaceDoc>('workspaces').findOne({ _id: p.workspaceId }),
+    ]);
+    if (!user || !workspace) throw DomainError.notFound('User');
+    return {
+      id: user._id,
+      email: user.email,
+      name: user.name,
+      picture: user.picture,
+      isAdmin: user.isAdmin,
+      viaToken: p.kind === 'token',
+      workspaceId: workspace._id,
+      workspace: { id: workspace._id, name: workspace.name, role: p.role },
+    };
+  });
+}

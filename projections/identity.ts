@@ -1,0 +1,164 @@
+import type { ApiTokenEvent } from '../domain/api-token.js';
+import type { MembershipEvent, Role } from '../domain/membership.js';
+import type { UserEvent } from '../domain/user.js';
+import type { WorkspaceEvent } from '../domain/workspace.js';
+import type { Doc } from '../store/document-store.js';
+import type { RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+export interface UserDoc extends Doc {
+  issuer: string;
+  subject: string;
+  provider: string;
+  email: string | null;
+  name: string | null;
+  picture: string | null;
+  isAdmin: boolean;
+  deactivated: boolean;
+  createdAt: number;
+  lastLoginAt: number | null;
+}
+
+export interface WorkspaceDoc extends Doc {
+  name: string;
+  createdAt: number;
+  ownerId: string | null;
+}
+
+export interface MemberDoc extends Doc {
+  workspaceId: string;
+  userId: string;
+  role: Role;
+  joinedAt: number;
+}
+
+export interface ApiTokenDoc extends Doc {
+  workspaceId: string;
+  userId: string;
+  name: string;
+  tokenHash: string;
+  expiresAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+export const memberId = (workspaceId: string, userId: string) => `${workspaceId}:${userId}`;
+
+const upsert = (collection: string, _id: string, fields: Record<string, unknown>): DocOp => ({
+  kind: 'update',
+  collection,
+  filter: { _id },
+  update: { $set: fields as Record<string, never> },
+  upsert: true,
+});
+const update = (collection: string, _id: string, fields: Record<string, unknown>): DocOp => ({
+  kind: 'update',
+  collection,
+  filter: { _id },
+  update: { $set: fields as Record<string, never> },
+});
+
+export const usersProjector: Projector = {
+  name: 'users',
+  version: 1,
+  collections: ['users'],
+  indexes: [{ collection: 'users', keys: [['email', 1]] }],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (!recorded.streamId.startsWith('user-')) return [];
+    const e = recorded as unknown as UserEvent;
+    const id = recorded.streamId.slice('user-'.length);
+    switch (e.type) {
+      case 'UserRegistered': {
+        const d = e.data;
+        return [upsert('users', id, { issuer: d.issuer, subject: d.subject, provider: d.provider, email: d.email, name: d.name, picture: d.picture, isAdmin: d.isAdmin, deactivated: false, createdAt: d.createdAt, lastLoginAt: null })];
+      }
+      case 'UserSignedIn':
+        return [update('users', id, { email: e.data.email, name: e.data.name, picture: e.data.picture, isAdmin: e.data.isAdmin, lastLoginAt: e.data.at })];
+      case 'UserDeactivated':
+        return [update('users', id, { deactivated: true })];
+      case 'UserReactivated':
+        return [update('users', id, { deactivated: false })];
+      default:
+        return [];
+    }
+  },
+};
+
+export const workspacesProjector: Projector = {
+  name: 'workspaces',
+  version: 1,
+  collections: ['workspaces'],
+  indexes: [],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (!recorded.streamId.startsWith('workspace-')) return [];
+    const e = recorded as unknown as WorkspaceEvent;
+    const id = recorded.streamId.slice('workspace-'.length);
+    switch (e.type) {
+      case 'WorkspaceCreated':
+        return [upsert('workspaces', id, { name: e.data.name, createdAt: e.data.createdAt, ownerId: null })];
+      case 'WorkspaceOwnerClaimed':
+        return [update('workspaces', id, { ownerId: e.data.userId })];
+      default:
+        return [];
+    }
+  },
+};
+
+export const membersProjector: Projector = {
+  name: 'members',
+  version: 1,
+  collections: ['members'],
+  indexes: [
+    { collection: 'members', keys: [['workspaceId', 1], ['joinedAt', 1]] },
+    { collection: 'members', keys: [['userId', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (!recorded.streamId.startsWith('membership-')) return [];
+    const e = recorded as unknown as MembershipEvent;
+    const wid = recorded.metadata.workspaceId;
+    switch (e.type) {
+      case 'MemberJoined': {
+        const d = e.data;
+        return [upsert('members', memberId(d.workspaceId, d.userId), { workspaceId: d.workspaceId, userId: d.userId, role: d.role, joinedAt: d.joinedAt })];
+      }
+      case 'MemberRoleChanged':
+      case 'MemberRemoved': {
+        // The stream id is membership-<workspace uuid>-<user uuid>; both are fixed-length uuids.
+        const rest = recorded.streamId.slice('membership-'.length);
+        const id = memberId(wid ?? rest.slice(0, 36), rest.slice(37));
+        return e.type === 'MemberRemoved'
+          ? [{ kind: 'delete', collection: 'members', filter: { _id: id } }]
+          : [update('members', id, { role: e.data.role })];
+      }
+      default:
+        return [];
+    }
+  },
+};
+
+export const apiTokensProjector: Projector = {
+  name: 'api_tokens',
+  version: 1,
+  collections: ['api_tokens'],
+  indexes: [
+    { collection: 'api_tokens', keys: [['tokenHash', 1]], unique: true },
+    { collection: 'api_tokens', keys: [['workspaceId', 1], ['createdAt', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (!recorded.streamId.startsWith('apitoken-')) return [];
+    const e = recorded as unknown as ApiTokenEvent;
+    const id = recorded.streamId.slice('apitoken-'.length);
+    switch (e.type) {
+      case 'ApiTokenCreated': {
+        const d = e.data;
+        return [upsert('api_tokens', id, { workspaceId: d.workspaceId, userId: d.userId, name: d.name, tokenHash: d.tokenHash, expiresAt: d.expiresAt, createdAt: d.createdAt, lastUsedAt: null })];
+      }
+      case 'ApiTokenUsed':
+        return [update('api_tokens', id, { lastUsedAt: e.data.at })];
+      case 'ApiTokenDeleted':
+        return [{ kind: 'delete', collection: 'api_tokens', filter: { _id: id } }];
+      default:
+        return [];
+    }
+  },
+};

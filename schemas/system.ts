@@ -1,0 +1,36 @@
+import Type, { type Static } from 'typebox';
+import { Nullable } from './common.js';
+
+export const LimitSet = Type.Object(
+  { cpu: Type.Boolean(), memory: Type.Boolean(), pids: Type.Boolean() },
+  { $id: 'LimitSet', additionalProperties: false },
+);
+
+export const Capabilities = Type.Object(
+  {
+    networks: Nullable(Type.Array(Type.String())),
+    separateUsers: Type.Boolean(),
+    limits: LimitSet,
+  },
+  { $id: 'Capabilities', additionalProperties: false },
+);
+
+export const SandboxInfo = Type.Object(
+  {
+    backend: Type.String({ description: '`bwrap` or `docker`' }),
+    capabilities: Capabilities,
+    buildsImages: Type.Boolean(),
+  },
+  { $id: 'SandboxInfo', additionalProperties: false },
+);
+
+export const InfoOutputBody = Type.Object(
+  {
+    version: Type.String(),
+    database: Type.String({ description: 'Event store and document store in use, e.g. `sqlite`' }),
+    allowPrivateNetworkTargets: Type.Boolean(),
+    sandbox: Type.Optional(SandboxInfo),
+  },
+  { $id: 'InfoOutputBody', additionalProperties: false },
+);
+export type InfoOutputBody = Static<typeof InfoOutputBody>;

@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { DomainError } from '../domain/decider.js';
+import { apiTokenDecider, apiTokenPrefix, apiTokenStreamId, floorToMinute } from '../domain/api-token.js';
+import { membershipDecider, membershipStreamId, type Role } from '../domain/membership.js';
+import { signInLinkDecider, signInLinkStreamId } from '../domain/sign-in-link.js';
+import { identityDecider, identityStreamId, userDecider, userStreamId, type Profile } from '../domain/user.js';
+import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
+import type { Principal } from '../api/principal.js';
+import { memberId, type ApiTokenDoc, type MemberDoc, type UserDoc } from '../projections/identity.js';
+import type { ProjectionEngine } from '../projections/engine.js';
+import type { DocumentStore } from '../store/document-store.js';
+import type { Position } from '../store/event-store.js';
+import { CommandBus, systemContext, type CommandContext } from './commands.js';
+import { newId, newSecret } from './ids.js';
+import { hashToken, type Keys } from './keys.js';
+
+export const sessionCookieName = 'svc_session';
+export const sessionTtlMs = 7 * 24 * 60 * 60 * 1000;
+
+export interface SessionClaims {
+  sid: string;
+  uid: string;
+  wid: string;
+  exp: number;
+}
+
+export interface ExternalIdentity {
+  issuer: string;
+  subject: string;
+  provider: string;
+  isAdmin: boolean;
+  profile: Profile;
+}
+
+/** Sessions, sign-in links and API tokens: everything that turns a credential into a Principal. */
+export class Identity {
+  private readonly lastUse = new Map<string, number>();
+
+  constructor(
+    private readonly bus: CommandBus,
+    private readonly docs: DocumentStore,
+    private readonly keys: Keys,
+    private readonly projections: ProjectionEngine,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  // --- sessions -------------------------------------------------------------------------------------------
+
+  /** Cookie value: base64url(JSON claims) + "." + HMAC over the kind and the claims, so no other signed value passes. */
+  encodeSession(claims: SessionClaims): string {
+    const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    return `${payload}.${this.keys.sign('cookie', `session.${payload}`)}`;
+  }
+
+  decodeSession(value: string): SessionClaims | null {
+    const [payload, signature] = value.split('.');
+    if (!payload || !signature || !this.keys.verify('cookie', `session.${payload}`, signature)) return null;
+    try {
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SessionClaims;
+      return typeof claims.exp === 'number' && claims.exp > this.clock() ? claims : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
+    const user = await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid });
+    if (!user || user.deactivated) return null;
+    const role = await this.roleIn(claims.wid, claims.uid);
+    const effective: Role | null = user.isAdmin ? 'owner' : role;
+    if (!effective) return null;
+    return { kind: 'session', userId: user._id, workspaceId: claims.wid, role: effective, isAdmin: user.isAdmin, tokenId: null };
+  }
+
+  private async roleIn(workspaceId: string, userId: string): Promise<Role | null> {
+    const m = await this.docs.collection<MemberDoc>('members').findOne({ _id: memberId(workspaceId, userId) });
+    return m?.role ?? null;
+  }
+
+  // --- sign-in links --------------------------------------------------------------------------------------
+
+  /** Appends a single-use link for the instance admin with this email and answers its path (`/api/auth/link/...`). */
+  async issueSignInLink(email: string): Promise<string> {
+    const linkId = newId(this.clock());
+    const secret = newSecret();
+    await this.bus.execute(
+      signInLinkStreamId(linkId),
+      signInLinkDecider,
+      { type: 'IssueLink', linkId, secretHash: hashToken(secret), email: email.trim().toLowerCase(), now: this.clock() },
+      systemContext,
+    );
+    return `/api/auth/link/${linkId}.${secret}`;
+  }
+
+  async useSignInLink(token: string, ctx: CommandContext): Promise<SessionClaims> {
+    const [linkId, secret] = token.split('.');
+    if (!linkId || !secret || !/^[0-9a-f-]{36}$/.test(linkId)) {
+      throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
+    }
+    const used = await this.bus.execute(signInLinkStreamId(linkId), signInLinkDecider, { type: 'UseLink', secretHash: hashToken(secret), now: this.clock() }, ctx);
+    if (used.state.status === 'none') throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
+    const email = used.state.email;
+    return this.signIn({ issuer: 'local', subject: email, provider: 'link', isAdmin: true, profile: { email, name: null, picture: null } }, ctx);
+  }
+
+  /** Finds or registers the user of an identity, records the sign-in, joins the landing workspace. */
+  async signIn(identity: ExternalIdentity, ctx: CommandContext): Promise<SessionClaims> {
+    const now = this.clock();
+    const key = createHash('sha256').update(`${identity.issuer}\n${identity.subject}`).digest('hex').slice(0, 40);
+    const claimed = await this.bus.execute(
+      identityStreamId(key),
+      identityDecider,
+      { type: 'ClaimIdentity', userId: newId(now), issuer: identity.issuer, subject: identity.subject },
+      ctx,
+    );
+    const userId = claimed.state.userId!;
+    const userCtx: CommandContext = { ...ctx, actor: { type: 'user', id: userId } };
+    const user = await this.bus.load(userStreamId(userId), userDecider);
+    const result = user.state.exists
+      ? await this.bus.execute(userStreamId(userId), userDecider, { type: 'RecordSignIn', provider: identity.provider, isAdmin: identity.isAdmin, profile: identity.profile, now }, userCtx)
+      : await this.bus.execute(userStreamId(userId), userDecider, { type: 'RegisterUser', userId, issuer: identity.issuer, subject: identity.subject, provider: identity.provider, isAdmin: identity.isAdmin, profile: identity.profile, now }, userCtx);
+    const joined = await this.join(defaultWorkspaceId, userId, { ...userCtx, workspaceId: defaultWorkspaceId });
+    await this.projections.waitFor(joined ?? result.position, 2000);
+    return { sid: newId(now), uid: userId, wid: defaultWorkspaceId, exp: now + sessionTtlMs };
+  }
+
+  /** The first member of an ownerless workspace claims it (BEHAVIOUR §8.3); later ones join as members. */
+  private async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
+    const existing = await this.bus.load(membershipStreamId(workspaceId, userId), membershipDecider);
+    if (existing.state.status === 'member') return null;
+    const claim = await this.bus.execute(workspaceStreamId(workspaceId), workspaceDecider, { type: 'ClaimOwnership', userId, now: this.clock() }, ctx);
+    const role: Role = claim.state.exists && claim.state.ownerId === userId ? 'owner' : 'member';
+    const r = await this.bus.execute(membershipStreamId(workspaceId, userId), membershipDecider, { type: 'Join', workspaceId, userId, role, now: this.clock() }, ctx);
+    return r.position ?? claim.position;
+  }
+
+  // --- API tokens -----------------------------------------------------------------------------------------
+
+  async createApiToken(p: Principal, name: string, expiresAt: number | null, ctx: CommandContext): Promise<{ token: string; tokenId: string; position: Position | null }> {
+    const tokenId = newId(this.clock());
+    const token = `${apiTokenPrefix}${newSecret()}`;
+    const r = await this.bus.execute(
+      apiTokenStreamId(tokenId),
+      apiTokenDecider,
+      { type: 'CreateApiToken', tokenId, workspaceId: p.workspaceId, userId: p.userId, name, tokenHash: hashToken(token), expiresAt, now: this.clock() },
+      ctx,
+    );
+    return { token, tokenId, position: r.position };
+  }
+
+  /**
+   * A token acts with its creator's current role in the token's workspace, and dies with the creator's access.
+   * Every refusal is the same 401 so a caller learns nothing about why.
+   */
+  async principalFromToken(token: string, ctx: CommandContext): Promise<Principal> {
+    const invalid = new DomainError('invalid_token', 'Token is invalid or expired');
+    if (!token.startsWith(apiTokenPrefix)) throw invalid;
+    const doc = await this.docs.collection<ApiTokenDoc>('api_tokens').findOne({ tokenHash: hashToken(token) });
+    const now = this.clock();
+    if (!doc || (doc.expiresAt !== null && doc.expiresAt <= now)) throw invalid;
+    const user = await this.docs.collection<UserDoc>('users').findOne({ _id: doc.userId });
+    if (!user || user.deactivated) throw invalid;
+    const role = await this.roleIn(doc.workspaceId, doc.userId);
+    if (!role) throw invalid;
+    await this.recordUse(doc, now, { ...ctx, workspaceId: doc.workspaceId, actor: { type: 'token', id: doc._id } });
+    return { kind: 'token', userId: doc.userId, workspaceId: doc.workspaceId, role, isAdmin: false, tokenId: doc._id };
+  }
+
+  private async recordUse(doc: ApiTokenDoc, now: number, ctx: CommandContext): Promise<void> {
+    const minute = floorToMinute(now);
+    if ((doc.lastUsedAt ?? -1) >= minute || (this.lastUse.get(doc._id) ?? -1) >= minute) return;
+    this.lastUse.set(doc._id, minute);
+    await this.bus.execute(apiTokenStreamId(doc._id), apiTokenDecider, { type: 'RecordUse', now }, ctx);
+  }
+}

@@ -1,0 +1,130 @@
+import { writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../api/app.js';
+import type { AppDeps } from '../api/deps.js';
+import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
+import { ProjectionEngine } from '../projections/engine.js';
+import { allProjectors } from '../projections/index.js';
+import { closeStores, openMemoryStores, openStores, type Stores } from '../store/open.js';
+import { CommandBus, systemContext } from './commands.js';
+import type { Config } from './config.js';
+import { Identity } from './identity.js';
+import { Keys } from './keys.js';
+import { version } from './version.js';
+
+/** Everything a process of the service holds, wired once. */
+export interface Services {
+  config: Config;
+  stores: Stores;
+  keys: Keys;
+  bus: CommandBus;
+  engine: ProjectionEngine;
+  identity: Identity;
+  log: Logger;
+}
+
+export function createLogger(level: string): Logger {
+  return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+}
+
+export async function openServices(config: Config, log: Logger): Promise<Services> {
+  const stores = await openStores(config);
+  const keys = Keys.load(config.dataDir, config.masterKey);
+  const bus = new CommandBus(stores.events);
+  const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
+  const identity = new Identity(bus, stores.docs, keys, engine);
+  return { config, stores, keys, bus, engine, identity, log };
+}
+
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity'>): AppDeps {
+  return {
+    config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
+    stores: s.stores,
+    bus: s.bus,
+    engine: s.engine,
+    identity: s.identity,
+    version,
+  };
+}
+
+/** Where the running server can be reached, for CLI commands run beside it. */
+export function serverInfoFile(dataDir: string): string {
+  return join(dataDir, 'server.json');
+}
+
+export interface RunningServer {
+  url: string;
+  services: Services;
+  app: FastifyInstance | null;
+  close(): Promise<void>;
+}
+
+async function anyUserExists(s: Services): Promise<boolean> {
+  const users = await s.stores.events.readAll({ filter: { eventTypes: ['UserRegistered'] }, limit: 1 });
+  return users.length > 0;
+}
+
+/** `svc serve`: every role of the config in this process. */
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const services = await openServices(config, log);
+  await services.bus.execute(
+    workspaceStreamId(defaultWorkspaceId),
+    workspaceDecider,
+    { type: 'CreateWorkspace', workspaceId: defaultWorkspaceId, name: 'Default', now: Date.now(), ifMissing: true },
+    systemContext,
+  );
+  if (config.roles.has('projector')) await services.engine.start();
+
+  let app: FastifyInstance | null = null;
+  let url = config.publicUrl;
+  if (config.roles.has('api')) {
+    app = (await buildApp(appDeps(services), log)).app;
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    url = config.publicUrl || `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    writeFileSync(serverInfoFile(config.dataDir), JSON.stringify({ url, pid: process.pid }) + '\n');
+    log.info({ url, roles: [...config.roles], database: services.stores.events.kind }, 'svc is listening');
+    if (!(await anyUserExists(services))) {
+      const link = await services.identity.issueSignInLink('admin@localhost');
+      // Printed plainly on stdout as well as logged: it is the one thing a newcomer must find.
+      process.stdout.write(`\nNo user exists yet. Sign in as the instance admin (single use, valid 1 hour):\n  ${url}${link}\n\n`);
+    }
+  }
+
+  let closed = false;
+  return {
+    url,
+    services,
+    app,
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (app) {
+        await app.close();
+        rmSync(serverInfoFile(config.dataDir), { force: true });
+      }
+      await services.engine.stop();
+      await closeStores(services.stores);
+    },
+  };
+}
+
+/** The OpenAPI document without a server or a data directory: in-memory stores, no listener. */
+export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
+  const stores = openMemoryStores();
+  const keys = new Keys(Buffer.alloc(32, 1));
+  const bus = new CommandBus(stores.events);
+  const log = createLogger('silent');
+  const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
+  const identity = new Identity(bus, stores.docs, keys, engine);
+  const config = { publicUrl: '', logLevel: 'silent' } as Config;
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity }));
+  const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
+  await app.close();
+  await closeStores(stores);
+  return text;
+}
