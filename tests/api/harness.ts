@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../server/config.js';
+import { createLogger, startServer, type RunningServer } from '../../server/start.js';
+
+/** A real server on a random loopback port with its own data directory, driven over HTTP. */
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  server: RunningServer;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir }, { ...env, NODE_ENV: 'test' });
+  const server = await startServer(config, createLogger(process.env.SVC_TEST_LOG ?? 'silent'));
+  return {
+    url: server.url,
+    dataDir,
+    server,
+    async stop() {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Answer<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export type Credential = { cookie: string } | { token: string } | null;
+
+export class Client {
+  constructor(
+    readonly base: string,
+    readonly credential: Credential = null,
+  ) {}
+
+  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer<T>> {
+    const h: Record<string, string> = { ...headers };
+    if (this.credential && 'cookie' in this.credential) h.cookie = this.credential.cookie;
+    if (this.credential && 'token' in this.credential) h.authorization = `Bearer ${this.credential.token}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(this.base + path, { method, headers: h, body: payload, redirect: 'manual' });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers, text };
+  }
+
+  get<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('GET', path, undefined, headers);
+  }
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('POST', path, body ?? {}, headers);
+  }
+  patch<T = any>(path: string, body: unknown) {
+    return this.request<T>('PATCH', path, body);
+  }
+  delete<T = any>(path: string) {
+    return this.request<T>('DELETE', path);
+  }
+}
+
+/** Follows a sign-in link like a browser would and answers the session cookie it set. */
+export async function useSignInLink(url: string): Promise<string> {
+  const res = await fetch(url, { redirect: 'manual' });
+  if (res.status !== 302) throw new Error(`sign-in link answered ${res.status}: ${await res.text()}`);
+  const setCookie = res.headers.get('set-cookie') ?? '';
+  const match = /svc_session=([^;]+)/.exec(setCookie);
+  if (!match) throw new Error('no session cookie was set');
+  return `svc_session=${match[1]}`;
+}
+
+/** The instance admin's session, through the same path as `svc admin sign-in-link`. */
+export async function adminSession(t: TestServer, email = 'admin@example.com'): Promise<Client> {
+  const path = await t.server.services.identity.issueSignInLink(email);
+  return new Client(t.url, { cookie: await useSignInLink(t.url + path) });
+}
+
+/** A session of an ordinary user, invited by the admin through the API. */
+export async function userSession(t: TestServer, admin: Client, email: string): Promise<{ client: Client; userId: string }> {
+  const link = await admin.post<{ url: string }>('/api/admin/sign-in-links', { email });
+  if (link.status !== 201) throw new Error(`could not create a sign-in link: ${link.status} ${link.text}`);
+  const client = new Client(t.url, { cookie: await useSignInLink(link.body.url) });
+  const me = await client.get<{ id: string }>('/api/users/me');
+  return { client, userId: me.body.id };
+}
+
+export async function createToken(session: Client, name = 'test token', expiresAt?: number): Promise<{ client: Client; token: string; id: string }> {
+  const res = await session.post<{ token: string; apiToken: { id: string } }>('/api/tokens', { name, ...(expiresAt ? { expiresAt } : {}) });
+  if (res.status !== 201) throw new Error(`could not create a token: ${res.status} ${res.text}`);
+  return { client: new Client(session.base, { token: res.body.token }), token: res.body.token, id: res.body.apiToken.id };
+}

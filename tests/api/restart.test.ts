@@ -1,0 +1,98 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client, createToken, useSignInLink } from './harness.js';
+
+const run = promisify(execFile);
+const dataDir = mkdtempSync(join(tmpdir(), 'svc-restart-'));
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Starts `svc serve` as a real process on a random port and waits until it answers. */
+async function serve(): Promise<{ child: ChildProcess; url: string; stdout: () => string }> {
+  rmSync(join(dataDir, 'server.json'), { force: true });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], {
+    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(dataDir, 'server.json'))) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
+  return { child, url, stdout: () => out };
+}
+
+async function killHard(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+describe('crash safety', () => {
+  it('prints a sign-in link on first start, keeps everything across SIGKILL, and rebuilds read models', async () => {
+    const first = await serve();
+    const deadline = Date.now() + 10_000;
+    while (!/\/api\/auth\/link\//.test(first.stdout()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const link = /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.stdout())?.[1];
+    assert.ok(link, `the first start prints a sign-in link: ${first.stdout()}`);
+    const session = new Client(first.url, { cookie: await useSignInLink(link) });
+    const { token } = await createToken(session, 'survivor');
+    let api = new Client(first.url, { token });
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      const res = await api.post('/api/jobs', { name: `job ${String(i).padStart(2, '0')}`, instruction: `do ${i}` });
+      assert.equal(res.status, 201);
+      ids.push(res.body.id);
+    }
+    assert.equal((await api.patch(`/api/jobs/${ids[3]}`, { instruction: 'patched', enabled: false })).status, 200);
+    assert.equal((await api.delete(`/api/jobs/${ids[4]}`)).status, 204);
+    // The last write is answered, then the process dies before it can save its projection checkpoints.
+    await api.post('/api/jobs', { name: 'job last', instruction: 'written just before the crash' });
+    await killHard(first.child);
+
+    const second = await serve();
+    api = new Client(second.url, { token });
+    const list = await api.get('/api/jobs?pageSize=100');
+    assert.equal(list.status, 200, list.text);
+    assert.equal(list.body.total, 25, 'every job but the archived one, none twice');
+    assert.ok(list.body.items.some((j: { name: string }) => j.name === 'job last'));
+    const patched = await api.get(`/api/jobs/${ids[3]}`);
+    assert.equal(patched.body.instruction, 'patched');
+    assert.equal(patched.body.enabled, false);
+    assert.equal((await api.get(`/api/jobs/${ids[4]}`)).status, 404);
+
+    // `svc admin sign-in-link` works beside the running server, on the same data directory.
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'admin', 'sign-in-link', '--data-dir', dataDir, '--email', 'second@example.com']);
+    const url = stdout.trim();
+    assert.ok(url.startsWith(`${second.url}/api/auth/link/`), url);
+    const other = new Client(second.url, { cookie: await useSignInLink(url) });
+    assert.equal((await other.get('/api/users/me')).body.email, 'second@example.com');
+    await killHard(second.child);
+
+    // Read models are disposable: drop them and rebuild from the log.
+    rmSync(join(dataDir, 'read.db'), { force: true });
+    rmSync(join(dataDir, 'read.db-wal'), { force: true });
+    rmSync(join(dataDir, 'read.db-shm'), { force: true });
+    const rebuilt = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'admin', 'rebuild-projections', '--data-dir', dataDir]);
+    assert.match(rebuilt.stdout, /rebuilt .*jobs/);
+    const third = await serve();
+    api = new Client(third.url, { token });
+    const again = await api.get('/api/jobs?pageSize=100');
+    assert.equal(again.body.total, 25);
+    assert.deepEqual(again.body.items.map((j: { id: string }) => j.id).sort(), list.body.items.map((j: { id: string }) => j.id).sort());
+    await killHard(third.child);
+  });
+});

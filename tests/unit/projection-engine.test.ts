@@ -1,0 +1,134 @@
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ProjectionEngine } from '../../projections/engine.js';
+import type { DocOp, Projector } from '../../projections/projector.js';
+import type { EventMetadata, EventStore } from '../../store/event-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
+
+const meta: EventMetadata = { workspaceId: 'w', actor: { type: 'system', id: null }, requestId: null, correlationId: null, causationId: null, ts: 1 };
+const quiet = { error: () => {}, info: () => {} };
+
+/**
+ * Counts per stream; `total` is set from the event (never incremented) so replays are harmless. With `trace`, each
+ * delivery is also pushed to `seen`, which shows gaps and duplicates within one run.
+ */
+function counter(name: string, version = 1, trace = true): Projector {
+  return {
+    name,
+    version,
+    collections: [name],
+    indexes: [{ collection: name, keys: [['total', 1]] }],
+    project(e): DocOp[] {
+      if (e.type !== 'Counted') return [];
+      const d = e.data as { n: number };
+      const update = trace ? { $set: { total: d.n, revision: e.revision }, $push: { seen: d.n } } : { $set: { total: d.n, revision: e.revision } };
+      return [{ kind: 'update', collection: name, filter: { _id: e.streamId }, update, upsert: true }];
+    },
+  };
+}
+
+let open: Array<{ events: EventStore; docs: DocumentStore; engine: ProjectionEngine }> = [];
+afterEach(async () => {
+  for (const o of open) {
+    await o.engine.stop();
+    await o.events.close();
+    await o.docs.close();
+  }
+  open = [];
+});
+
+function setup(projectors: Projector[], events = openSqliteEventStore(':memory:'), docs = openSqliteDocumentStore(':memory:')) {
+  const engine = new ProjectionEngine(events, docs, projectors, quiet);
+  const o = { events, docs, engine };
+  open.push(o);
+  return o;
+}
+
+async function count(events: EventStore, stream: string, from: number, to: number) {
+  let last = undefined as Awaited<ReturnType<EventStore['append']>> | undefined;
+  for (let n = from; n <= to; n++) last = await events.append(stream, [{ type: 'Counted', data: { n }, metadata: meta }], 'any');
+  return last!.position;
+}
+
+describe('projection engine', () => {
+  it('catches up on past events, then follows live ones, and waits for a position', async () => {
+    const { events, docs, engine } = setup([counter('a')]);
+    await count(events, 's1', 1, 50);
+    await engine.start();
+    const pos = await count(events, 's1', 51, 60);
+    assert.equal(await engine.waitFor(pos, 2000), true);
+    const doc = await docs.collection('a').findOne({ _id: 's1' });
+    assert.equal(doc?.total, 60);
+    assert.deepEqual(doc?.seen, Array.from({ length: 60 }, (_, i) => i + 1), 'each event once, in order');
+  });
+
+  it('keeps one checkpoint per projector and resumes from it after a restart', async () => {
+    const events = openSqliteEventStore(':memory:');
+    const docs = openSqliteDocumentStore(':memory:');
+    const first = new ProjectionEngine(events, docs, [counter('a')], quiet);
+    await first.start();
+    assert.equal(await first.waitFor(await count(events, 's', 1, 10), 2000), true);
+    await first.stop();
+    await count(events, 's', 11, 15);
+    // A second projector joins later: it starts from zero while the first resumes from its checkpoint.
+    const { engine } = setup([counter('a'), counter('b')], events, docs);
+    await engine.start();
+    assert.equal(await engine.waitFor(await count(events, 's', 16, 16), 2000), true);
+    assert.deepEqual((await docs.collection('a').findOne({ _id: 's' }))?.seen, Array.from({ length: 16 }, (_, i) => i + 1));
+    assert.deepEqual((await docs.collection('b').findOne({ _id: 's' }))?.seen, Array.from({ length: 16 }, (_, i) => i + 1));
+  });
+
+  it('is idempotent under redelivery of events it already applied', async () => {
+    const events = openSqliteEventStore(':memory:');
+    const docs = openSqliteDocumentStore(':memory:');
+    const first = new ProjectionEngine(events, docs, [counter('a', 1, false)], quiet);
+    await first.start();
+    assert.equal(await first.waitFor(await count(events, 's', 1, 5), 2000), true);
+    await first.stop();
+    const before = await docs.collection('a').find({});
+    // Forget the checkpoint, as a crash before the checkpoint write would: every event arrives a second time.
+    await docs.collection('projection_checkpoints').deleteMany({});
+    const { engine } = setup([counter('a', 1, false)], events, docs);
+    await engine.start();
+    assert.equal(await engine.waitFor(await events.headPosition(), 2000), true);
+    assert.deepEqual(await docs.collection('a').find({}), before);
+  });
+
+  it('rebuilds one projector without touching the others', async () => {
+    const { events, docs, engine } = setup([counter('a'), counter('b')]);
+    await engine.start();
+    assert.equal(await engine.waitFor(await count(events, 's', 1, 3), 2000), true);
+    await docs.collection('a').updateOne({ _id: 's' }, { $set: { total: -1 } });
+    await docs.collection('b').updateOne({ _id: 's' }, { $set: { total: -2 } });
+    assert.deepEqual(await engine.rebuild(['a']), ['a']);
+    assert.equal(await engine.waitFor(await events.headPosition(), 2000), true);
+    assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 3, 'a is rebuilt');
+    assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.total, -2, 'b is left alone');
+    await assert.rejects(engine.rebuild(['nope']), /unknown projector/);
+  });
+
+  it('rebuilds a projector whose version changed at start', async () => {
+    const events = openSqliteEventStore(':memory:');
+    const docs = openSqliteDocumentStore(':memory:');
+    const v1 = new ProjectionEngine(events, docs, [counter('a', 1)], quiet);
+    await v1.start();
+    assert.equal(await v1.waitFor(await count(events, 's', 1, 4), 2000), true);
+    await v1.stop();
+    await docs.collection('a').updateOne({ _id: 's' }, { $set: { total: 99 } });
+    const { engine } = setup([counter('a', 2)], events, docs);
+    await engine.start();
+    assert.equal(await engine.waitFor(await events.headPosition(), 2000), true);
+    assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 4);
+  });
+
+  it('answers false when a position is not reached in time', async () => {
+    const other = openSqliteEventStore(':memory:');
+    const { engine } = setup([counter('a')]);
+    await engine.start();
+    const foreign = await count(other, 'x', 1, 3);
+    assert.equal(await engine.waitFor(foreign, 50), false);
+    await other.close();
+  });
+});
