@@ -35,6 +35,11 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/tokens': member,
   'POST /api/tokens': memberSession,
   'DELETE /api/tokens/:id': memberSession,
+
+  'GET /api/workspace/members': member,
+  'PATCH /api/workspace/members/:userId': { access: 'admin', session: true },
+
+  'POST /api/admin/sign-in-links': { access: 'iadmin', session: true },
 };
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`;

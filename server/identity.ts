@@ -79,15 +79,18 @@ export class Identity {
 
   // --- sign-in links --------------------------------------------------------------------------------------
 
-  /** Appends a single-use link for the instance admin with this email and answers its path (`/api/auth/link/...`). */
-  async issueSignInLink(email: string): Promise<string> {
+  /**
+   * Appends a single-use link for the user with this email and answers its path (`/api/auth/link/...`). The CLI's
+   * links make an instance admin; an admin's links from the API make an ordinary user unless asked otherwise.
+   */
+  async issueSignInLink(email: string, isAdmin = true, ctx: CommandContext = systemContext): Promise<string> {
     const linkId = newId(this.clock());
     const secret = newSecret();
     await this.bus.execute(
       signInLinkStreamId(linkId),
       signInLinkDecider,
-      { type: 'IssueLink', linkId, secretHash: hashToken(secret), email: email.trim().toLowerCase(), now: this.clock() },
-      systemContext,
+      { type: 'IssueLink', linkId, secretHash: hashToken(secret), email: email.trim().toLowerCase(), isAdmin, now: this.clock() },
+      ctx,
     );
     return `/api/auth/link/${linkId}.${secret}`;
   }
@@ -99,8 +102,8 @@ export class Identity {
     }
     const used = await this.bus.execute(signInLinkStreamId(linkId), signInLinkDecider, { type: 'UseLink', secretHash: hashToken(secret), now: this.clock() }, ctx);
     if (used.state.status === 'none') throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
-    const email = used.state.email;
-    return this.signIn({ issuer: 'local', subject: email, provider: 'link', isAdmin: true, profile: { email, name: null, picture: null } }, ctx);
+    const { email, isAdmin } = used.state;
+    return this.signIn({ issuer: 'local', subject: email, provider: 'link', isAdmin, profile: { email, name: null, picture: null } }, ctx);
   }
 
   /** Finds or registers the user of an identity, records the sign-in, joins the landing workspace. */
@@ -116,8 +119,10 @@ export class Identity {
     const userId = claimed.state.userId!;
     const userCtx: CommandContext = { ...ctx, actor: { type: 'user', id: userId } };
     const user = await this.bus.load(userStreamId(userId), userDecider);
+    // A link never takes admin rights away: only an identity provider's admin lists can (checked at each sign-in).
+    const isAdmin = identity.provider === 'link' && user.state.exists ? identity.isAdmin || user.state.isAdmin : identity.isAdmin;
     const result = user.state.exists
-      ? await this.bus.execute(userStreamId(userId), userDecider, { type: 'RecordSignIn', provider: identity.provider, isAdmin: identity.isAdmin, profile: identity.profile, now }, userCtx)
+      ? await this.bus.execute(userStreamId(userId), userDecider, { type: 'RecordSignIn', provider: identity.provider, isAdmin, profile: identity.profile, now }, userCtx)
       : await this.bus.execute(userStreamId(userId), userDecider, { type: 'RegisterUser', userId, issuer: identity.issuer, subject: identity.subject, provider: identity.provider, isAdmin: identity.isAdmin, profile: identity.profile, now }, userCtx);
     const joined = await this.join(defaultWorkspaceId, userId, { ...userCtx, workspaceId: defaultWorkspaceId });
     await this.projections.waitFor(joined ?? result.position, 2000);
