@@ -36,6 +36,8 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
     bodyLimit: 1024 * 1024,
     trustProxy: false,
   });
+  // The API speaks JSON only: a text body is refused as invalid_request_body instead of failing validation later.
+  app.removeContentTypeParser('text/plain');
   const openapi = new OpenApiRegistry(deps.version);
   openapi.attach(app);
   installCompilers(app);

@@ -43,7 +43,8 @@ export function registerAuth(app: FastifyInstance, identity: Identity): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const m of methods) if (m !== 'HEAD') ruleFor(m, route.url);
   });
-  app.addHook('preHandler', async (request) => {
+  // onRequest: credentials are checked before the body is even parsed, so a stranger learns nothing from validation.
+  app.addHook('onRequest', async (request) => {
     const url = request.routeOptions.url;
     if (url === undefined) return; // not-found handler
     const method = request.method === 'HEAD' ? 'GET' : request.method;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import YAML from 'yaml';
 import { ErrorBody } from '../schemas/common.js';
+import { Limits } from '../schemas/job.js';
 import { ruleFor } from './auth.js';
 
 interface CollectedRoute {
@@ -47,7 +48,8 @@ function parameters(schema: JsonObject | undefined, where: 'path' | 'query', com
 /** Builds the OpenAPI 3.1 document from the routes the app registered, so the document cannot drift from them. */
 export function buildOpenApiDocument(routes: CollectedRoute[], version: string): JsonObject {
   const components = new Map<string, unknown>();
-  hoist(ErrorBody, components);
+  // Records that SPEC §2 names but no route of this version carries yet are still published.
+  for (const s of [ErrorBody, Limits]) hoist(s, components);
   const paths: Record<string, JsonObject> = {};
   const sorted = [...routes].sort((a, b) => (a.url === b.url ? a.method.localeCompare(b.method) : a.url.localeCompare(b.url)));
   for (const r of sorted) {

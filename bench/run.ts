@@ -1,0 +1,167 @@
+// npm run bench: machine-readable results on stdout (JSON) and in .bench/results.json. See docs/performance.md.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import { jobDecider, jobStreamId } from '../domain/job.js';
+import { defaultWorkspaceId } from '../domain/workspace.js';
+import { ProjectionEngine } from '../projections/engine.js';
+import { allProjectors } from '../projections/index.js';
+import { loadConfig } from '../server/config.js';
+import { newId } from '../server/ids.js';
+import { createLogger, startServer } from '../server/start.js';
+import type { EventMetadata } from '../store/event-store.js';
+import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
+import { openSqliteEventStore } from '../store/sqlite-event-store.js';
+import { summarize } from './stats.js';
+
+const quick = process.argv.includes('--quick');
+const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+const meta: EventMetadata = { workspaceId: 'w', actor: { type: 'system', id: null }, requestId: null, correlationId: null, causationId: null, ts: 0 };
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+async function appends() {
+  const store = openSqliteEventStore(join(root, 'appends.db'));
+  const n = quick ? 2000 : 10_000;
+  let t0 = performance.now();
+  for (let i = 0; i < n; i++) await store.append(`s-${i % 100}`, [{ type: 'Bench', data: { i }, metadata: meta }], 'any');
+  const single = n / ((performance.now() - t0) / 1000);
+  const batches = quick ? 100 : 500;
+  const batch = Array.from({ length: 100 }, (_, i) => ({ type: 'Bench', data: { i }, metadata: meta }));
+  t0 = performance.now();
+  for (let i = 0; i < batches; i++) await store.append(`b-${i}`, batch, 'no_stream');
+  const secs = (performance.now() - t0) / 1000;
+  await store.close();
+  return { singleEventAppendsPerSec: Math.round(single), hundredEventAppendsPerSec: Math.round(batches / secs), eventsPerSecInBatches: Math.round((batches * 100) / secs) };
+}
+
+async function projectionLag() {
+  const events = openSqliteEventStore(join(root, 'lag-events.db'));
+  const docs = openSqliteDocumentStore(join(root, 'lag-read.db'));
+  const engine = new ProjectionEngine(events, docs, allProjectors, { error: () => {}, info: () => {} });
+  await engine.start();
+  const samples: number[] = [];
+  const n = quick ? 200 : 1000;
+  for (let i = 0; i < n; i++) {
+    const id = newId();
+    const t0 = performance.now();
+    const r = await events.append(jobStreamId(id), jobDecider.decide({ type: 'CreateJob', jobId: id, workspaceId: defaultWorkspaceId, fields: { name: `lag ${i}`, instruction: 'x' }, now: Date.now() }, jobDecider.initialState).map((e) => ({ ...e, metadata: meta })), 'no_stream');
+    await engine.waitFor(r.position, 5000);
+    samples.push(performance.now() - t0);
+  }
+  await engine.stop();
+  await events.close();
+  await docs.close();
+  return summarize(samples);
+}
+
+function spawnLine(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ child: ChildProcess; line: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ child, line: buf.slice(0, nl).trim() });
+    });
+    child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
+  });
+}
+
+async function cannon(url: string, headers: Record<string, string>) {
+  const result = await autocannon({ url, connections: 10, duration: quick ? 3 : 10, headers });
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`benchmark requests failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { requestsPerSec: Math.round(result.requests.average), latencyP50Ms: result.latency.p50, latencyP99Ms: result.latency.p99 };
+}
+
+async function waitForFile(file: string, child: ChildProcess) {
+  const deadline = Date.now() + 60_000;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
+}
+
+const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
+
+async function serverRss() {
+  const dataDir = join(root, 'rss');
+  const child = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+  await waitForFile(join(dataDir, 'server.json'), child);
+  await new Promise((r) => setTimeout(r, 1000));
+  const rss = rssMb(child.pid!);
+  child.kill('SIGKILL');
+  return { rssAfterStartMb: rss, runtime: cliArgs[0] === 'dist/cli/main.js' ? 'dist' : 'tsx' };
+}
+
+async function listBenchmark() {
+  const dataDir = join(root, 'list');
+  const jobs = quick ? 2000 : 10_000;
+  // Seed through the real command path, in-process, then serve the data from a separate process.
+  const seeded = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'));
+  const { bus, engine, identity } = seeded.services;
+  for (let i = 0; i < jobs; i++) {
+    const id = newId();
+    await bus.execute(jobStreamId(id), jobDecider, { type: 'CreateJob', jobId: id, workspaceId: defaultWorkspaceId, fields: { name: `Job ${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`, instruction: `instruction ${i}` }, now: Date.now() }, { workspaceId: defaultWorkspaceId, actor: { type: 'system', id: null }, requestId: null });
+  }
+  await engine.catchUp();
+  const link = await identity.issueSignInLink('bench@example.com');
+  await seeded.close();
+  log(`seeded ${jobs} jobs`);
+
+  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+  try {
+    await waitForFile(join(dataDir, 'server.json'), server);
+    const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
+    const signIn = await fetch(url + link, { redirect: 'manual' });
+    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
+    const created = (await (await fetch(`${url}/api/tokens`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"name":"bench"}' })).json()) as { token: string };
+    const headers = { authorization: `Bearer ${created.token}` };
+    const path = '/api/jobs?pageSize=25&sort=name';
+    const body = await (await fetch(url + path, { headers })).text();
+    const total = (JSON.parse(body) as { total: number }).total;
+    if (total < jobs) throw new Error(`expected ${jobs} jobs, list says ${total}`);
+    await cannon(url + path, headers); // warm-up
+    const svc = await cannon(url + path, headers);
+    const bare = await spawnLine(['--import', 'tsx', 'bench/bare-server.ts', body]);
+    try {
+      await cannon(bare.line + path, {});
+      const baseline = await cannon(bare.line + path, {});
+      return { jobs, responseBytes: Buffer.byteLength(body), svc, bareFastify: baseline, throughputRatio: Math.round((svc.requestsPerSec / baseline.requestsPerSec) * 100) / 100 };
+    } finally {
+      bare.child.kill('SIGKILL');
+    }
+  } finally {
+    server.kill('SIGKILL');
+  }
+}
+
+const results: Record<string, unknown> = { machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, quick };
+log('appends');
+results.appends = await appends();
+log('projection lag');
+results.projectionLagMs = await projectionLag();
+log('server RSS');
+results.server = await serverRss();
+log('job list');
+results.jobList = await listBenchmark();
+const targets = {
+  singleEventAppendsPerSec: (results.appends as { singleEventAppendsPerSec: number }).singleEventAppendsPerSec >= 5000,
+  projectionLagP99: (results.projectionLagMs as { p99: number }).p99 <= 25,
+  listP99: (results.jobList as { svc: { latencyP99Ms: number } }).svc.latencyP99Ms <= 15,
+  listThroughputHalfOfBare: (results.jobList as { throughputRatio: number }).throughputRatio >= 0.5,
+  rssUnder150Mb: (results.server as { rssAfterStartMb: number }).rssAfterStartMb < 150,
+};
+results.targetsMet = targets;
+const json = JSON.stringify(results, null, 2);
+mkdirSync('.bench', { recursive: true });
+writeFileSync('.bench/results.json', json + '\n');
+process.stdout.write(json + '\n');
+rmSync(root, { recursive: true, force: true });

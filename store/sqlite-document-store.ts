@@ -1,0 +1,295 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import {
+  DuplicateKeyError,
+  type Collection,
+  type CountOptions,
+  type Doc,
+  type DocValue,
+  type DocumentStore,
+  type FieldCondition,
+  type Filter,
+  type FindOptions,
+  type IndexOptions,
+  type Search,
+  type Sort,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './document-store.js';
+import { applyUpdate, documentFromFilter } from './update-ops.js';
+
+type Param = string | number | null;
+interface Sql {
+  sql: string;
+  params: Param[];
+}
+
+const operatorKeys = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists']);
+
+function jsonPath(field: string): string {
+  if (!/^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z0-9_$]+)*$/.test(field)) throw new Error(`invalid field path: ${field}`);
+  return field === '_id' ? '' : `$.${field}`;
+}
+
+/** The SQL expression of a field: `_id` is a column, everything else lives in the JSON body. */
+function valueExpr(field: string): string {
+  return field === '_id' ? 'id' : `json_extract(body, '${jsonPath(field)}')`;
+}
+function typeExpr(field: string): string {
+  return field === '_id' ? `'text'` : `json_type(body, '${jsonPath(field)}')`;
+}
+
+function isCondition(v: unknown): v is FieldCondition {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 && Object.keys(v).every((k) => operatorKeys.has(k));
+}
+
+/**
+ * Equality with MongoDB's typing: a number never equals a boolean, null matches null or missing. The bare
+ * `json_extract(...) = ?` term comes first so SQLite can answer it from an expression index.
+ */
+function eq(field: string, v: DocValue): Sql {
+  const x = valueExpr(field);
+  const t = typeExpr(field);
+  if (v === null) return { sql: `(${x} IS NULL)`, params: [] };
+  if (typeof v === 'boolean') return { sql: `(${x} = ? AND ${t} = '${v ? 'true' : 'false'}')`, params: [v ? 1 : 0] };
+  if (typeof v === 'number') return { sql: `(${x} = ? AND ${t} IN ('integer','real'))`, params: [v] };
+  if (typeof v === 'string') return { sql: `(${x} = ? AND ${t} = 'text')`, params: [v] };
+  return { sql: `(${t} IN ('array','object') AND ${x} = json(?))`, params: [JSON.stringify(v)] };
+}
+
+function compare(field: string, op: '>' | '>=' | '<' | '<=', v: DocValue): Sql {
+  const x = valueExpr(field);
+  const t = typeExpr(field);
+  if (typeof v === 'number') return { sql: `(${t} IN ('integer','real') AND ${x} ${op} ?)`, params: [v] };
+  if (typeof v === 'string') return { sql: `(${t} = 'text' AND ${x} ${op} ?)`, params: [v] };
+  if (typeof v === 'boolean') return { sql: `(${t} IN ('true','false') AND ${x} ${op} ?)`, params: [v ? 1 : 0] };
+  throw new Error(`cannot compare ${field} with ${JSON.stringify(v)}`);
+}
+
+const not = (s: Sql): Sql => ({ sql: `(NOT IFNULL(${s.sql}, 0))`, params: s.params });
+function anyOf(parts: Sql[], empty: string): Sql {
+  if (parts.length === 0) return { sql: empty, params: [] };
+  return { sql: `(${parts.map((p) => p.sql).join(' OR ')})`, params: parts.flatMap((p) => p.params) };
+}
+function allOf(parts: Sql[]): Sql {
+  if (parts.length === 0) return { sql: '1', params: [] };
+  return { sql: `(${parts.map((p) => p.sql).join(' AND ')})`, params: parts.flatMap((p) => p.params) };
+}
+
+function inList(field: string, values: DocValue[]): Sql {
+  const strings = values.filter((v): v is string => typeof v === 'string');
+  const others = values.filter((v) => typeof v !== 'string');
+  const parts: Sql[] = others.map((v) => eq(field, v));
+  if (strings.length > 0) {
+    // One IN list keeps an indexed lookup for the common case of ids and enum values.
+    parts.unshift({ sql: `(${valueExpr(field)} IN (${strings.map(() => '?').join(',')}) AND ${typeExpr(field)} = 'text')`, params: strings });
+  }
+  return anyOf(parts, '0');
+}
+
+function condition(field: string, c: FieldCondition): Sql {
+  const parts: Sql[] = [];
+  if ('$eq' in c) parts.push(eq(field, c.$eq as DocValue));
+  if ('$ne' in c) parts.push(not(eq(field, c.$ne as DocValue)));
+  if (c.$gt !== undefined) parts.push(compare(field, '>', c.$gt));
+  if (c.$gte !== undefined) parts.push(compare(field, '>=', c.$gte));
+  if (c.$lt !== undefined) parts.push(compare(field, '<', c.$lt));
+  if (c.$lte !== undefined) parts.push(compare(field, '<=', c.$lte));
+  if (c.$in) parts.push(inList(field, c.$in));
+  if (c.$nin) parts.push(not(inList(field, c.$nin)));
+  if (c.$exists !== undefined) parts.push({ sql: c.$exists ? `(${typeExpr(field)} IS NOT NULL)` : `(${typeExpr(field)} IS NULL)`, params: [] });
+  return allOf(parts);
+}
+
+function where(filter: Filter): Sql {
+  const parts: Sql[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    if (value === undefined) continue;
+    if (key === '$and') parts.push(allOf((value as Filter[]).map(where)));
+    else if (key === '$or') parts.push(anyOf((value as Filter[]).map(where), '0'));
+    else if (key.startsWith('$')) throw new Error(`unsupported operator ${key}`);
+    else if (isCondition(value)) parts.push(condition(key, value));
+    else parts.push(eq(key, value as DocValue));
+  }
+  return allOf(parts);
+}
+
+/** Case-insensitive literal substring: `instr` has no wildcards, so `%` and `_` need no escaping. */
+function searchSql(search: Search | undefined): Sql | null {
+  if (!search || search.text === '' || search.fields.length === 0) return null;
+  const needle = search.text.toLowerCase();
+  return anyOf(
+    search.fields.map((f) => ({ sql: `(instr(lower(${valueExpr(f)}), ?) > 0)`, params: [needle] })),
+    '0',
+  );
+}
+
+/** Nulls and missing values last in both directions, matching an index built on the same expressions. */
+function orderBy(sort: Sort | undefined): string {
+  if (!sort || sort.length === 0) return '';
+  if (sort.length > 4) throw new Error('sort takes at most three keys (plus _id)');
+  return ' ORDER BY ' + sort.map(([f, d]) => (f === '_id' ? `id ${d === 1 ? 'ASC' : 'DESC'}` : `${valueExpr(f)} IS NULL, ${valueExpr(f)} ${d === 1 ? 'ASC' : 'DESC'}`)).join(', ');
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+class SqliteCollection<T extends Doc> implements Collection<T> {
+  private readonly table: string;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    readonly name: string,
+  ) {
+    if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid collection name: ${name}`);
+    this.table = `doc_${name}`;
+    db.exec(`CREATE TABLE IF NOT EXISTS ${this.table} (id TEXT PRIMARY KEY, body TEXT NOT NULL)`);
+  }
+
+  private prepare(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  private select(filter: Filter, options: FindOptions): { sql: string; params: Param[] } {
+    const w = where(filter);
+    const s = searchSql(options.search);
+    const cond = s ? allOf([w, s]) : w;
+    let sql = `SELECT body FROM ${this.table} WHERE ${cond.sql}${orderBy(options.sort)}`;
+    const params = [...cond.params];
+    if (options.limit !== undefined || options.skip) {
+      sql += ' LIMIT ? OFFSET ?';
+      params.push(options.limit ?? -1, options.skip ?? 0);
+    }
+    return { sql, params };
+  }
+
+  async createIndex(keys: Array<[string, 1 | -1]>, options: IndexOptions = {}): Promise<void> {
+    // Each key indexes `x IS NULL, x`: the same expressions the nulls-last ORDER BY uses, so lists read in index order.
+    const cols = keys.flatMap(([f, d]) => {
+      const dir = d === 1 ? 'ASC' : 'DESC';
+      if (f === '_id') return [`id ${dir}`];
+      return options.unique ? [`${valueExpr(f)} ${dir}`] : [`${valueExpr(f)} IS NULL`, `${valueExpr(f)} ${dir}`];
+    });
+    if (!options.unique && !keys.some(([f]) => f === '_id')) cols.push('id');
+    const name = options.name ?? `ix_${this.name}_${keys.map(([f, d]) => `${f.replace(/\W/g, '_')}${d === 1 ? '' : '_desc'}`).join('__')}${options.unique ? '_u' : ''}`;
+    try {
+      this.db.exec(`CREATE ${options.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${this.table} (${cols.join(', ')})`);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError(this.name, `existing documents violate unique index ${name}`);
+      throw err;
+    }
+  }
+
+  async findOne(filter: Filter, options: Omit<FindOptions, 'limit'> = {}): Promise<T | null> {
+    const [doc] = await this.find(filter, { ...options, limit: 1 });
+    return doc ?? null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const q = this.select(filter, options);
+    return (this.prepare(q.sql).all(...q.params) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as T);
+  }
+
+  async count(filter: Filter, options: CountOptions = {}): Promise<number> {
+    const w = where(filter);
+    const s = searchSql(options.search);
+    const cond = s ? allOf([w, s]) : w;
+    return (this.prepare(`SELECT count(*) AS n FROM ${this.table} WHERE ${cond.sql}`).get(...cond.params) as { n: number }).n;
+  }
+
+  async insertOne(doc: T): Promise<void> {
+    try {
+      this.prepare(`INSERT INTO ${this.table} (id, body) VALUES (?, ?)`).run(doc._id, JSON.stringify(doc));
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError(this.name, `_id ${doc._id}`);
+      throw err;
+    }
+  }
+
+  async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.update(filter, update, options, 1);
+  }
+
+  async updateMany(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.update(filter, update, options, undefined);
+  }
+
+  /** Updates are applied in JS to the parsed documents, inside one transaction: the operators behave exactly as in MongoDB. */
+  private update(filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined): UpdateResult {
+    const run = this.db.transaction((): UpdateResult => {
+      const w = where(filter);
+      const rows = this.prepare(`SELECT id, body FROM ${this.table} WHERE ${w.sql}${limit ? ' LIMIT 1' : ''}`).all(...w.params) as Array<{ id: string; body: string }>;
+      const write = this.prepare(`UPDATE ${this.table} SET body = ? WHERE id = ?`);
+      let modified = 0;
+      for (const row of rows) {
+        const before = row.body;
+        const after = JSON.stringify(applyUpdate(JSON.parse(before) as Doc, update, false));
+        if (after !== before) {
+          write.run(after, row.id);
+          modified += 1;
+        }
+      }
+      if (rows.length === 0 && options.upsert) {
+        const base = documentFromFilter(filter);
+        const doc = applyUpdate({ ...base, _id: typeof base._id === 'string' ? base._id : randomUUID() } as Doc, update, true);
+        this.prepare(`INSERT INTO ${this.table} (id, body) VALUES (?, ?)`).run(doc._id, JSON.stringify(doc));
+        return { matched: 0, modified: 0, upsertedId: doc._id };
+      }
+      return { matched: rows.length, modified, upsertedId: null };
+    });
+    try {
+      return run.immediate();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError(this.name, 'a unique index rejected the update');
+      throw err;
+    }
+  }
+
+  async deleteMany(filter: Filter): Promise<number> {
+    const w = where(filter);
+    return this.prepare(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes;
+  }
+
+  async drop(): Promise<void> {
+    this.db.exec(`DELETE FROM ${this.table}`);
+  }
+}
+
+export class SqliteDocumentStore implements DocumentStore {
+  readonly kind = 'sqlite';
+  private readonly db: Database.Database;
+  private readonly collections = new Map<string, SqliteCollection<Doc>>();
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+  }
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    let c = this.collections.get(name);
+    if (!c) {
+      c = new SqliteCollection<Doc>(this.db, name);
+      this.collections.set(name, c);
+    }
+    return c as unknown as Collection<T>;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export function openSqliteDocumentStore(file: string): SqliteDocumentStore {
+  return new SqliteDocumentStore(file);
+}

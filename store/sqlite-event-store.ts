@@ -1,0 +1,251 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { Observable, Subject } from 'rxjs';
+import {
+  WrongExpectedRevisionError,
+  type AllFilter,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeAllOptions,
+  type SubscribeStreamOptions,
+} from './event-store.js';
+
+interface Row {
+  position: number;
+  id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+const pollMs = 200;
+const pageSize = 500;
+
+const toPosition = (n: number) => String(n) as Position;
+const fromPosition = (p: Position | null | undefined) => (p === null || p === undefined ? 0 : Number(p));
+
+function toRecorded(r: Row): RecordedEvent {
+  return {
+    id: r.id,
+    streamId: r.stream_id,
+    revision: r.revision,
+    position: toPosition(r.position),
+    type: r.type,
+    data: JSON.parse(r.data) as unknown,
+    metadata: JSON.parse(r.metadata) as RecordedEvent['metadata'],
+  };
+}
+
+function matches(filter: AllFilter | undefined, e: { streamId: string; type: string }): boolean {
+  if (!filter) return true;
+  if (filter.streamPrefixes && !filter.streamPrefixes.some((p) => e.streamId.startsWith(p))) return false;
+  if (filter.eventTypes && !filter.eventTypes.includes(e.type)) return false;
+  return true;
+}
+
+/**
+ * The embedded event store: one table, a global autoincrement position, a unique (stream, revision). Appends run
+ * in an IMMEDIATE transaction, so the expected-revision check and the insert are atomic even across processes.
+ */
+export class SqliteEventStore implements EventStore {
+  readonly kind = 'sqlite';
+  private readonly db: Database.Database;
+  private readonly appended = new Subject<void>();
+  private readonly closed = new Subject<void>();
+  private subscribers = 0;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private lastSeen = 0;
+  private readonly stmt: {
+    last: Database.Statement<[string], { revision: number }>;
+    insert: Database.Statement<[string, string, number, string, string, string]>;
+    stream: Database.Statement<[string, number, number], Row>;
+    head: Database.Statement<[], { p: number | null }>;
+    all: Database.Statement<[number, number], Row>;
+  };
+  private readonly appendTx: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => AppendResult;
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS events (
+        position INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        stream_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        UNIQUE (stream_id, revision)
+      );
+      CREATE INDEX IF NOT EXISTS events_type ON events (type, position);
+    `);
+    this.stmt = {
+      last: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
+      insert: this.db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)'),
+      stream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?'),
+      head: this.db.prepare('SELECT max(position) AS p FROM events'),
+      all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+    };
+    const tx = this.db.transaction((streamId: string, events: NewEvent[], expected: ExpectedRevision): AppendResult => {
+      const last = this.stmt.last.get(streamId)?.revision;
+      const actual = last === null || last === undefined ? -1 : last;
+      if (expected === 'no_stream' ? actual !== -1 : expected !== 'any' && expected !== actual) {
+        throw new WrongExpectedRevisionError(streamId, expected, actual);
+      }
+      let revision = actual;
+      let position = 0;
+      for (const e of events) {
+        revision += 1;
+        const info = this.stmt.insert.run(e.id ?? randomUUID(), streamId, revision, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata));
+        position = Number(info.lastInsertRowid);
+      }
+      return { revision, position: toPosition(position) };
+    });
+    this.appendTx = (s, e, x) => tx.immediate(s, e, x);
+    this.lastSeen = this.stmt.head.get()?.p ?? 0;
+  }
+
+  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    const result = this.appendTx(streamId, events, expected);
+    this.lastSeen = Math.max(this.lastSeen, Number(result.position));
+    this.appended.next();
+    return result;
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    return this.stmt.stream.all(streamId, options.fromRevision ?? 0, options.limit ?? -1).map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const limit = options.limit ?? Infinity;
+    const out: RecordedEvent[] = [];
+    let after = fromPosition(options.after);
+    while (out.length < limit) {
+      const rows = this.stmt.all.all(after, pageSize);
+      for (const r of rows) {
+        if (matches(options.filter, { streamId: r.stream_id, type: r.type })) out.push(toRecorded(r));
+        if (out.length >= limit) break;
+      }
+      if (rows.length < pageSize) break;
+      after = rows[rows.length - 1]!.position;
+    }
+    return out;
+  }
+
+  subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {
+    let next = options.fromRevision ?? 0;
+    return this.follow(() => {
+      const rows = this.stmt.stream.all(streamId, next, pageSize);
+      if (rows.length > 0) next = rows[rows.length - 1]!.revision + 1;
+      return { events: rows.map(toRecorded), more: rows.length === pageSize };
+    });
+  }
+
+  subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
+    let after = fromPosition(options.after);
+    return this.follow(() => {
+      const rows = this.stmt.all.all(after, pageSize);
+      if (rows.length > 0) after = rows[rows.length - 1]!.position;
+      const events = rows.filter((r) => matches(options.filter, { streamId: r.stream_id, type: r.type })).map(toRecorded);
+      return { events, more: rows.length === pageSize };
+    });
+  }
+
+  /**
+   * Catch-up and live are one loop: read from where the subscriber is, deliver, and read again whenever an append
+   * is signalled. Reading by position/revision cursor means nothing is skipped and nothing is delivered twice.
+   */
+  private follow(readNext: () => { events: RecordedEvent[]; more: boolean }): Observable<RecordedEvent> {
+    return new Observable<RecordedEvent>((subscriber) => {
+      let active = true;
+      let pending = false;
+      let running = false;
+      const pump = () => {
+        if (!active) return;
+        if (running) {
+          pending = true;
+          return;
+        }
+        running = true;
+        try {
+          do {
+            pending = false;
+            for (;;) {
+              const { events, more } = readNext();
+              for (const e of events) {
+                if (!active) return;
+                subscriber.next(e);
+              }
+              if (!more) break;
+            }
+          } while (pending && active);
+        } catch (err) {
+          subscriber.error(err);
+        } finally {
+          running = false;
+        }
+      };
+      const sub = this.appended.subscribe(() => queueMicrotask(pump));
+      const end = this.closed.subscribe(() => subscriber.complete());
+      this.subscribers += 1;
+      this.ensurePolling();
+      queueMicrotask(pump);
+      return () => {
+        active = false;
+        sub.unsubscribe();
+        end.unsubscribe();
+        this.subscribers -= 1;
+        if (this.subscribers === 0 && this.pollTimer) {
+          clearInterval(this.pollTimer);
+          this.pollTimer = null;
+        }
+      };
+    });
+  }
+
+  /** Another process may append to the same file; a cheap poll of the head position notices it. */
+  private ensurePolling(): void {
+    if (this.pollTimer) return;
+    this.pollTimer = setInterval(() => {
+      const head = this.stmt.head.get()?.p ?? 0;
+      if (head > this.lastSeen) {
+        this.lastSeen = head;
+        this.appended.next();
+      }
+    }, pollMs);
+    this.pollTimer.unref();
+  }
+
+  comparePositions(a: Position, b: Position): number {
+    return Number(a) - Number(b);
+  }
+
+  async headPosition(): Promise<Position | null> {
+    const p = this.stmt.head.get()?.p;
+    return p === null || p === undefined ? null : toPosition(p);
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.open) return;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+    this.closed.next();
+    this.db.close();
+  }
+}
+
+export function openSqliteEventStore(file: string): SqliteEventStore {
+  return new SqliteEventStore(file);
+}

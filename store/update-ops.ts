@@ -1,0 +1,76 @@
+import type { Doc, DocValue, Filter, Update } from './document-store.js';
+
+type Obj = { [key: string]: DocValue | undefined };
+
+function parentOf(doc: Obj, path: string, create: boolean): { parent: Obj; key: string } | null {
+  const parts = path.split('.');
+  let cur: Obj = doc;
+  for (const p of parts.slice(0, -1)) {
+    const next = cur[p];
+    if (next === undefined || next === null) {
+      if (!create) return null;
+      cur[p] = {};
+    } else if (typeof next !== 'object' || Array.isArray(next)) {
+      throw new Error(`cannot set ${path}: ${p} is not an object`);
+    }
+    cur = cur[p] as Obj;
+  }
+  return { parent: cur, key: parts[parts.length - 1]! };
+}
+
+function get(doc: Obj, path: string): DocValue | undefined {
+  let cur: DocValue | undefined = doc;
+  for (const p of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+    cur = (cur as Obj)[p];
+  }
+  return cur;
+}
+
+const clone = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
+
+/** Applies MongoDB update operators to a copy of a document. `inserting` enables `$setOnInsert`. */
+export function applyUpdate(doc: Doc, update: Update, inserting: boolean): Doc {
+  const out = clone(doc) as Obj;
+  const sets = inserting ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
+  for (const [k, v] of Object.entries(sets)) {
+    const at = parentOf(out, k, true)!;
+    at.parent[at.key] = clone(v);
+  }
+  for (const k of Object.keys(update.$unset ?? {})) {
+    const at = parentOf(out, k, false);
+    if (at) delete at.parent[at.key];
+  }
+  for (const [k, v] of Object.entries(update.$inc ?? {})) {
+    const current = get(out, k);
+    if (current !== undefined && typeof current !== 'number') throw new Error(`cannot $inc ${k}: not a number`);
+    const at = parentOf(out, k, true)!;
+    at.parent[at.key] = (current ?? 0) + v;
+  }
+  for (const [k, v] of Object.entries(update.$push ?? {})) {
+    const current = get(out, k);
+    if (current !== undefined && !Array.isArray(current)) throw new Error(`cannot $push to ${k}: not an array`);
+    const at = parentOf(out, k, true)!;
+    at.parent[at.key] = [...(current ?? []), clone(v)];
+  }
+  return out as Doc;
+}
+
+/** The document an upsert starts from: the filter's plain equality fields (MongoDB semantics). */
+export function documentFromFilter(filter: Filter): Obj {
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(filter)) {
+    if (k.startsWith('$') || v === undefined) continue;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      if (keys.length === 1 && keys[0] === '$eq') {
+        const at = parentOf(out, k, true)!;
+        at.parent[at.key] = clone((v as { $eq: DocValue }).$eq);
+      }
+      if (keys.some((x) => x.startsWith('$'))) continue;
+    }
+    const at = parentOf(out, k, true)!;
+    at.parent[at.key] = clone(v as DocValue);
+  }
+  return out;
+}
