@@ -1,4 +1,5 @@
 import type { ProjectionEngine } from '../projections/engine.js';
+import type { ReadCache } from '../projections/read-cache.js';
 import type { CommandBus } from '../server/commands.js';
 import type { Config } from '../server/config.js';
 import type { Identity } from '../server/identity.js';
@@ -11,5 +12,6 @@ export interface AppDeps {
   bus: CommandBus;
   engine: ProjectionEngine;
   identity: Identity;
+  cache: ReadCache;
   version: string;
 }

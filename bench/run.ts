@@ -105,7 +105,7 @@ async function listBenchmark() {
   const dataDir = join(root, 'list');
   const jobs = quick ? 2000 : 10_000;
   // Seed through the real command path, in-process, then serve the data from a separate process.
-  const seeded = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'));
+  const seeded = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
   const { bus, engine, identity } = seeded.services;
   for (let i = 0; i < jobs; i++) {
     const id = newId();

@@ -31,6 +31,7 @@ export class ProjectionEngine {
   private flushTimer: NodeJS.Timeout | null = null;
   private waiters: Array<{ position: Position; resolve: (ok: boolean) => void; timer: NodeJS.Timeout }> = [];
   private failure: Error | null = null;
+  private readonly changeListeners: Array<(collections: Set<string>) => void> = [];
 
   constructor(
     private readonly events: EventStore,
@@ -41,6 +42,11 @@ export class ProjectionEngine {
 
   get running(): boolean {
     return this.subscription !== null;
+  }
+
+  /** Called after each event with the collections it changed, before any waiter for it resolves. */
+  onChange(listener: (collections: Set<string>) => void): void {
+    this.changeListeners.push(listener);
   }
 
   async start(): Promise<void> {
@@ -95,6 +101,8 @@ export class ProjectionEngine {
       await this.reset(p);
       this.checkpoints.set(p.name, null);
     }
+    const dropped = new Set(chosen.flatMap((p) => p.collections));
+    for (const l of this.changeListeners) l(dropped);
     await this.flushAll();
     if (wasRunning) await this.start();
     return chosen.map((p) => p.name);
@@ -169,12 +177,17 @@ export class ProjectionEngine {
 
   private async apply(raw: RecordedEvent): Promise<void> {
     const event = upcast(raw);
+    const changed = new Set<string>();
     for (const p of this.projectors) {
       const cp = this.checkpoints.get(p.name) ?? null;
       if (cp !== null && this.events.comparePositions(event.position, cp) <= 0) continue;
-      for (const op of p.project(event)) await this.applyOp(op);
+      for (const op of p.project(event)) {
+        await this.applyOp(op);
+        changed.add(op.collection);
+      }
       this.checkpoints.set(p.name, event.position);
     }
+    if (changed.size > 0) for (const l of this.changeListeners) l(changed);
     this.processed = event.position;
     this.scheduleFlush();
     if (this.waiters.length > 0) {

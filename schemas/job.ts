@@ -246,6 +246,7 @@ export const JobListDto = Type.Object(
 export type JobListDto = Static<typeof JobListDto>;
 
 export const JobListEnvelope = Envelope(JobListDto, 'JobListEnvelope');
+export type JobListEnvelope = Static<typeof JobListEnvelope>;
 
 export const JobListQuery = Type.Object(
   {

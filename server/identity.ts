@@ -8,6 +8,7 @@ import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../doma
 import type { Principal } from '../api/principal.js';
 import { memberId, type ApiTokenDoc, type MemberDoc, type UserDoc } from '../projections/identity.js';
 import type { ProjectionEngine } from '../projections/engine.js';
+import type { ReadCache } from '../projections/read-cache.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { Position } from '../store/event-store.js';
 import { CommandBus, systemContext, type CommandContext } from './commands.js';
@@ -41,6 +42,7 @@ export class Identity {
     private readonly docs: DocumentStore,
     private readonly keys: Keys,
     private readonly projections: ProjectionEngine,
+    private readonly cache: ReadCache,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -64,9 +66,11 @@ export class Identity {
   }
 
   async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
-    const user = await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid });
+    const { user, role } = await this.cache.get(['users', 'members'], `session:${claims.uid}:${claims.wid}`, async () => ({
+      user: await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid }),
+      role: await this.roleIn(claims.wid, claims.uid),
+    }));
     if (!user || user.deactivated) return null;
-    const role = await this.roleIn(claims.wid, claims.uid);
     const effective: Role | null = user.isAdmin ? 'owner' : role;
     if (!effective) return null;
     return { kind: 'session', userId: user._id, workspaceId: claims.wid, role: effective, isAdmin: user.isAdmin, tokenId: null };
@@ -158,15 +162,19 @@ export class Identity {
    * Every refusal is the same 401 so a caller learns nothing about why.
    */
   async principalFromToken(token: string, ctx: CommandContext): Promise<Principal> {
-    const invalid = new DomainError('invalid_token', 'Token is invalid or expired');
-    if (!token.startsWith(apiTokenPrefix)) throw invalid;
-    const doc = await this.docs.collection<ApiTokenDoc>('api_tokens').findOne({ tokenHash: hashToken(token) });
+    // Built only when refusing: constructing an Error captures a stack, which showed up in request profiles.
+    const invalid = () => new DomainError('invalid_token', 'Token is invalid or expired');
+    if (!token.startsWith(apiTokenPrefix)) throw invalid();
+    const hash = hashToken(token);
+    const { doc, user, role } = await this.cache.get(['api_tokens', 'users', 'members'], `token:${hash}`, async () => {
+      const doc = await this.docs.collection<ApiTokenDoc>('api_tokens').findOne({ tokenHash: hash });
+      if (!doc) return { doc, user: null, role: null };
+      const user = await this.docs.collection<UserDoc>('users').findOne({ _id: doc.userId });
+      return { doc, user, role: await this.roleIn(doc.workspaceId, doc.userId) };
+    });
     const now = this.clock();
-    if (!doc || (doc.expiresAt !== null && doc.expiresAt <= now)) throw invalid;
-    const user = await this.docs.collection<UserDoc>('users').findOne({ _id: doc.userId });
-    if (!user || user.deactivated) throw invalid;
-    const role = await this.roleIn(doc.workspaceId, doc.userId);
-    if (!role) throw invalid;
+    if (!doc || (doc.expiresAt !== null && doc.expiresAt <= now)) throw invalid();
+    if (!user || user.deactivated || !role) throw invalid();
     await this.recordUse(doc, now, { ...ctx, workspaceId: doc.workspaceId, actor: { type: 'token', id: doc._id } });
     return { kind: 'token', userId: doc.userId, workspaceId: doc.workspaceId, role, isAdmin: false, tokenId: doc._id };
   }

@@ -7,6 +7,7 @@ import type { AppDeps } from '../api/deps.js';
 import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
 import { ProjectionEngine } from '../projections/engine.js';
 import { allProjectors } from '../projections/index.js';
+import { ReadCache } from '../projections/read-cache.js';
 import { closeStores, openMemoryStores, openStores, type Stores } from '../store/open.js';
 import { CommandBus, systemContext } from './commands.js';
 import type { Config } from './config.js';
@@ -22,6 +23,7 @@ export interface Services {
   bus: CommandBus;
   engine: ProjectionEngine;
   identity: Identity;
+  cache: ReadCache;
   log: Logger;
 }
 
@@ -34,17 +36,20 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const keys = Keys.load(config.dataDir, config.masterKey);
   const bus = new CommandBus(stores.events);
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
-  const identity = new Identity(bus, stores.docs, keys, engine);
-  return { config, stores, keys, bus, engine, identity, log };
+  // Cached answers are only safe where the projector runs, because only there is every change seen.
+  const cache = new ReadCache(engine, config.roles.has('projector'));
+  const identity = new Identity(bus, stores.docs, keys, engine, cache);
+  return { config, stores, keys, bus, engine, identity, cache, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
     bus: s.bus,
     engine: s.engine,
     identity: s.identity,
+    cache: s.cache,
     version,
   };
 }
@@ -67,7 +72,11 @@ async function anyUserExists(s: Services): Promise<boolean> {
 }
 
 /** `svc serve`: every role of the config in this process. */
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+  announce: (text: string) => void = (text) => process.stdout.write(text),
+): Promise<RunningServer> {
   const services = await openServices(config, log);
   await services.bus.execute(
     workspaceStreamId(defaultWorkspaceId),
@@ -91,7 +100,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     if (!(await anyUserExists(services))) {
       const link = await services.identity.issueSignInLink('admin@localhost');
       // Printed plainly on stdout as well as logged: it is the one thing a newcomer must find.
-      process.stdout.write(`\nNo user exists yet. Sign in as the instance admin (single use, valid 1 hour):\n  ${url}${link}\n\n`);
+      announce(`\nNo user exists yet. Sign in as the instance admin (single use, valid 1 hour):\n  ${url}${link}\n\n`);
     }
   }
 
@@ -120,9 +129,10 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const bus = new CommandBus(stores.events);
   const log = createLogger('silent');
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
-  const identity = new Identity(bus, stores.docs, keys, engine);
+  const cache = new ReadCache(engine, false);
+  const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const config = { publicUrl: '', logLevel: 'silent' } as Config;
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity }));
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

@@ -26,7 +26,9 @@ export interface FieldCondition {
 
 /**
  * A filter maps field paths to a literal (equality) or a condition, plus `$and` / `$or` of filters.
- * Equality against an array field matches when the array contains the value (MongoDB semantics).
+ * Rules of the subset: a field holds one JSON type across the documents of a collection (so adapters need not
+ * tell `true` from `1`); equality compares whole values (array fields are not searched element by element);
+ * `null` matches null or missing; `$ne` and `$nin` also match missing fields.
  */
 export interface Filter {
   $and?: Filter[];
@@ -82,6 +84,7 @@ export interface IndexOptions {
 
 export interface Collection<T extends Doc = Doc> {
   readonly name: string;
+  /** Leading keys serve equality filters, the last one sorting: list indexes end with their sort key. */
   createIndex(keys: Array<[field: string, direction: 1 | -1]>, options?: IndexOptions): Promise<void>;
   findOne(filter: Filter, options?: Omit<FindOptions, 'limit'>): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;

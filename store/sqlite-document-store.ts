@@ -45,17 +45,16 @@ function isCondition(v: unknown): v is FieldCondition {
 }
 
 /**
- * Equality with MongoDB's typing: a number never equals a boolean, null matches null or missing. The bare
- * `json_extract(...) = ?` term comes first so SQLite can answer it from an expression index.
+ * Equality as a bare `json_extract(...) = ?` so SQLite answers it from an expression index without reading the
+ * row. A field holds one JSON type across documents (the port says so), so no type check is needed: a string
+ * never equals a number, and booleans are stored by SQLite's JSON functions as 1 and 0.
  */
 function eq(field: string, v: DocValue): Sql {
   const x = valueExpr(field);
-  const t = typeExpr(field);
   if (v === null) return { sql: `(${x} IS NULL)`, params: [] };
-  if (typeof v === 'boolean') return { sql: `(${x} = ? AND ${t} = '${v ? 'true' : 'false'}')`, params: [v ? 1 : 0] };
-  if (typeof v === 'number') return { sql: `(${x} = ? AND ${t} IN ('integer','real'))`, params: [v] };
-  if (typeof v === 'string') return { sql: `(${x} = ? AND ${t} = 'text')`, params: [v] };
-  return { sql: `(${t} IN ('array','object') AND ${x} = json(?))`, params: [JSON.stringify(v)] };
+  if (typeof v === 'boolean') return { sql: `(${x} = ?)`, params: [v ? 1 : 0] };
+  if (typeof v === 'number' || typeof v === 'string') return { sql: `(${x} = ?)`, params: [v] };
+  return { sql: `(${typeExpr(field)} IN ('array','object') AND ${x} = json(?))`, params: [JSON.stringify(v)] };
 }
 
 function compare(field: string, op: '>' | '>=' | '<' | '<=', v: DocValue): Sql {
@@ -78,12 +77,12 @@ function allOf(parts: Sql[]): Sql {
 }
 
 function inList(field: string, values: DocValue[]): Sql {
-  const strings = values.filter((v): v is string => typeof v === 'string');
-  const others = values.filter((v) => typeof v !== 'string');
+  const scalars = values.filter((v): v is string | number | boolean => v !== null && typeof v !== 'object');
+  const others = values.filter((v) => v === null || typeof v === 'object');
   const parts: Sql[] = others.map((v) => eq(field, v));
-  if (strings.length > 0) {
+  if (scalars.length > 0) {
     // One IN list keeps an indexed lookup for the common case of ids and enum values.
-    parts.unshift({ sql: `(${valueExpr(field)} IN (${strings.map(() => '?').join(',')}) AND ${typeExpr(field)} = 'text')`, params: strings });
+    parts.unshift({ sql: `(${valueExpr(field)} IN (${scalars.map(() => '?').join(',')}))`, params: scalars.map((v) => (typeof v === 'boolean' ? (v ? 1 : 0) : v)) });
   }
   return anyOf(parts, '0');
 }
@@ -173,11 +172,13 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async createIndex(keys: Array<[string, 1 | -1]>, options: IndexOptions = {}): Promise<void> {
-    // Each key indexes `x IS NULL, x`: the same expressions the nulls-last ORDER BY uses, so lists read in index order.
-    const cols = keys.flatMap(([f, d]) => {
+    // Leading keys serve equality filters. The last key is the sort key: it is indexed as `x IS NULL, x`, the same
+    // expressions the nulls-last ORDER BY uses, so a filtered, sorted page is read in index order.
+    const cols = keys.flatMap(([f, d], i) => {
       const dir = d === 1 ? 'ASC' : 'DESC';
       if (f === '_id') return [`id ${dir}`];
-      return options.unique ? [`${valueExpr(f)} ${dir}`] : [`${valueExpr(f)} IS NULL`, `${valueExpr(f)} ${dir}`];
+      const last = i === keys.length - 1;
+      return options.unique || !last ? [`${valueExpr(f)} ${dir}`] : [`${valueExpr(f)} IS NULL`, `${valueExpr(f)} ${dir}`];
     });
     if (!options.unique && !keys.some(([f]) => f === '_id')) cols.push('id');
     const name = options.name ?? `ix_${this.name}_${keys.map(([f, d]) => `${f.replace(/\W/g, '_')}${d === 1 ? '' : '_desc'}`).join('__')}${options.unique ? '_u' : ''}`;

@@ -105,14 +105,20 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
 
   app.get('/api/jobs', {
     schema: { summary: 'List jobs', tags: ['jobs'], querystring: JobListQuery, response: { 200: JobListEnvelope } },
-  }, async (request) => {
+  }, async (request, reply) => {
     const p = principalOf(request);
     const list = parseListQuery(request.query, listRules);
     const enabled = parseCsvFilter('enabled', request.query.enabled, ['true', 'false'] as const);
     const filter: Filter = { workspaceId: p.workspaceId, archived: false };
     if (enabled) filter.enabled = { $in: enabled.map((v) => v === 'true') };
-    const [items, total] = await Promise.all([jobs().find(filter, list.find), jobs().count(filter, { search: list.search })]);
-    return { items: items.map(toJobListDto), page: list.page, pageSize: list.pageSize, total };
+    // The page is serialized once and served from the read cache until the jobs read model changes.
+    const key = `jobs:${JSON.stringify([filter, list.find])}`;
+    const body = deps.cache.peek<string>(key) ?? await deps.cache.get([jobsCollection], key, async () => {
+      const [items, total] = await Promise.all([jobs().find(filter, list.find), jobs().count(filter, { search: list.search })]);
+      const page: JobListEnvelope = { items: items.map(toJobListDto), page: list.page, pageSize: list.pageSize, total };
+      return JSON.stringify(page);
+    });
+    return reply.type('application/json; charset=utf-8').serializer((s: unknown) => s as string).send(body as unknown as JobListEnvelope);
   });
 
   app.post('/api/jobs', {

@@ -15,7 +15,7 @@ export interface TestServer {
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir }, { ...env, NODE_ENV: 'test' });
-  const server = await startServer(config, createLogger(process.env.SVC_TEST_LOG ?? 'silent'));
+  const server = await startServer(config, createLogger(process.env.SVC_TEST_LOG ?? 'silent'), () => {});
   return {
     url: server.url,
     dataDir,
