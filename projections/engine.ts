@@ -202,7 +202,9 @@ export class ProjectionEngine {
 
   private async applyOp(op: DocOp): Promise<void> {
     const c = this.docs.collection(op.collection);
-    if (op.kind === 'delete') await c.deleteMany(op.filter);
+    if (op.kind === 'derive') {
+      for (const derived of await op.derive(this.docs)) await this.applyOp(derived);
+    } else if (op.kind === 'delete') await c.deleteMany(op.filter);
     else if (op.many) await c.updateMany(op.filter, op.update, { upsert: op.upsert ?? false });
     else await c.updateOne(op.filter, op.update, { upsert: op.upsert ?? false });
   }

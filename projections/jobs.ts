@@ -4,6 +4,8 @@ import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
+import type { RunEvent } from '../domain/run.js';
+import { runsCollection, type RunDoc } from './runs.js';
 
 export const jobsCollection = 'jobs';
 
@@ -35,7 +37,7 @@ function configFields(config: Partial<JobConfig>): Record<string, DocValue> {
 
 export const jobsProjector: Projector = {
   name: 'jobs',
-  version: 1,
+  version: 2,
   collections: [jobsCollection],
   indexes: [
     { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['sortName', 1]] },
@@ -45,6 +47,7 @@ export const jobsProjector: Projector = {
     { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['runCount', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
+    if (recorded.streamId.startsWith('run-')) return runFields(recorded as unknown as RunEvent);
     if (!recorded.streamId.startsWith('job-')) return [];
     const event = recorded as unknown as JobEvent;
     const _id = recorded.streamId.slice('job-'.length);
@@ -87,3 +90,27 @@ export const jobsProjector: Projector = {
     }
   },
 };
+
+/** A run changed: the job's run fields are recomputed from the runs read model (projected just before). */
+function runFields(event: RunEvent): DocOp[] {
+  if (event.type === 'RunCancelRequested' || event.type === 'RunSubmitted') return [];
+  const jobId = event.data.jobId;
+  return [
+    {
+      kind: 'derive',
+      collection: jobsCollection,
+      async derive(docs) {
+        const runs = docs.collection<RunDoc>(runsCollection);
+        const [recent, runCount] = await Promise.all([runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }), runs.count({ jobId })]);
+        const recentRuns: LastRun[] = recent.map((r) => ({ id: r._id, number: r.number, status: r.status, queuedAt: r.queuedAt }));
+        const fields: Record<string, DocValue> = {
+          runCount,
+          recentRuns: recentRuns.length === 0 ? null : (recentRuns as unknown as DocValue),
+          lastRun: (recentRuns[0] ?? null) as unknown as DocValue,
+          lastMode: recent[0]?.mode ?? null,
+        };
+        return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
+      },
+    },
+  ];
+}

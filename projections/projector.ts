@@ -1,10 +1,15 @@
-import type { Filter, Update } from '../store/document-store.js';
+import type { DocumentStore, Filter, Update } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 
 /** A document change a projector asks for; the engine applies it. */
 export type DocOp =
   | { kind: 'update'; collection: string; filter: Filter; update: Update; upsert?: boolean; many?: boolean }
-  | { kind: 'delete'; collection: string; filter: Filter };
+  | { kind: 'delete'; collection: string; filter: Filter }
+  /**
+   * Changes computed from other read models, for values one event cannot carry (a job's ten latest runs). It must
+   * only read collections of projectors listed before it, and recompute from them, so a replay gives the same result.
+   */
+  | { kind: 'derive'; collection: string; derive: (docs: DocumentStore) => Promise<DocOp[]> };
 
 export interface IndexSpec {
   collection: string;

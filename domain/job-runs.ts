@@ -1,0 +1,65 @@
+import type { Decider, DomainEvent } from './decider.js';
+import type { Concurrency } from '../schemas/job.js';
+
+/**
+ * The per-job admission actor (BEHAVIOUR §1.2): numbers runs and applies the overlap policy. Every trigger of a job
+ * goes through this one stream with an expected revision, so two triggers never both see the job idle.
+ */
+export type JobRunsEvent =
+  | DomainEvent<'RunAdmitted', { runId: string; number: number; outcome: 'start' | 'wait' | 'skip' }>
+  /** A run ended (or never existed); `next` is the queued run that may start now. */
+  | DomainEvent<'RunReleased', { runId: string; next: string | null }>;
+
+export interface JobRunsState {
+  counter: number;
+  active: string[];
+  waiting: string[];
+}
+
+export type JobRunsCommand =
+  | { type: 'AdmitRun'; runId: string; concurrency: Concurrency }
+  | { type: 'ReleaseRun'; runId: string };
+
+export const jobRunsStreamId = (jobId: string) => `jobruns-${jobId}`;
+export const skippedBecauseBusy = 'Skipped because another run of this job was still active';
+
+export const jobRunsDecider: Decider<JobRunsCommand, JobRunsEvent, JobRunsState> = {
+  initialState: { counter: 0, active: [], waiting: [] },
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'RunAdmitted': {
+        const { runId, number, outcome } = event.data;
+        return {
+          counter: Math.max(state.counter, number),
+          active: outcome === 'start' ? [...state.active, runId] : state.active,
+          waiting: outcome === 'wait' ? [...state.waiting, runId] : state.waiting,
+        };
+      }
+      case 'RunReleased': {
+        const { runId, next } = event.data;
+        const active = state.active.filter((id) => id !== runId);
+        const waiting = state.waiting.filter((id) => id !== runId && id !== next);
+        return { ...state, active: next ? [...active, next] : active, waiting };
+      }
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'AdmitRun': {
+        const busy = state.active.length > 0 || (command.concurrency === 'queue' && state.waiting.length > 0);
+        const outcome = !busy || command.concurrency === 'parallel' ? 'start' : command.concurrency === 'queue' ? 'wait' : 'skip';
+        return [{ type: 'RunAdmitted', data: { runId: command.runId, number: state.counter + 1, outcome } }];
+      }
+      case 'ReleaseRun': {
+        const known = state.active.includes(command.runId) || state.waiting.includes(command.runId);
+        if (!known) return [];
+        const active = state.active.filter((id) => id !== command.runId);
+        // Queued runs start one at a time, in trigger order, whatever the previous run's outcome.
+        const next = active.length === 0 ? (state.waiting.find((id) => id !== command.runId) ?? null) : null;
+        return [{ type: 'RunReleased', data: { runId: command.runId, next } }];
+      }
+    }
+  },
+};

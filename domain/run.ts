@@ -1,0 +1,166 @@
+import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import type { Mode, RunStatus } from '../schemas/job.js';
+
+export type Trigger = 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';
+export type Reflection = 'skipped' | 'pending' | 'done' | 'failed';
+export type FinalStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'skipped';
+
+export const liveStatuses: readonly RunStatus[] = ['queued', 'provisioning', 'running', 'verifying'];
+export const finalStatuses: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'];
+export const isLive = (s: RunStatus) => liveStatuses.includes(s);
+
+/** What a trigger fixes about a run when it is created: later playbook or job changes never reach it. */
+export interface RunPlan {
+  runId: string;
+  jobId: string;
+  jobName: string;
+  workspaceId: string;
+  number: number;
+  trigger: Trigger;
+  triggeredBy: string | null;
+  input: unknown;
+  instructions: string | null;
+  mode: Mode;
+  playbookVersion: number;
+  modelId: string | null;
+  queuedAt: number;
+}
+
+export interface RunOutcome {
+  status: FinalStatus;
+  error: string | null;
+  summary: string | null;
+  outputs: Record<string, unknown>;
+  cost: number;
+  turns: number;
+  tokIn: number;
+  tokOut: number;
+  fellBack: boolean;
+  verifyCost: number;
+  reflection: Reflection;
+  finishedAt: number;
+}
+
+export type RunEvent =
+  | DomainEvent<'RunQueued', RunPlan & { submitted: boolean }>
+  | DomainEvent<'RunSkipped', RunPlan & { error: string; finishedAt: number }>
+  /** A queued run waiting behind another under the `queue` policy may now start. */
+  | DomainEvent<'RunSubmitted', { runId: string; jobId: string }>
+  | DomainEvent<'RunClaimed', { runId: string; jobId: string; runnerId: string; startedAt: number }>
+  | DomainEvent<'RunStarted', { runId: string; jobId: string; sandbox: { id: string; backend: string } }>
+  | DomainEvent<'RunVerifying', { runId: string; jobId: string }>
+  | DomainEvent<'RunCancelRequested', { runId: string; jobId: string; requestedAt: number }>
+  | DomainEvent<'RunFinished', RunOutcome & { runId: string; jobId: string; msTotal: number | null }>;
+
+export type RunState =
+  | { status: 'none' }
+  | (RunPlan & {
+      status: RunStatus;
+      submitted: boolean;
+      runnerId: string | null;
+      startedAt: number | null;
+      cancelRequested: boolean;
+    });
+
+export type RunCommand =
+  | { type: 'QueueRun'; plan: RunPlan; submitted: boolean }
+  | { type: 'SkipRun'; plan: RunPlan; error: string }
+  | { type: 'SubmitRun' }
+  | { type: 'ClaimRun'; runnerId: string; now: number }
+  | { type: 'StartRun'; sandbox: { id: string; backend: string } }
+  | { type: 'VerifyRun' }
+  | { type: 'CancelRun'; now: number }
+  | { type: 'FinishRun'; outcome: RunOutcome };
+
+export const runStreamId = (runId: string) => `run-${runId}`;
+export const notRunning = () => new DomainError('conflict', 'The run is not running');
+export const cancelledBeforeStart = 'Cancelled before it started';
+
+function live(state: RunState) {
+  if (state.status === 'none') throw DomainError.notFound('Run');
+  return state;
+}
+
+export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
+  initialState: { status: 'none' },
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'RunQueued':
+        return { ...event.data, status: 'queued', runnerId: null, startedAt: null, cancelRequested: false };
+      case 'RunSkipped':
+        return { ...event.data, status: 'skipped', submitted: false, runnerId: null, startedAt: null, cancelRequested: false };
+      default:
+        break;
+    }
+    if (state.status === 'none') return state;
+    switch (event.type) {
+      case 'RunSubmitted':
+        return { ...state, submitted: true };
+      case 'RunClaimed':
+        return { ...state, status: 'provisioning', runnerId: event.data.runnerId, startedAt: event.data.startedAt };
+      case 'RunStarted':
+        return { ...state, status: 'running' };
+      case 'RunVerifying':
+        return { ...state, status: 'verifying' };
+      case 'RunCancelRequested':
+        return { ...state, cancelRequested: true };
+      case 'RunFinished':
+        return { ...state, status: event.data.status };
+      default:
+        return state;
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'QueueRun':
+        if (state.status !== 'none') throw new DomainError('conflict', 'The run exists already');
+        return [{ type: 'RunQueued', data: { ...command.plan, submitted: command.submitted } }];
+      case 'SkipRun':
+        if (state.status !== 'none') throw new DomainError('conflict', 'The run exists already');
+        return [{ type: 'RunSkipped', data: { ...command.plan, error: command.error, finishedAt: command.plan.queuedAt } }];
+      case 'SubmitRun': {
+        const s = live(state);
+        return s.status === 'queued' && !s.submitted ? [{ type: 'RunSubmitted', data: { runId: s.runId, jobId: s.jobId } }] : [];
+      }
+      case 'ClaimRun': {
+        const s = live(state);
+        if (s.status !== 'queued' || !s.submitted) throw new DomainError('conflict', 'The run is not waiting to start');
+        return [{ type: 'RunClaimed', data: { runId: s.runId, jobId: s.jobId, runnerId: command.runnerId, startedAt: command.now } }];
+      }
+      case 'StartRun': {
+        const s = live(state);
+        if (s.status !== 'provisioning') throw notRunning();
+        return [{ type: 'RunStarted', data: { runId: s.runId, jobId: s.jobId, sandbox: command.sandbox } }];
+      }
+      case 'VerifyRun': {
+        const s = live(state);
+        if (s.status !== 'running') throw notRunning();
+        return [{ type: 'RunVerifying', data: { runId: s.runId, jobId: s.jobId } }];
+      }
+      case 'CancelRun': {
+        const s = live(state);
+        if (!isLive(s.status)) throw notRunning();
+        // A run nobody claimed yet ends here; a claimed one is stopped by its runner, which finishes it.
+        if (s.status === 'queued') return [finished(s, { ...emptyOutcome(command.now), status: 'cancelled', error: cancelledBeforeStart })];
+        if (s.cancelRequested) return [];
+        return [{ type: 'RunCancelRequested', data: { runId: s.runId, jobId: s.jobId, requestedAt: command.now } }];
+      }
+      case 'FinishRun': {
+        const s = live(state);
+        if (!isLive(s.status)) throw notRunning();
+        return [finished(s, command.outcome)];
+      }
+    }
+  },
+};
+
+export function emptyOutcome(now: number): RunOutcome {
+  return { status: 'failed', error: null, summary: null, outputs: {}, cost: 0, turns: 0, tokIn: 0, tokOut: 0, fellBack: false, verifyCost: 0, reflection: 'skipped', finishedAt: now };
+}
+
+function finished(s: Exclude<RunState, { status: 'none' }>, outcome: RunOutcome): RunEvent {
+  const msTotal = s.startedAt === null ? null : Math.max(0, outcome.finishedAt - s.startedAt);
+  return { type: 'RunFinished', data: { ...outcome, runId: s.runId, jobId: s.jobId, msTotal } };
+}

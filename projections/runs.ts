@@ -1,0 +1,104 @@
+import type { JobEvent } from '../domain/job.js';
+import type { RunEvent } from '../domain/run.js';
+import type { RunDto } from '../schemas/run.js';
+import type { Doc, DocValue } from '../store/document-store.js';
+import type { RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+export const runsCollection = 'runs';
+
+/** One document per run: the RunDto plus what lists filter and sort by. */
+export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs'> {
+  input: DocValue;
+  outputs: { [key: string]: DocValue };
+  workspaceId: string;
+  submitted: boolean;
+  runnerId: string | null;
+  cancelRequested: boolean;
+  sandboxId: string | null;
+  /** msTotal under the name the list sorts by. */
+  duration: number | null;
+  /** tokIn + tokOut. */
+  tokens: number;
+  sortJob: string;
+}
+
+const listKeys = ['queuedAt', 'startedAt', 'finishedAt', 'duration', 'cost', 'turns', 'status', 'sortJob', 'number', 'tokens'];
+
+export const runsProjector: Projector = {
+  name: 'runs',
+  version: 1,
+  collections: [runsCollection],
+  indexes: [
+    { collection: runsCollection, keys: [['jobId', 1], ['number', 1]] },
+    { collection: runsCollection, keys: [['status', 1], ['submitted', 1], ['queuedAt', 1]] },
+    ...listKeys.map((k) => ({ collection: runsCollection, keys: [['workspaceId', 1], [k, 1]] as Array<[string, 1 | -1]> })),
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (recorded.streamId.startsWith('job-')) return jobChanges(recorded as unknown as JobEvent, recorded.streamId.slice(4));
+    if (!recorded.streamId.startsWith('run-')) return [];
+    const event = recorded as unknown as RunEvent;
+    const _id = event.data.runId;
+    const set = (fields: Record<string, DocValue>): DocOp[] => [{ kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: fields } }];
+    switch (event.type) {
+      case 'RunQueued':
+      case 'RunSkipped': {
+        const { runId: _runId, ...plan } = event.data;
+        const skipped = event.type === 'RunSkipped';
+        const doc: Record<string, DocValue> = {
+          ...(plan as unknown as Record<string, DocValue>),
+          input: (plan.input ?? {}) as DocValue,
+          status: skipped ? 'skipped' : 'queued',
+          submitted: !skipped && (event.data as { submitted?: boolean }).submitted === true,
+          jobDeleted: false,
+          sortJob: plan.jobName.toLowerCase(),
+          summary: null,
+          outputs: {},
+          error: skipped ? (event.data as { error: string }).error : null,
+          cost: 0,
+          turns: 0,
+          tokIn: 0,
+          tokOut: 0,
+          tokens: 0,
+          startedAt: null,
+          finishedAt: skipped ? (event.data as { finishedAt: number }).finishedAt : null,
+          msTotal: null,
+          duration: null,
+          fellBack: false,
+          reflection: 'skipped',
+          reflectionCost: 0,
+          verifyCost: 0,
+          runnerId: null,
+          cancelRequested: false,
+          sandboxId: null,
+        };
+        return [{ kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: doc }, upsert: true }];
+      }
+      case 'RunSubmitted':
+        return set({ submitted: true });
+      case 'RunClaimed':
+        return set({ status: 'provisioning', runnerId: event.data.runnerId, startedAt: event.data.startedAt });
+      case 'RunStarted':
+        return set({ status: 'running', sandboxId: event.data.sandbox.id });
+      case 'RunVerifying':
+        return set({ status: 'verifying' });
+      case 'RunCancelRequested':
+        return set({ cancelRequested: true });
+      case 'RunFinished': {
+        const { runId: _r, jobId: _j, outputs, ...o } = event.data;
+        return set({ ...(o as unknown as Record<string, DocValue>), outputs: outputs as DocValue, duration: o.msTotal, tokens: o.tokIn + o.tokOut });
+      }
+      default:
+        return [];
+    }
+  },
+};
+
+function jobChanges(event: JobEvent, jobId: string): DocOp[] {
+  if (event.type === 'JobUpdated' && event.data.changes.name !== undefined) {
+    const name = event.data.changes.name;
+    return [{ kind: 'update', collection: runsCollection, filter: { jobId }, update: { $set: { jobName: name, sortJob: name.toLowerCase() } }, many: true }];
+  }
+  if (event.type === 'JobArchived') return [{ kind: 'update', collection: runsCollection, filter: { jobId }, update: { $set: { jobDeleted: true } }, many: true }];
+  return [];
+}

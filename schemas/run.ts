@@ -1,0 +1,112 @@
+import Type, { type Static } from 'typebox';
+import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Mode, RunStatus } from './job.js';
+
+export const Trigger = Type.Union(['manual', 'schedule', 'webhook', 'api', 'retry'].map((t) => Type.Literal(t)), { $id: 'Trigger' });
+
+/** The run record of SPEC §2.6, plus the job it belongs to and what it was started with. */
+export const RunDto = Type.Object(
+  {
+    id: Type.String(),
+    jobId: Type.String(),
+    jobName: Type.String(),
+    jobDeleted: Type.Boolean({ description: 'The job was archived after this run' }),
+    number: Type.Integer({ description: 'Per-job run number, from 1' }),
+    status: RunStatus,
+    mode: Mode,
+    trigger: Trigger,
+    triggeredBy: Nullable(Type.String()),
+    input: Type.Unknown({ description: 'The run input (webhook body, or the input of a manual or API start)' }),
+    instructions: Nullable(Type.String()),
+    summary: Nullable(Type.String({ description: 'Markdown' })),
+    outputs: Type.Record(Type.String(), Type.Unknown()),
+    error: Nullable(Type.String()),
+    cost: Type.Integer({ description: 'micro-USD' }),
+    turns: Type.Integer(),
+    tokIn: Type.Integer(),
+    tokOut: Type.Integer(),
+    queuedAt: Type.Integer(),
+    startedAt: Nullable(Type.Integer()),
+    finishedAt: Nullable(Type.Integer()),
+    msTotal: Nullable(Type.Integer({ description: 'ms from leaving the queue to the end' })),
+    fellBack: Type.Boolean(),
+    reflection: Type.Union(['skipped', 'pending', 'done', 'failed'].map((t) => Type.Literal(t))),
+    reflectionCost: Type.Integer(),
+    verifyCost: Type.Integer(),
+    playbookVersion: Type.Integer(),
+    modelId: Nullable(Type.String()),
+  },
+  { $id: 'RunDto', additionalProperties: false },
+);
+export type RunDto = Static<typeof RunDto>;
+
+export const RunListEnvelope = Envelope(RunDto, 'RunListEnvelope');
+export type RunListEnvelope = Static<typeof RunListEnvelope>;
+
+export const RunListQuery = Type.Object(
+  {
+    ...listQueryProperties,
+    status: Type.Optional(Type.String({ maxLength: 200, description: 'Comma-separated statuses' })),
+    job: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated job ids' })),
+    mode: Type.Optional(Type.String({ maxLength: 100 })),
+    trigger: Type.Optional(Type.String({ maxLength: 100 })),
+    from: Type.Optional(Type.Integer({ minimum: 0, description: 'Queued at or after (Unix ms)' })),
+    to: Type.Optional(Type.Integer({ minimum: 0, description: 'Queued before (Unix ms, exclusive)' })),
+  },
+  { additionalProperties: false },
+);
+export type RunListQuery = Static<typeof RunListQuery>;
+
+export const TriggerRunBody = Type.Object(
+  {
+    input: Type.Optional(Type.Unknown({ description: 'Any JSON; the sandbox sees it as /svc/input.json' })),
+    instructions: Type.Optional(Type.String({ maxLength: 10000, description: 'Additional instructions for this run' })),
+  },
+  { $id: 'TriggerRunBody', additionalProperties: false },
+);
+export type TriggerRunBody = Static<typeof TriggerRunBody>;
+
+export const TriggerRunOutput = Type.Object(
+  {
+    runId: Nullable(Type.String({ description: 'Null when a disabled job declined a schedule or webhook trigger' })),
+    status: Type.Union([Type.Literal('queued'), Type.Literal('skipped')]),
+  },
+  { $id: 'TriggerRunOutput', additionalProperties: false },
+);
+export type TriggerRunOutput = Static<typeof TriggerRunOutput>;
+
+/** A timeline entry (SPEC §2.6 EventDto). */
+export const EventDto = Type.Object(
+  {
+    seq: Type.Integer(),
+    ts: Type.Integer(),
+    type: Type.String(),
+    spanId: Nullable(Type.String()),
+    parentSpanId: Nullable(Type.String()),
+    ms: Nullable(Type.Integer()),
+    payload: Type.Unknown(),
+  },
+  { $id: 'EventDto', additionalProperties: false },
+);
+export type EventDto = Static<typeof EventDto>;
+
+export const EventsQuery = Type.Object(
+  {
+    after: Type.Optional(Type.Integer({ minimum: 0, description: 'Return events with a larger seq' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, default: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ArtifactDto = Type.Object(
+  { name: Type.String({ description: 'Path relative to the outputs directory' }), size: Type.Integer() },
+  { $id: 'ArtifactDto', additionalProperties: false },
+);
+export type ArtifactDto = Static<typeof ArtifactDto>;
+
+export const ArtifactQuery = Type.Object({ path: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false });
+
+export const WebhookTokenOutput = Type.Object(
+  { token: Type.String({ description: 'Shown once; starts with svh_' }), url: Type.String({ description: 'Path /hooks/<jobId>' }) },
+  { $id: 'WebhookTokenOutput', additionalProperties: false },
+);

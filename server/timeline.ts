@@ -1,0 +1,86 @@
+import { Subject } from 'rxjs';
+import type { EventDto } from '../schemas/run.js';
+import type { Actor, EventStore, RecordedEvent } from '../store/event-store.js';
+
+/** The run timeline lives in a stream of its own per run; an entry's seq is its revision + 1 (DESIGN §1). */
+export const timelineStreamId = (runId: string) => `timeline-${runId}`;
+
+interface TimelineData {
+  payload: unknown;
+  spanId: string | null;
+  parentSpanId: string | null;
+  ms: number | null;
+}
+
+export interface TimelineOptions {
+  ms?: number | null;
+  spanId?: string | null;
+  parentSpanId?: string | null;
+}
+
+/** Live fragments of model and command output: never stored, only for whoever watches now (SPEC §6.1 `delta`). */
+export interface LiveDelta {
+  runId: string;
+  delta: { type: string; callId?: string; text: string };
+}
+export const liveDeltas = new Subject<LiveDelta>();
+
+const maxInlineString = 16 * 1024;
+
+/** Long strings are cut in the middle so a payload keeps its shape and stays small in the log. */
+function shorten(value: unknown): unknown {
+  if (typeof value === 'string') {
+    if (value.length <= maxInlineString) return value;
+    const half = maxInlineString / 2;
+    return `${value.slice(0, half)}\n[… ${value.length - maxInlineString} characters left out …]\n${value.slice(-half)}`;
+  }
+  if (Array.isArray(value)) return value.map(shorten);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v)]));
+  return value;
+}
+
+/**
+ * Appends a run's timeline entries in order, one writer per run. Every string passes through `redact` first, so a
+ * secret value never reaches the log.
+ */
+export class TimelineWriter {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly events: EventStore,
+    readonly runId: string,
+    private readonly workspaceId: string,
+    private readonly redact: (text: string) => string = (t) => t,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  append(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): Promise<void> {
+    const ts = this.clock();
+    const data: TimelineData = {
+      payload: shorten(JSON.parse(this.redact(JSON.stringify(payload)))),
+      spanId: options.spanId ?? null,
+      parentSpanId: options.parentSpanId ?? null,
+      ms: options.ms === undefined || options.ms === null ? null : Math.round(options.ms),
+    };
+    const actor: Actor = { type: 'run', id: this.runId };
+    const next = this.chain.then(() =>
+      this.events.append(timelineStreamId(this.runId), [{ type, data, metadata: { workspaceId: this.workspaceId, actor, requestId: null, correlationId: this.runId, causationId: null, ts } }], 'any'),
+    );
+    this.chain = next.catch(() => undefined);
+    return next.then(() => undefined);
+  }
+
+  /** Resolves once everything appended so far is stored. */
+  async flush(): Promise<void> {
+    await this.chain;
+  }
+
+  delta(delta: LiveDelta['delta']): void {
+    liveDeltas.next({ runId: this.runId, delta: { ...delta, text: this.redact(delta.text) } });
+  }
+}
+
+export function toEventDto(recorded: RecordedEvent): EventDto {
+  const data = recorded.data as TimelineData;
+  return { seq: recorded.revision + 1, ts: recorded.metadata.ts, type: recorded.type, spanId: data.spanId, parentSpanId: data.parentSpanId, ms: data.ms, payload: data.payload };
+}
