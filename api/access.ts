@@ -30,6 +30,19 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/jobs/:id': member,
   'PATCH /api/jobs/:id': member,
   'DELETE /api/jobs/:id': member,
+  'POST /api/jobs/:id/runs': member,
+  'POST /api/jobs/:id/webhook-token': member,
+  'GET /api/runs': member,
+  'GET /api/runs/:id': member,
+  'POST /api/runs/:id/cancel': member,
+  'POST /api/runs/:id/retry': member,
+  'GET /api/runs/:id/events': member,
+  'GET /api/runs/:id/stream': member,
+  'GET /api/runs/:id/artifacts': member,
+  'GET /api/runs/:id/artifact': member,
+  'GET /api/events': member,
+  // Authenticated by the job's webhook token inside the handler, not by a session or an API token.
+  'POST /hooks/:jobId': pub,
 
   // Members see and delete their own tokens, admins every token of the workspace (checked in the handlers).
   'GET /api/tokens': member,

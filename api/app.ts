@@ -9,7 +9,9 @@ import adminRoutes from './routes/admin.js';
 import authRoutes from './routes/auth.js';
 import docsRoutes from './routes/docs.js';
 import jobRoutes from './routes/jobs.js';
+import hookRoutes from './routes/hooks.js';
 import memberRoutes from './routes/members.js';
+import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
 import { installCompilers } from './validation.js';
@@ -63,6 +65,8 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   });
 
   jobRoutes(app, deps);
+  runRoutes(app, deps);
+  hookRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);
   authRoutes(app, deps);

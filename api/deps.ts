@@ -3,6 +3,7 @@ import type { ReadCache } from '../projections/read-cache.js';
 import type { CommandBus } from '../server/commands.js';
 import type { Config } from '../server/config.js';
 import type { Identity } from '../server/identity.js';
+import type { Runs } from '../server/runs.js';
 import type { Stores } from '../store/open.js';
 
 /** What route plugins may use. Handlers reach the stores only through these, never through globals. */
@@ -14,4 +15,7 @@ export interface AppDeps {
   identity: Identity;
   cache: ReadCache;
   version: string;
+  runs: Runs;
+  /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */
+  artifactsDir: string;
 }

@@ -27,7 +27,9 @@ export type JobEvent =
   | DomainEvent<'JobUpdated', { changes: Partial<Omit<JobConfig, 'enabled'>>; updatedAt: number }>
   | DomainEvent<'JobEnabled', { updatedAt: number }>
   | DomainEvent<'JobDisabled', { updatedAt: number }>
-  | DomainEvent<'JobArchived', { archivedAt: number }>;
+  | DomainEvent<'JobArchived', { archivedAt: number }>
+  /** Only the SHA-256 of the webhook token is kept; a new one replaces the old at once. */
+  | DomainEvent<'JobWebhookTokenSet', { tokenHash: string; updatedAt: number }>;
 
 export type JobState =
   | { status: 'none' }
@@ -44,7 +46,8 @@ export type JobState =
 export type JobCommand =
   | { type: 'CreateJob'; jobId: string; workspaceId: string; fields: JobFields; now: number }
   | { type: 'PatchJob'; patch: JobPatch; now: number }
-  | { type: 'ArchiveJob'; now: number };
+  | { type: 'ArchiveJob'; now: number }
+  | { type: 'SetWebhookToken'; tokenHash: string; now: number };
 
 export const jobStreamId = (jobId: string) => `job-${jobId}`;
 
@@ -139,6 +142,8 @@ export const jobDecider: Decider<JobCommand, JobEvent, JobState> = {
         return state.status === 'none' ? state : { ...state, config: { ...state.config, enabled: event.type === 'JobEnabled' }, updatedAt: event.data.updatedAt };
       case 'JobArchived':
         return state.status === 'none' ? state : { ...state, status: 'archived', archivedAt: event.data.archivedAt, updatedAt: event.data.archivedAt, config: { ...state.config, enabled: false } };
+      case 'JobWebhookTokenSet':
+        return state;
     }
   },
   decide(command, state) {
@@ -149,6 +154,7 @@ export const jobDecider: Decider<JobCommand, JobEvent, JobState> = {
     // Archived jobs answer 404 everywhere, exactly like jobs that never existed.
     if (state.status !== 'active') throw DomainError.notFound('Job');
     if (command.type === 'ArchiveJob') return [{ type: 'JobArchived', data: { archivedAt: command.now } }];
+    if (command.type === 'SetWebhookToken') return [{ type: 'JobWebhookTokenSet', data: { tokenHash: command.tokenHash, updatedAt: command.now } }];
     const { changes, enabled } = patchedValues(command.patch, state.config);
     const events: JobEvent[] = [];
     if (Object.keys(changes).length > 0) events.push({ type: 'JobUpdated', data: { changes, updatedAt: command.now } });

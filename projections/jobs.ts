@@ -25,6 +25,8 @@ export interface JobDoc extends Doc, Omit<JobDto, 'id' | 'nextMode'> {
   /** Summary of the playbook that decides nextMode (BEHAVIOUR §2.1); the learning issue fills it. */
   playbookEmpty: boolean;
   playbookHasMain: boolean;
+  /** Never part of a DTO: the hooks route compares against it. */
+  webhookTokenHash?: string | null;
 }
 
 function configFields(config: Partial<JobConfig>): Record<string, DocValue> {
@@ -84,7 +86,9 @@ export const jobsProjector: Projector = {
       case 'JobDisabled':
         return set({ enabled: false, updatedAt: event.data.updatedAt });
       case 'JobArchived':
-        return set({ archived: true, enabled: false, nextRunAt: null, updatedAt: event.data.archivedAt });
+        return set({ archived: true, enabled: false, nextRunAt: null, updatedAt: event.data.archivedAt, webhookTokenHash: null });
+      case 'JobWebhookTokenSet':
+        return set({ hasWebhookToken: true, webhookTokenHash: event.data.tokenHash });
       default:
         return [];
     }

@@ -13,6 +13,7 @@ import { CommandBus, systemContext } from './commands.js';
 import type { Config } from './config.js';
 import { Identity } from './identity.js';
 import { Keys } from './keys.js';
+import { Runs } from './runs.js';
 import { version } from './version.js';
 
 /** Everything a process of the service holds, wired once. */
@@ -24,6 +25,7 @@ export interface Services {
   engine: ProjectionEngine;
   identity: Identity;
   cache: ReadCache;
+  runs: Runs;
   log: Logger;
 }
 
@@ -39,10 +41,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // Cached answers are only safe where the projector runs, because only there is every change seen.
   const cache = new ReadCache(engine, config.roles.has('projector'));
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  return { config, stores, keys, bus, engine, identity, cache, log };
+  const runs = new Runs(bus, stores.docs);
+  return { config, stores, keys, bus, engine, identity, cache, runs, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -51,6 +54,8 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     identity: s.identity,
     cache: s.cache,
     version,
+    runs: s.runs,
+    artifactsDir: join(s.config.dataDir, 'artifacts'),
   };
 }
 
@@ -131,8 +136,9 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
   const cache = new ReadCache(engine, false);
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  const config = { publicUrl: '', logLevel: 'silent' } as Config;
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache }));
+  const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
+  const runs = new Runs(bus, stores.docs);
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

@@ -148,6 +148,8 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
   }, async (request, reply) => {
     const p = principalOf(request);
     await runCommand(p.workspaceId, request.params.id, { type: 'ArchiveJob', now: Date.now() }, requestContext(request));
+    // Queued runs die with the job; a run already under way finishes (BEHAVIOUR §7.3).
+    await deps.runs.cancelQueued(p.workspaceId, request.params.id, requestContext(request));
     return reply.status(204).send(null);
   });
 

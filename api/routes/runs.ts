@@ -1,0 +1,214 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, join, relative, resolve, sep } from 'node:path';
+import { filter as rxFilter, type Subscription } from 'rxjs';
+import { DomainError } from '../../domain/decider.js';
+import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
+import { runStreamId } from '../../domain/run.js';
+import { runsCollection, type RunDoc } from '../../projections/runs.js';
+import { IdParams } from '../../schemas/common.js';
+import { Mode } from '../../schemas/job.js';
+import { ArtifactDto, ArtifactQuery, EventDto, EventsQuery, RunDto, RunListEnvelope, RunListQuery, Trigger, TriggerRunBody, TriggerRunOutput } from '../../schemas/run.js';
+import type { Filter } from '../../store/document-store.js';
+import type { RecordedEvent } from '../../store/event-store.js';
+import { liveDeltas, timelineStreamId, toEventDto } from '../../server/timeline.js';
+import { principalOf } from '../auth.js';
+import { requestContext } from '../context.js';
+import type { AppDeps } from '../deps.js';
+import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
+import { openSse } from '../sse.js';
+
+const listRules: ListRules = {
+  sortKeys: { queuedAt: 'queuedAt', startedAt: 'startedAt', finishedAt: 'finishedAt', duration: 'duration', cost: 'cost', turns: 'turns', status: 'status', job: 'sortJob', number: 'number', tokens: 'tokens' },
+  defaultSort: '-queuedAt',
+  searchFields: ['summary', 'error', 'jobName'],
+};
+
+const statusValues = [...liveStatuses, ...finalStatuses];
+const literals = (schema: { anyOf: Array<{ const: unknown }> }) => schema.anyOf.map((s) => s.const as string);
+
+export function toRunDto(d: RunDoc): RunDto {
+  return {
+    id: d._id, jobId: d.jobId, jobName: d.jobName, jobDeleted: d.jobDeleted, number: d.number, status: d.status, mode: d.mode, trigger: d.trigger,
+    triggeredBy: d.triggeredBy, input: d.input, instructions: d.instructions, summary: d.summary, outputs: d.outputs, error: d.error, cost: d.cost,
+    turns: d.turns, tokIn: d.tokIn, tokOut: d.tokOut, queuedAt: d.queuedAt, startedAt: d.startedAt, finishedAt: d.finishedAt, msTotal: d.msTotal,
+    fellBack: d.fellBack, reflection: d.reflection, reflectionCost: d.reflectionCost, verifyCost: d.verifyCost, playbookVersion: d.playbookVersion, modelId: d.modelId,
+  };
+}
+
+/** The status an event of a run stream announces on the instance stream, if any. */
+function announced(e: RecordedEvent): string | null {
+  switch ((e as unknown as RunEvent).type) {
+    case 'RunQueued':
+      return 'queued';
+    case 'RunSkipped':
+      return 'skipped';
+    case 'RunClaimed':
+      return 'provisioning';
+    case 'RunStarted':
+      return 'running';
+    case 'RunVerifying':
+      return 'verifying';
+    case 'RunFinished':
+      return (e.data as { status: string }).status;
+    default:
+      return null;
+  }
+}
+
+export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const runs = () => deps.stores.docs.collection<RunDoc>(runsCollection);
+
+  app.post('/api/jobs/:id/runs', {
+    schema: { summary: 'Start a run', description: 'Trigger `manual` with a session, `api` with a token. The overlap policy may answer `skipped`.', tags: ['runs'], params: IdParams, body: TriggerRunBody, response: { 201: TriggerRunOutput } },
+  }, async (request, reply) => {
+    const p = principalOf(request);
+    const answer = await deps.runs.trigger(p.workspaceId, request.params.id, {
+      trigger: p.kind === 'token' ? 'api' : 'manual',
+      triggeredBy: p.userId,
+      input: request.body.input ?? {},
+      instructions: request.body.instructions?.trim() || null,
+    }, requestContext(request));
+    await deps.engine.waitFor(answer.position);
+    return reply.status(201).send({ runId: answer.runId, status: answer.status });
+  });
+
+  app.get('/api/runs', {
+    schema: { summary: 'List runs', tags: ['runs'], querystring: RunListQuery, response: { 200: RunListEnvelope } },
+  }, async (request) => {
+    const p = principalOf(request);
+    const q = request.query;
+    const list = parseListQuery(q, listRules);
+    const filter: Filter = { workspaceId: p.workspaceId };
+    const status = parseCsvFilter('status', q.status, statusValues);
+    const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
+    const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
+    const jobs = q.job?.split(',').map((j) => j.trim()).filter(Boolean);
+    if (status) filter.status = { $in: status };
+    if (mode) filter.mode = { $in: mode };
+    if (trigger) filter.trigger = { $in: trigger };
+    if (jobs && jobs.length > 0) filter.jobId = { $in: jobs };
+    if (q.from !== undefined || q.to !== undefined) filter.queuedAt = { ...(q.from !== undefined ? { $gte: q.from } : {}), ...(q.to !== undefined ? { $lt: q.to } : {}) };
+    const [items, total] = await Promise.all([runs().find(filter, list.find), runs().count(filter, { search: list.search })]);
+    return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
+  });
+
+  app.get('/api/runs/:id', {
+    schema: { summary: 'Get a run', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
+  }, async (request) => toRunDto(await deps.runs.find(principalOf(request).workspaceId, request.params.id)));
+
+  app.post('/api/runs/:id/cancel', {
+    schema: { summary: 'Cancel a run', description: 'A queued run ends at once; a live run is stopped by its runner. A finished run answers 409.', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
+  }, async (request) => {
+    const p = principalOf(request);
+    const position = await deps.runs.cancel(p.workspaceId, request.params.id, requestContext(request));
+    await deps.engine.waitFor(position);
+    return toRunDto(await deps.runs.find(p.workspaceId, request.params.id));
+  });
+
+  app.post('/api/runs/:id/retry', {
+    schema: { summary: 'Retry a run', description: 'Same input and instructions, trigger `retry`, under the overlap policy.', tags: ['runs'], params: IdParams, response: { 201: TriggerRunOutput } },
+  }, async (request, reply) => {
+    const p = principalOf(request);
+    const answer = await deps.runs.retry(p.workspaceId, request.params.id, p.userId, requestContext(request));
+    await deps.engine.waitFor(answer.position);
+    return reply.status(201).send({ runId: answer.runId, status: answer.status });
+  });
+
+  app.get('/api/runs/:id/events', {
+    schema: { summary: 'Timeline of a run', description: 'Oldest first. Page forward with `after` = the last seq received.', tags: ['runs'], params: IdParams, querystring: EventsQuery, response: { 200: Type.Array(EventDto) } },
+  }, async (request) => {
+    await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+    const recorded = await deps.stores.events.readStream(timelineStreamId(request.params.id), { fromRevision: request.query.after ?? 0, limit: request.query.limit ?? 500 });
+    return recorded.map(toEventDto);
+  });
+
+  app.get('/api/runs/:id/stream', {
+    schema: { summary: 'Follow a run live (server-sent events)', description: 'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.', tags: ['runs'], params: IdParams, querystring: Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }) },
+  }, async (request, reply) => {
+    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+    const header = request.headers['last-event-id'];
+    const fromHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+    let delivered = fromHeader ?? request.query.after ?? 0;
+    const sse = openSse(request, reply);
+    const events = deps.stores.events;
+    const forward = (e: RecordedEvent) => {
+      const dto = toEventDto(e);
+      if (dto.seq <= delivered) return;
+      delivered = dto.seq;
+      sse.send('event', dto, dto.seq);
+      if (dto.type === 'run.status') sse.send('status', { status: (dto.payload as { status: string }).status });
+    };
+    const end = async (status: string) => {
+      // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
+      for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+      sse.send('end', { status });
+      sse.close();
+    };
+    const subs: Subscription[] = [];
+    sse.onClose(() => subs.forEach((s) => s.unsubscribe()));
+    subs.push(events.subscribeStream(timelineStreamId(run._id), { fromRevision: delivered }).subscribe({ next: forward }));
+    subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
+    subs.push(events.subscribeStream(runStreamId(run._id)).subscribe((e) => {
+      if (e.type === 'RunFinished' || e.type === 'RunSkipped') void end((e.data as { status?: string }).status ?? 'skipped');
+    }));
+  });
+
+  app.get('/api/events', {
+    schema: { summary: 'Run status changes of the workspace (server-sent events)', description: 'One `run` message per status change of any run or its reflection, from connection time on.', tags: ['runs'], querystring: Type.Object({}, { additionalProperties: false }) },
+  }, async (request, reply) => {
+    const p = principalOf(request);
+    const head = await deps.stores.events.headPosition();
+    const sse = openSse(request, reply);
+    const sub = deps.stores.events.subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } }).subscribe((e) => {
+      if (e.metadata.workspaceId !== p.workspaceId) return;
+      const status = announced(e);
+      const data = e.data as { runId: string; jobId: string };
+      if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
+    });
+    sse.onClose(() => sub.unsubscribe());
+  });
+
+  app.get('/api/runs/:id/artifacts', {
+    schema: { summary: 'Files the run left in /svc/outputs', tags: ['runs'], params: IdParams, response: { 200: Type.Array(ArtifactDto) } },
+  }, async (request) => {
+    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+    const root = join(deps.artifactsDir, run._id);
+    if (!existsSync(root)) return [];
+    const out: ArtifactDto[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+        const full = join(dir, entry.name);
+        if (entry.isDirectory()) walk(full);
+        else if (entry.isFile()) out.push({ name: relative(root, full).split(sep).join('/'), size: statSync(full).size });
+      }
+    };
+    walk(root);
+    return out;
+  });
+
+  app.get('/api/runs/:id/artifact', {
+    schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
+  }, async (request, reply) => {
+    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+    const root = resolve(deps.artifactsDir, run._id);
+    const file = resolve(root, request.query.path.replace(/^\/+/, ''));
+    // Confined to the run's own folder: `..` or an absolute path never leaves it.
+    if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
+    const name = basename(file).replace(/["\\\r\n]/g, '_');
+    return reply
+      .type(contentTypeOf(name))
+      .header('Content-Disposition', `attachment; filename="${name}"`)
+      .header('Content-Length', statSync(file).size)
+      .send(createReadStream(file));
+  });
+}
+
+const types: Record<string, string> = { json: 'application/json', txt: 'text/plain; charset=utf-8', md: 'text/markdown; charset=utf-8', csv: 'text/csv; charset=utf-8', html: 'text/plain; charset=utf-8', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', pdf: 'application/pdf' };
+function contentTypeOf(name: string): string {
+  return types[name.split('.').pop()?.toLowerCase() ?? ''] ?? 'application/octet-stream';
+}
+
