@@ -1,5 +1,6 @@
 import type { JobConfig, JobEvent } from '../domain/job.js';
-import { describeCron } from '../domain/cron.js';
+import { describeCron, nextOccurrence } from '../domain/cron.js';
+import type { ScheduleEvent } from '../domain/schedule.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
@@ -39,7 +40,7 @@ function configFields(config: Partial<JobConfig>): Record<string, DocValue> {
 
 export const jobsProjector: Projector = {
   name: 'jobs',
-  version: 2,
+  version: 3,
   collections: [jobsCollection],
   indexes: [
     { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['sortName', 1]] },
@@ -50,6 +51,11 @@ export const jobsProjector: Projector = {
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.streamId.startsWith('run-')) return runFields(recorded as unknown as RunEvent);
+    if (recorded.type === 'ScheduleFired') {
+      const { jobId, occurrence, firedAt } = (recorded as unknown as ScheduleEvent).data;
+      // A late firing (the service was down) is not replayed: the next occurrence counts from when it fired.
+      return [nextRunAt(jobId, Math.max(occurrence, firedAt))];
+    }
     if (!recorded.streamId.startsWith('job-')) return [];
     const event = recorded as unknown as JobEvent;
     const _id = recorded.streamId.slice('job-'.length);
@@ -77,14 +83,17 @@ export const jobsProjector: Projector = {
           playbookEmpty: true,
           playbookHasMain: false,
         };
-        return [{ kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: doc }, upsert: true }];
+        return [{ kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: doc }, upsert: true }, nextRunAt(_id, createdAt)];
       }
-      case 'JobUpdated':
-        return set({ ...configFields(event.data.changes), updatedAt: event.data.updatedAt });
+      case 'JobUpdated': {
+        const ops = set({ ...configFields(event.data.changes), updatedAt: event.data.updatedAt });
+        const { cron, timezone } = event.data.changes;
+        return cron !== undefined || timezone !== undefined ? [...ops, nextRunAt(_id, event.data.updatedAt)] : ops;
+      }
       case 'JobEnabled':
-        return set({ enabled: true, updatedAt: event.data.updatedAt });
+        return [...set({ enabled: true, updatedAt: event.data.updatedAt }), nextRunAt(_id, event.data.updatedAt)];
       case 'JobDisabled':
-        return set({ enabled: false, updatedAt: event.data.updatedAt });
+        return set({ enabled: false, nextRunAt: null, updatedAt: event.data.updatedAt });
       case 'JobArchived':
         return set({ archived: true, enabled: false, nextRunAt: null, updatedAt: event.data.archivedAt, webhookTokenHash: null });
       case 'JobWebhookTokenSet':
@@ -94,6 +103,20 @@ export const jobsProjector: Projector = {
     }
   },
 };
+
+/** The next occurrence after `after` of an enabled job's schedule, from the job's current cron and timezone. */
+function nextRunAt(jobId: string, after: number): DocOp {
+  return {
+    kind: 'derive',
+    collection: jobsCollection,
+    async derive(docs) {
+      const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
+      if (!job) return [];
+      const next = job.cron && job.enabled && !job.archived ? nextOccurrence(job.cron, job.timezone ?? 'UTC', after) : null;
+      return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: { nextRunAt: next } } }];
+    },
+  };
+}
 
 /** A run changed: the job's run fields are recomputed from the runs read model (projected just before). */
 function runFields(event: RunEvent): DocOp[] {

@@ -1,0 +1,269 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { jobDecider, jobStreamId } from '../domain/job.js';
+import { runDecider, runStreamId, type FinalStatus, type RunOutcome } from '../domain/run.js';
+import type { Limits } from '../schemas/job.js';
+import type { CommandBus, CommandContext } from '../server/commands.js';
+import type { Runs } from '../server/runs.js';
+import { TimelineWriter } from '../server/timeline.js';
+import type { EventStore } from '../store/event-store.js';
+import { runAgent } from './agent/loop.js';
+import { firstMessage, systemPrompt } from './agent/prompt.js';
+import { builtinTools } from './agent/tools.js';
+import type { ModelClient, Price, Usage } from './models/types.js';
+import { brokerPort, proxyPort, type NetworkMode, type Sandbox, type SandboxBackend } from './sandbox/types.js';
+
+/** What the runner needs of a run's broker session (the /v1 routes `svc` calls). */
+export interface BrokerSession {
+  readonly outputs: Record<string, unknown>;
+  readonly summary: string | null;
+  readonly failReason: string | null;
+  readonly llmSpend: number;
+  readonly llmUsage: { input: number; output: number };
+  close(): { llmSpend: number };
+}
+
+export interface SessionRequest {
+  runId: string;
+  jobId: string;
+  workspaceId: string;
+  token: string;
+  costLimit: number;
+  egress: { network: NetworkMode; allowedDomains: string[] | null; allowPrivateNetwork: boolean };
+  timeline: TimelineWriter;
+  agentModel: AgentModel;
+  agentSpend(): number;
+}
+
+export interface AgentModel {
+  client: ModelClient;
+  name: string;
+  price: Price;
+  contextWindow: number;
+}
+
+/** The host services a run uses, as ports: wiring adapts the concrete ones (server/start.ts). */
+export interface ExecutorPorts {
+  backend: SandboxBackend;
+  brokerSocket: string;
+  proxySocket: string;
+  openSession(request: SessionRequest): BrokerSession;
+  agentModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
+  settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null }>;
+  secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
+  secretValues(workspaceId: string): Promise<string[]>;
+  jobState: {
+    get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
+    set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<void>;
+  };
+}
+
+export const noModelMessage = 'No model is configured. Pick a model for the job or set a default agent model in Settings.';
+const artifactCap = 50 * 1024 * 1024;
+const reserved = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|ALL_PROXY|all_proxy)$/;
+
+/** Replaces every secret value (4 characters or more, longest first) before text is stored. */
+export function redactor(values: string[]): (text: string) => string {
+  const sorted = [...new Set(values.filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
+  if (sorted.length === 0) return (t) => t;
+  return (text) => sorted.reduce((t, v) => (t.includes(v) ? t.split(v).join('[redacted]') : t), text);
+}
+
+function redactDeep(value: unknown, redact: (t: string) => string): unknown {
+  return JSON.parse(redact(JSON.stringify(value ?? null))) as unknown;
+}
+
+/**
+ * One run from claim to final status (BEHAVIOUR §1.3): provisioning, the sandbox, the agent, wrap-up. It never
+ * throws: whatever goes wrong ends the run as failed with the reason.
+ */
+export class RunExecutor {
+  constructor(
+    private readonly bus: CommandBus,
+    private readonly events: EventStore,
+    private readonly runs: Runs,
+    private readonly ports: ExecutorPorts,
+    private readonly artifactsDir: string,
+    private readonly log: Pick<Logger, 'error' | 'info'>,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async execute(runId: string, cancel: AbortSignal): Promise<void> {
+    const { state: run } = await this.bus.load(runStreamId(runId), runDecider);
+    if (run.status !== 'provisioning') return;
+    const ws = run.workspaceId;
+    const ctx: CommandContext = { workspaceId: ws, actor: { type: 'run', id: runId }, requestId: null, correlationId: runId };
+    const secretValues = await this.ports.secretValues(ws).catch(() => []);
+    const redact = redactor(secretValues);
+    const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock);
+    const startedAt = run.startedAt ?? this.clock();
+    let sandbox: Sandbox | null = null;
+    let session: BrokerSession | null = null;
+    let agentCost = 0;
+    let usage: Usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
+    let turns = 0;
+    const controller = new AbortController();
+    let stopReason: 'cancel' | 'deadline' | null = null;
+    const onCancel = () => {
+      stopReason ??= 'cancel';
+      controller.abort();
+    };
+    cancel.addEventListener('abort', onCancel, { once: true });
+    let deadlineTimer: NodeJS.Timeout | null = null;
+
+    const finish = async (status: FinalStatus, error: string | null, extra: Partial<RunOutcome> = {}) => {
+      if (cancel.aborted && status !== 'succeeded') {
+        status = 'cancelled';
+        if (!error || /stopped/.test(error)) error = 'Cancelled';
+      }
+      const llm = session?.close() ?? { llmSpend: 0 };
+      if (sandbox) {
+        const t0 = this.clock();
+        await sandbox.destroy().catch((err: unknown) => this.log.error({ err, runId }, 'could not destroy the sandbox'));
+        void timeline.append('sandbox.destroy', { sandboxId: sandbox.id }, { ms: this.clock() - t0 });
+      }
+      const outcome: RunOutcome = {
+        status,
+        error: error === null ? null : redact(error),
+        summary: extra.summary === undefined || extra.summary === null ? null : redact(extra.summary),
+        outputs: (redactDeep(extra.outputs ?? {}, redact) ?? {}) as Record<string, unknown>,
+        cost: agentCost + llm.llmSpend,
+        turns,
+        tokIn: usage.input + usage.cacheRead + usage.cacheWrite + (session?.llmUsage.input ?? 0),
+        tokOut: usage.output + (session?.llmUsage.output ?? 0),
+        fellBack: false,
+        verifyCost: 0,
+        reflection: 'skipped',
+        finishedAt: this.clock(),
+      };
+      // Streams end when they see the final status, so the timeline is complete before the run's final event.
+      await timeline.append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) });
+      await timeline.flush().catch(() => undefined);
+      await this.runs.finish(run.jobId, runId, outcome, ctx);
+    };
+
+    try {
+      await timeline.append('run.status', { status: 'provisioning' });
+      const { state: job } = await this.bus.load(jobStreamId(run.jobId), jobDecider);
+      if (job.status === 'none') return await finish('failed', 'The job does not exist');
+      const settings = await this.ports.settings(ws);
+      const limits: Limits = { ...settings.defaultLimits, ...job.config.limits } as Limits;
+      const deadline = startedAt + limits.timeoutSeconds * 1000;
+      deadlineTimer = setTimeout(() => {
+        stopReason ??= 'deadline';
+        controller.abort();
+      }, Math.max(0, deadline - this.clock()));
+
+      const model = await this.ports.agentModel(ws, run.modelId);
+      if (!model) return await finish('failed', noModelMessage);
+
+      const token = randomBytes(32).toString('base64url');
+      const maxCost = Math.round(limits.maxCostUsd * 1e6);
+      session = this.ports.openSession({
+        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, agentSpend: () => agentCost,
+        egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
+      });
+
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(await this.ports.secretEnv(ws, run.jobId))) if (!reserved.test(k)) env[k] = v;
+      Object.assign(env, { SVC_BROKER_URL: `http://127.0.0.1:${brokerPort}`, SVC_TOKEN: token, SVC_RUN_ID: runId, SVC_JOB_ID: run.jobId });
+      const proxied = job.config.network !== 'none';
+      if (proxied) {
+        // Every networked sandbox goes through the egress proxy (DESIGN §5): it is the only way out of the sandbox.
+        const proxy = `http://svc:${token}@127.0.0.1:${proxyPort}`;
+        Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: 'svc,localhost,127.0.0.1', no_proxy: 'svc,localhost,127.0.0.1', NODE_USE_ENV_PROXY: '1' });
+      }
+
+      const t0 = this.clock();
+      const image = job.config.image ?? settings.defaultImage;
+      try {
+        sandbox = await this.ports.backend.create({
+          id: `run-${runId}`, labels: { runId, jobId: run.jobId, workspaceId: ws }, image,
+          limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit },
+          network: job.config.network, runAsRoot: job.config.runAsRoot, env,
+          brokerSocket: this.ports.brokerSocket, proxySocket: proxied ? this.ports.proxySocket : null,
+          ttlMs: limits.timeoutSeconds * 1000 + 5 * 60_000,
+        });
+      } catch (err) {
+        return await finish('failed', `Failed to create the sandbox: ${(err as Error).message}`);
+      }
+      const info = this.ports.backend.info();
+      void timeline.append('sandbox.create', { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation }, { ms: this.clock() - t0 });
+      await sandbox.putFiles([
+        { path: '/svc/input.json', content: JSON.stringify(run.input ?? {}) },
+        { path: '/svc/PLAYBOOK.md', content: 'This job has not learned anything yet.\n' },
+        { path: '/svc/outputs/.keep', content: '' },
+        { path: '/svc/candidates/.keep', content: '' },
+        { path: '/svc/logs/.keep', content: '' },
+      ]);
+
+      await this.bus.execute(runStreamId(runId), runDecider, { type: 'StartRun', sandbox: { id: sandbox.id, backend: info.backend } }, ctx);
+      await timeline.append('run.status', { status: 'running' });
+
+      const notes: string[] = [];
+      const user = job.config.runAsRoot ? 'root' : 'agent';
+      const s = sandbox;
+      const result = await runAgent({
+        client: model.client,
+        model: { name: model.name, price: model.price, contextWindow: model.contextWindow },
+        system: systemPrompt(job.config.instruction, job.config.spec, null),
+        firstMessage: firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions }),
+        tools: builtinTools,
+        toolContext: {
+          sandbox: s, user, env: {}, signal: controller.signal,
+          stopReason: () => (stopReason === 'deadline' ? 'the run exceeded its time limit' : 'the run was stopped'),
+          remainingMs: () => deadline - this.clock(),
+          state: {
+            get: (key) => this.ports.jobState.get(ws, run.jobId, key),
+            set: (key, value) => this.ports.jobState.set(ctx, ws, run.jobId, key, value),
+          },
+          remember: (note) => notes.push(note),
+          onOutput: (callId, text) => timeline.delta({ type: 'tool_output', callId, text: text.slice(0, 3000) }),
+        },
+        maxTurns: limits.maxTurns,
+        maxCost,
+        deadline,
+        signal: controller.signal,
+        extraSpend: () => session?.llmSpend ?? 0,
+        timeline,
+        clock: this.clock,
+      });
+      agentCost = result.cost;
+      usage = result.usage;
+      turns = result.turns;
+
+      await this.collectArtifacts(s, runId, timeline);
+      // Outputs set with `svc output set` count too; the agent's finish wins per key.
+      const outputs = { ...(session.outputs ?? {}), ...result.outputs };
+      if (result.status === 'succeeded' && session.failReason) {
+        void timeline.append('error', { message: session.failReason });
+        return await finish('failed', session.failReason, { summary: result.summary, outputs });
+      }
+      return await finish(result.status, result.error, { summary: result.summary, outputs });
+    } catch (err) {
+      this.log.error({ err, runId }, 'run failed unexpectedly');
+      await finish('failed', `The run failed unexpectedly: ${(err as Error).message}`).catch((e: unknown) => this.log.error({ err: e, runId }, 'could not finish the run'));
+    } finally {
+      if (deadlineTimer) clearTimeout(deadlineTimer);
+      cancel.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private async collectArtifacts(sandbox: Sandbox, runId: string, timeline: TimelineWriter): Promise<void> {
+    try {
+      const { files, truncated } = await sandbox.readDir('/svc/outputs', artifactCap);
+      const kept = files.filter((f) => f.name !== '.keep');
+      for (const f of kept) {
+        const target = join(this.artifactsDir, runId, f.name);
+        mkdirSync(dirname(target), { recursive: true });
+        writeFileSync(target, f.content);
+      }
+      const note = truncated ? ' (the 50 MiB cap left some out)' : '';
+      if (kept.length > 0 || truncated) void timeline.append('log', { message: `Collected ${kept.length} artifact(s)${note}`, artifacts: kept.map((f) => ({ name: f.name, size: f.size })) });
+    } catch (err) {
+      void timeline.append('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
+    }
+  }
+}
