@@ -39,6 +39,13 @@ export const systemContext: CommandContext = {
  * "claim this run" or "consume this link" happen exactly once.
  */
 export class CommandBus {
+  /**
+   * Folded states by stream: events never change once written, so a later load only reads what was appended since.
+   * This keeps long-lived streams (a job's admission actor) cheap to decide on.
+   */
+  private readonly folded = new Map<string, { decider: unknown; state: unknown; revision: number }>();
+  private static readonly maxFolded = 2000;
+
   constructor(
     private readonly store: EventStore,
     private readonly clock: () => number = Date.now,
@@ -48,10 +55,19 @@ export class CommandBus {
     streamId: string,
     decider: Decider<C, E, S>,
   ): Promise<{ state: S; revision: number }> {
-    const recorded = await this.store.readStream(streamId);
-    let state = decider.initialState;
+    const cached = this.folded.get(streamId);
+    const hit = cached && cached.decider === decider ? cached : null;
+    let state = hit ? (hit.state as S) : decider.initialState;
+    let revision = hit ? hit.revision : -1;
+    const recorded = await this.store.readStream(streamId, { fromRevision: revision + 1 });
     for (const r of recorded) state = decider.evolve(state, upcast(r) as unknown as E);
-    return { state, revision: recorded.length === 0 ? -1 : recorded[recorded.length - 1]!.revision };
+    if (recorded.length > 0) revision = recorded[recorded.length - 1]!.revision;
+    if (revision >= 0) {
+      this.folded.delete(streamId);
+      this.folded.set(streamId, { decider, state, revision });
+      if (this.folded.size > CommandBus.maxFolded) this.folded.delete(this.folded.keys().next().value!);
+    }
+    return { state, revision };
   }
 
   async execute<C, E extends DomainEvent, S>(
