@@ -7,7 +7,8 @@ import { emptyOutcome, runDecider, runStreamId, type RunOutcome, type RunPlan, t
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
 import type { DocumentStore } from '../store/document-store.js';
-import type { Position } from '../store/event-store.js';
+import type { EventStore, Position } from '../store/event-store.js';
+import { TimelineWriter } from './timeline.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import { newId } from './ids.js';
 
@@ -34,6 +35,7 @@ export class Runs {
 
   constructor(
     private readonly bus: CommandBus,
+    private readonly events: EventStore,
     private readonly docs: DocumentStore,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -82,7 +84,11 @@ export class Runs {
   async cancel(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
     const run = await this.find(workspaceId, runId);
     const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'CancelRun', now: this.clock() }, ctx);
-    if (result.events.some((e) => e.type === 'RunFinished')) await this.release(run.jobId, runId, ctx);
+    const ended = result.events.find((e) => e.type === 'RunFinished');
+    if (ended) {
+      await this.timelineStatus(workspaceId, runId, 'cancelled', (ended.data as { error: string | null }).error);
+      await this.release(run.jobId, runId, ctx);
+    }
     return result.position;
   }
 
@@ -106,9 +112,10 @@ export class Runs {
 
   /** Ends a live run whose runner is gone (BEHAVIOUR §1.5): never resumed, failed as interrupted. */
   async interrupt(jobId: string, runId: string, error: string): Promise<void> {
-    const ctx: CommandContext = { workspaceId: null, actor: { type: 'system', id: null }, requestId: null };
     const { state } = await this.bus.load(runStreamId(runId), runDecider);
+    const ctx: CommandContext = { workspaceId: state.status === 'none' ? null : state.workspaceId, actor: { type: 'system', id: null }, requestId: null };
     if (state.status === 'provisioning' || state.status === 'running' || state.status === 'verifying') {
+      await this.timelineStatus(state.workspaceId, runId, 'failed', error);
       await this.bus.execute(runStreamId(runId), runDecider, { type: 'FinishRun', outcome: { ...emptyOutcome(this.clock()), error } }, ctx).catch((err: unknown) => {
         if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
       });
@@ -125,6 +132,11 @@ export class Runs {
     if (state.status !== 'queued') return this.release(jobId, next.next, ctx);
     await this.bus.execute(runStreamId(next.next), runDecider, { type: 'SubmitRun' }, ctx);
     this.startable.next(next.next);
+  }
+
+  /** The final status on the run's timeline, for runs that end without a runner to write it. */
+  private timelineStatus(workspaceId: string, runId: string, status: string, error: string | null): Promise<void> {
+    return new TimelineWriter(this.events, runId, workspaceId, undefined, this.clock).append('run.status', { status, ...(error ? { error } : {}) });
   }
 
   async find(workspaceId: string, runId: string): Promise<RunDoc> {

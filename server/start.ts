@@ -41,7 +41,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // Cached answers are only safe where the projector runs, because only there is every change seen.
   const cache = new ReadCache(engine, config.roles.has('projector'));
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  const runs = new Runs(bus, stores.docs);
+  const runs = new Runs(bus, stores.events, stores.docs);
   return { config, stores, keys, bus, engine, identity, cache, runs, log };
 }
 
@@ -137,7 +137,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const cache = new ReadCache(engine, false);
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
-  const runs = new Runs(bus, stores.docs);
+  const runs = new Runs(bus, stores.events, stores.docs);
   const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
