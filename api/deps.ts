@@ -4,6 +4,10 @@ import type { CommandBus } from '../server/commands.js';
 import type { Config } from '../server/config.js';
 import type { Identity } from '../server/identity.js';
 import type { Runs } from '../server/runs.js';
+import type { Static } from 'typebox';
+import type { SandboxInfo } from '../schemas/system.js';
+
+type SandboxInfoDto = Static<typeof SandboxInfo>;
 import type { Stores } from '../store/open.js';
 
 /** What route plugins may use. Handlers reach the stores only through these, never through globals. */
@@ -16,6 +20,8 @@ export interface AppDeps {
   cache: ReadCache;
   version: string;
   runs: Runs;
+  /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
+  sandbox(): SandboxInfoDto | null;
   /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */
   artifactsDir: string;
 }

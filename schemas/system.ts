@@ -18,8 +18,12 @@ export const Capabilities = Type.Object(
 export const SandboxInfo = Type.Object(
   {
     backend: Type.String({ description: '`bwrap` or `docker`' }),
+    version: Type.String(),
+    arch: Type.String(),
+    isolation: Type.String({ description: '`namespaces` (bwrap) or `container` (docker)' }),
     capabilities: Capabilities,
-    buildsImages: Type.Boolean(),
+    imageBuilds: Type.Boolean(),
+    error: Nullable(Type.String({ description: 'Why the backend cannot run sandboxes now; runs fail with it' })),
   },
   { $id: 'SandboxInfo', additionalProperties: false },
 );

@@ -55,6 +55,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     cache: s.cache,
     version,
     runs: s.runs,
+    sandbox: () => null,
     artifactsDir: join(s.config.dataDir, 'artifacts'),
   };
 }

@@ -14,7 +14,10 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
 
   app.get('/api/system/info', {
     schema: { summary: 'Version, database and sandbox backend of this instance', tags: ['system'], response: { 200: InfoOutputBody } },
-  }, async () => ({ version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets }));
+  }, async () => {
+    const sandbox = deps.sandbox();
+    return { version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets, ...(sandbox ? { sandbox } : {}) };
+  });
 
   app.get('/api/users/me', {
     schema: { summary: 'The signed-in user (or the creator of the token) and the current workspace', tags: ['users'], response: { 200: MeOutputBody } },
