@@ -9,6 +9,7 @@ import type { Runs } from '../server/runs.js';
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { EventStore } from '../store/event-store.js';
 import type { RunExecutor } from './executor.js';
+import type { SandboxBackend } from './sandbox/types.js';
 
 interface RunnerDoc extends Doc {
   host: string;
@@ -53,6 +54,7 @@ export class Dispatcher {
     private readonly docs: DocumentStore,
     private readonly runs: Runs,
     private readonly executor: RunExecutor,
+    private readonly backend: SandboxBackend,
     private readonly log: DispatcherLogger,
     private readonly maxConcurrent = 3,
     private readonly clock: () => number = Date.now,
@@ -69,6 +71,8 @@ export class Dispatcher {
     this.timers.push(setInterval(() => void this.poll(), 500));
     this.timers.push(setInterval(() => void this.heartbeat().catch((err: unknown) => this.log.error({ err }, 'heartbeat failed')), heartbeatMs));
     this.timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => this.log.error({ err }, 'reconcile failed')), staleMs));
+    this.timers.push(setInterval(() => void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed')), 10 * 60_000));
+    void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed'));
     void this.poll();
   }
 
@@ -134,6 +138,27 @@ export class Dispatcher {
 
   private async heartbeat(): Promise<void> {
     await this.runners.updateOne({ _id: this.runnerId }, { $set: { host: hostname(), pid: process.pid, heartbeatAt: this.clock() } }, { upsert: true });
+  }
+
+  /**
+   * Destroys sandboxes nothing needs (BEHAVIOUR §1.5): no run after 15 minutes, a finished run, or past their expiry.
+   * A lookup that fails destroys nothing.
+   */
+  async reap(): Promise<number> {
+    const now = this.clock();
+    let destroyed = 0;
+    for (const sb of await this.backend.list()) {
+      if (sb.labels.runId && this.active.has(sb.labels.runId)) continue;
+      const run = sb.labels.runId ? await this.docs.collection<RunDoc>(runsCollection).findOne({ _id: sb.labels.runId }) : null;
+      const orphan = run === null && now - sb.createdAt > 15 * 60_000;
+      const over = run !== null && !['queued', 'provisioning', 'running', 'verifying'].includes(run.status);
+      // A live run elsewhere keeps its sandbox until the sandbox expires.
+      if (orphan || over || sb.expiresAt < now) {
+        await this.backend.destroy(sb.id);
+        destroyed++;
+      }
+    }
+    return destroyed;
   }
 
   /** Ends live runs whose runner is gone: a dead process on this host at once, any other after a minute of silence. */
