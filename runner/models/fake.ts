@@ -1,0 +1,155 @@
+import { instructionHeading } from '../agent/prompt.js';
+import { ModelError, type Message, type ModelClient, type ModelRequest, type ModelResponse, type ToolCall } from './types.js';
+
+/** One scripted answer of the fake provider (DESIGN §6). */
+export interface FakeResponse {
+  text?: string;
+  reasoning?: string;
+  toolCalls?: Array<{ name: string; args: unknown }>;
+  stop?: string;
+  usage?: { input: number; output: number };
+  delayMs?: number;
+  error?: string;
+  errorStatus?: number;
+}
+
+/** Script queues per fake provider, for this process. */
+export class FakeScripts {
+  private readonly queues = new Map<string, FakeResponse[]>();
+  push(providerId: string, responses: FakeResponse[], reset = false): number {
+    const q = reset ? [] : (this.queues.get(providerId) ?? []);
+    q.push(...responses);
+    this.queues.set(providerId, q);
+    return q.length;
+  }
+  pending(providerId: string): number {
+    return this.queues.get(providerId)?.length ?? 0;
+  }
+  shift(providerId: string): FakeResponse | undefined {
+    return this.queues.get(providerId)?.shift();
+  }
+}
+export const fakeScripts = new FakeScripts();
+
+let callCounter = 0;
+const tokens = (text: string) => Math.ceil(text.length / 4);
+
+/** The instruction under the job block's heading, up to the next `## ` heading. */
+export function instructionFrom(system: string[]): string {
+  for (const block of system) {
+    const at = block.indexOf(`${instructionHeading}\n`);
+    if (at < 0) continue;
+    const rest = block.slice(at + instructionHeading.length + 1);
+    const end = rest.search(/^## /m);
+    return end < 0 ? rest : rest.slice(0, end);
+  }
+  return '';
+}
+
+/** Shell commands an instruction quotes, in order: fenced code blocks (whole) and inline backtick spans. */
+export function quotedCommands(instruction: string): string[] {
+  const out: Array<{ at: number; cmd: string }> = [];
+  const fence = /```[a-zA-Z]*\n([\s\S]*?)```/g;
+  let masked = instruction;
+  for (const m of instruction.matchAll(fence)) {
+    const cmd = m[1]!.trim();
+    if (cmd) out.push({ at: m.index!, cmd });
+    masked = masked.slice(0, m.index!) + ' '.repeat(m[0].length) + masked.slice(m.index! + m[0].length);
+  }
+  for (const m of masked.matchAll(/`([^`\n]+)`/g)) {
+    const cmd = m[1]!.trim();
+    if (cmd) out.push({ at: m.index!, cmd });
+  }
+  return out.sort((a, b) => a.at - b.at).map((c) => c.cmd);
+}
+
+function messageText(m: Message): string {
+  if (m.role === 'user') return m.text;
+  if (m.role === 'assistant') return m.text + m.toolCalls.map((c) => c.argsText).join('');
+  return m.results.map((r) => r.content).join('');
+}
+
+function minimalFor(schema: Record<string, unknown>): unknown {
+  switch (schema.type) {
+    case 'object': {
+      const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+      const required = (schema.required ?? []) as string[];
+      return Object.fromEntries(required.map((k) => [k, minimalFor(props[k] ?? {})]));
+    }
+    case 'array':
+      return [];
+    case 'string':
+      return Array.isArray(schema.enum) ? schema.enum[0] : '';
+    case 'number':
+    case 'integer':
+      return 0;
+    case 'boolean':
+      return false;
+    default:
+      return null;
+  }
+}
+
+/** With an empty queue: run the quoted commands one bash call at a time, then finish with their output. */
+function deterministic(req: ModelRequest): { text: string; toolCalls: Array<{ name: string; args: unknown }> } {
+  if (req.jsonSchema) return { text: JSON.stringify(minimalFor(req.jsonSchema.schema)), toolCalls: [] };
+  const commands = quotedCommands(instructionFrom(req.system));
+  const calls = req.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls : [])).filter((c) => c.name === 'bash');
+  if (calls.length < commands.length && req.tools.some((t) => t.name === 'bash')) {
+    const command = commands[calls.length]!;
+    return { text: `Running \`${command}\`.`, toolCalls: [{ name: 'bash', args: { command } }] };
+  }
+  const results = new Map(req.messages.flatMap((m) => (m.role === 'tool' ? m.results : [])).map((r) => [r.callId, r.content]));
+  const lines: string[] = [];
+  let failed = false;
+  calls.forEach((c, i) => {
+    const content = results.get(c.id) ?? '';
+    if (!content.startsWith('exit code: 0')) failed = true;
+    lines.push(`${i + 1}. \`${(c.args as { command?: string })?.command ?? ''}\`\n\n\`\`\`\n${content.trim()}\n\`\`\``);
+  });
+  const summary = commands.length === 0 ? 'The instruction quotes no command, so there was nothing to run.' : `Ran ${calls.length} command(s):\n\n${lines.join('\n\n')}`;
+  return { text: failed ? 'A command failed.' : 'Done.', toolCalls: [{ name: 'finish', args: { status: failed ? 'failure' : 'success', summary } }] };
+}
+
+const wait = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(new ModelError('the call was cancelled', null, false));
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => { clearTimeout(t); reject(new ModelError('the call was cancelled', null, false)); }, { once: true });
+  });
+
+/** The product's fake provider: scripted answers first, else a small deterministic agent. Usage ≈ 4 chars a token. */
+export class FakeClient implements ModelClient {
+  constructor(private readonly providerId: string, private readonly scripts: FakeScripts = fakeScripts) {}
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    const scripted = this.scripts.shift(this.providerId);
+    const answer = scripted ?? deterministic(req);
+    const delay = scripted?.delayMs ?? 0;
+    const chunks = (answer.text ?? '').split(/(?<=\s)/).filter(Boolean);
+    if (delay > 0) await wait(chunks.length > 1 ? delay / 2 : delay, req.signal);
+    if (scripted?.error !== undefined) {
+      const status = scripted.errorStatus ?? 500;
+      throw new ModelError(`fake API error (status ${status}): ${scripted.error}`, status, status === 429 || status === 529 || status >= 500);
+    }
+    if (scripted?.reasoning) req.onDelta?.({ type: 'reasoning', text: scripted.reasoning });
+    for (const chunk of chunks) {
+      req.onDelta?.({ type: 'text', text: chunk });
+      if (delay > 0 && chunks.length > 1) await wait(delay / 2 / (chunks.length - 1), req.signal);
+    }
+    const toolCalls: ToolCall[] = (answer.toolCalls ?? []).map((c) => {
+      req.onDelta?.({ type: 'tool_call', text: c.name });
+      return { id: `fake_call_${++callCounter}`, name: c.name, args: c.args ?? {}, argsText: JSON.stringify(c.args ?? {}) };
+    });
+    const inputText = req.system.join('\n') + req.messages.map(messageText).join('\n');
+    const outputText = (answer.text ?? '') + toolCalls.map((c) => c.argsText).join('');
+    return {
+      text: answer.text ?? '',
+      reasoning: scripted?.reasoning ?? '',
+      toolCalls,
+      stop: scripted?.stop ?? (toolCalls.length > 0 ? 'tool_use' : 'end_turn'),
+      usage: { input: scripted?.usage?.input ?? tokens(inputText), output: scripted?.usage?.output ?? tokens(outputText), cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      model: req.model,
+    };
+  }
+}
