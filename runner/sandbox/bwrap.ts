@@ -1,0 +1,228 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { arch } from 'node:os';
+import { join } from 'node:path';
+import { Cgroups } from './cgroups.js';
+import { HostFiles } from './host-files.js';
+import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
+
+const agentUid = 1000;
+const killGraceMs = 1500;
+
+interface Meta {
+  id: string;
+  labels: SandboxSpec['labels'];
+  createdAt: number;
+  expiresAt: number;
+  spec: Omit<SandboxSpec, 'env'>;
+}
+
+/** Spawns a command, keeping combined output (up to a cap), with timeout and cancel killing the process group. */
+export function runProcess(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'>, env: NodeJS.ProcessEnv = {}): Promise<Omit<ExecResult, 'oomKilled'>> {
+  const started = Date.now();
+  const cap = options.maxOutputBytes ?? 8 * 1024 * 1024;
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: true, env });
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let bytes = 0;
+    let timedOut = false;
+    let cancelled = false;
+    let killTimer: NodeJS.Timeout | null = null;
+    const onData = (b: Buffer) => {
+      bytes += b.length;
+      if (kept < cap) {
+        const part = b.subarray(0, cap - kept);
+        chunks.push(part);
+        kept += part.length;
+      }
+      options.onOutput?.(b);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    const stop = () => {
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        // gone already
+      }
+      killTimer ??= setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }, killGraceMs);
+    };
+    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; stop(); }, options.timeoutMs) : null;
+    const onAbort = () => { cancelled = true; stop(); };
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.stdin !== undefined) {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(options.stdin);
+    }
+    let exitCode = -1;
+    child.on('error', () => {
+      exitCode = -1;
+    });
+    child.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      options.signal?.removeEventListener('abort', onAbort);
+      exitCode = code ?? (signal ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[signal] ?? 1) : -1);
+      resolve({ exitCode, output: Buffer.concat(chunks), bytes, timedOut, cancelled, ms: Date.now() - started });
+    });
+  });
+}
+
+/**
+ * Sandboxes from Linux namespaces with bubblewrap, for machines without a container engine (DESIGN §5). A sandbox
+ * is a host directory; every exec is a fresh bwrap whose first process is `svc init`, in the sandbox's cgroups.
+ */
+export class BwrapBackend implements SandboxBackend {
+  readonly kind = 'bwrap' as const;
+  private cgroups: Cgroups | null = null;
+  private version = 'unknown';
+
+  constructor(
+    private readonly root: string,
+    private readonly svcBinary: string,
+  ) {}
+
+  async prepare(): Promise<void> {
+    const probe = spawnSync('bwrap', ['--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) throw new Error('bubblewrap (bwrap) is not installed: apt-get install bubblewrap');
+    this.version = probe.stdout.trim().replace(/^bubblewrap\s*/, '');
+    if (!existsSync(this.svcBinary)) throw new Error(`the in-sandbox svc binary is missing at ${this.svcBinary}: run npm run build`);
+    if (spawnSync('setpriv', ['--version']).status !== 0) throw new Error('setpriv (util-linux) is not installed');
+    mkdirSync(this.root, { recursive: true });
+    this.cgroups = new Cgroups();
+  }
+
+  info(): SandboxInfo {
+    return {
+      backend: 'bwrap',
+      version: this.version,
+      arch: arch() === 'x64' ? 'amd64' : arch(),
+      isolation: 'namespaces',
+      capabilities: { networks: ['none', 'allowlist', 'internet'], separateUsers: false, limits: this.cgroups?.available ?? { cpu: false, memory: false, pids: false } },
+      imageBuilds: false,
+    };
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const dir = join(this.root, spec.id);
+    for (const sub of ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates', 'etc']) {
+      mkdirSync(join(dir, sub), { recursive: true });
+      if (sub !== 'etc') chownSync(join(dir, sub), agentUid, agentUid);
+    }
+    writeFileSync(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\nagent:x:1000:1000:agent:/workspace:/bin/bash\nmcp:x:1001:1001:mcp:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n');
+    writeFileSync(join(dir, 'etc/group'), 'root:x:0:\nagent:x:1000:\nmcp:x:1001:\nnogroup:x:65534:\n');
+    writeFileSync(join(dir, 'etc/hosts'), '127.0.0.1 localhost svc\n::1 localhost\n');
+    const now = Date.now();
+    const { env: _env, ...rest } = spec;
+    const meta: Meta = { id: spec.id, labels: spec.labels, createdAt: now, expiresAt: now + spec.ttlMs, spec: rest };
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify(meta));
+    const procs = this.cgroups?.create(spec.id, spec.limits) ?? [];
+    return new BwrapSandbox(spec, dir, this.svcBinary, procs, this.cgroups);
+  }
+
+  async list() {
+    if (!existsSync(this.root)) return [];
+    const out = [];
+    for (const name of readdirSync(this.root)) {
+      try {
+        const meta = JSON.parse(readFileSync(join(this.root, name, 'meta.json'), 'utf8')) as Meta;
+        out.push({ id: meta.id, labels: meta.labels, createdAt: meta.createdAt, expiresAt: meta.expiresAt });
+      } catch {
+        // not a sandbox directory
+      }
+    }
+    return out;
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (!/^[A-Za-z0-9_.-]+$/.test(id)) throw new Error(`not a sandbox id: ${id}`);
+    this.cgroups?.destroy(id);
+    rmSync(join(this.root, id), { recursive: true, force: true });
+  }
+}
+
+class BwrapSandbox implements Sandbox {
+  private readonly files: HostFiles;
+  private destroyed = false;
+
+  constructor(
+    private readonly spec: SandboxSpec,
+    private readonly dir: string,
+    private readonly svcBinary: string,
+    private readonly cgroupProcs: string[],
+    private readonly cgroups: Cgroups | null,
+  ) {
+    this.files = new HostFiles({ '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc') }, agentUid);
+  }
+
+  get id(): string {
+    return this.spec.id;
+  }
+
+  private args(options: ExecOptions): string[] {
+    const env: Record<string, string> = {
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      HOME: '/workspace',
+      LANG: 'C.UTF-8',
+      ...this.spec.env,
+      ...(options.env ?? {}),
+    };
+    const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
+    const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session'];
+    // A user-namespace root: uid 0 inside, still the unprivileged agent uid on the host.
+    if (user === 'root') a.push('--uid', '0', '--gid', '0');
+    a.push('--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/sbin', '/sbin');
+    if (existsSync('/usr/lib64')) a.push('--symlink', 'usr/lib64', '/lib64');
+    if (existsSync('/usr/lib32')) a.push('--symlink', 'usr/lib32', '/lib32');
+    a.push('--ro-bind', '/etc', '/etc');
+    for (const f of ['passwd', 'group', 'hosts']) a.push('--ro-bind', join(this.dir, 'etc', f), `/etc/${f}`);
+    a.push('--ro-bind', this.svcBinary, '/usr/local/bin/svc');
+    a.push('--bind', join(this.dir, 'workspace'), '/workspace', '--bind', join(this.dir, 'svc'), '/svc');
+    a.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev');
+    a.push('--ro-bind', this.spec.brokerSocket, '/run/svc/broker.sock');
+    if (this.spec.proxySocket) a.push('--ro-bind', this.spec.proxySocket, '/run/svc/proxy.sock');
+    a.push('--chdir', options.cwd ?? '/workspace', '--clearenv');
+    for (const [k, v] of Object.entries(env)) a.push('--setenv', k, v);
+    a.push('/usr/local/bin/svc', 'init', '--', ...options.cmd);
+    return a;
+  }
+
+  async exec(options: ExecOptions): Promise<ExecResult> {
+    if (this.destroyed) throw new Error('the sandbox was destroyed');
+    const bwrap = this.args(options);
+    const setpriv = ['setpriv', `--reuid=${agentUid}`, `--regid=${agentUid}`, '--clear-groups', '--inh-caps=-all', ...bwrap];
+    // The process joins the sandbox's cgroups before bwrap starts, so every process inside is limited.
+    const join = this.cgroupProcs.map((f) => `echo $$ > '${f}'`).join(' && ');
+    const argv = join ? ['sh', '-c', `${join} && exec "$@"`, 'sh', ...setpriv] : setpriv;
+    const before = this.cgroups?.memoryFailures(this.spec.id) ?? 0;
+    const result = await runProcess(argv, options, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
+    const oomKilled = result.exitCode === 137 && (this.cgroups?.memoryFailures(this.spec.id) ?? 0) > before;
+    return { ...result, oomKilled };
+  }
+
+  async putFiles(files: Parameters<Sandbox['putFiles']>[0]): Promise<void> {
+    this.files.put(files);
+  }
+
+  async readFile(path: string, maxBytes: number): Promise<Buffer | null> {
+    return this.files.read(path, maxBytes);
+  }
+
+  async readDir(dir: string, maxTotalBytes: number) {
+    return this.files.readDir(dir, maxTotalBytes);
+  }
+
+  async destroy(): Promise<void> {
+    this.destroyed = true;
+    this.cgroups?.destroy(this.spec.id);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

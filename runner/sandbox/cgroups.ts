@@ -1,0 +1,92 @@
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LimitSet, SandboxLimits } from './types.js';
+
+/**
+ * cgroup v1 limits for sandboxes that have no engine to set them (bwrap). Only the controllers this machine can
+ * write are used, and the capabilities say which ones.
+ */
+const root = '/sys/fs/cgroup';
+const controllers = ['memory', 'pids', 'cpu'] as const;
+type Controller = (typeof controllers)[number];
+
+function writable(controller: Controller): boolean {
+  const probe = join(root, controller, 'svc', `probe-${process.pid}`);
+  try {
+    mkdirSync(probe, { recursive: true });
+    rmdirSync(probe);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class Cgroups {
+  readonly available: LimitSet;
+
+  constructor() {
+    this.available = { memory: writable('memory'), pids: writable('pids'), cpu: writable('cpu') };
+  }
+
+  private dirs(id: string): Array<[Controller, string]> {
+    return controllers.filter((c) => this.available[c]).map((c) => [c, join(root, c, 'svc', id)]);
+  }
+
+  /** Creates the groups of a sandbox with its limits; answers the cgroup.procs files a process joins. */
+  create(id: string, limits: SandboxLimits): string[] {
+    const procs: string[] = [];
+    for (const [c, dir] of this.dirs(id)) {
+      mkdirSync(dir, { recursive: true });
+      if (c === 'memory') {
+        const bytes = String(limits.memoryMb * 1024 * 1024);
+        writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
+        // memory = swap: the sandbox cannot swap its way past the limit.
+        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), bytes);
+      } else if (c === 'pids') {
+        writeFileSync(join(dir, 'pids.max'), String(limits.pidsLimit));
+      } else {
+        writeFileSync(join(dir, 'cpu.cfs_period_us'), '100000');
+        writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * 100000))));
+      }
+      procs.push(join(dir, 'cgroup.procs'));
+    }
+    return procs;
+  }
+
+  /** How many times the memory limit was hit so far (an increase after a kill means out of memory). */
+  memoryFailures(id: string): number {
+    try {
+      return Number(readFileSync(join(root, 'memory', 'svc', id, 'memory.memsw.failcnt'), 'utf8')) || Number(readFileSync(join(root, 'memory', 'svc', id, 'memory.failcnt'), 'utf8'));
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Kills what is left in the groups and removes them; idempotent. */
+  destroy(id: string): void {
+    for (const [, dir] of this.dirs(id)) {
+      if (!existsSync(dir)) continue;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        let pids: number[] = [];
+        try {
+          pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+        } catch {
+          break;
+        }
+        for (const pid of pids) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        try {
+          rmdirSync(dir);
+          break;
+        } catch {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+        }
+      }
+    }
+  }
+}
