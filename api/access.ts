@@ -13,6 +13,7 @@ export interface AccessRule {
 const pub: AccessRule = { access: 'public', session: false };
 const member: AccessRule = { access: 'member', session: false };
 const memberSession: AccessRule = { access: 'member', session: true };
+const admin: AccessRule = { access: 'admin', session: false };
 
 export const accessTable: Record<string, AccessRule> = {
   'GET /api/openapi.json': pub,
@@ -41,6 +42,23 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/runs/:id/artifacts': member,
   'GET /api/runs/:id/artifact': member,
   'GET /api/events': member,
+  'GET /api/providers': member,
+  'POST /api/providers': admin,
+  'GET /api/providers/:id': member,
+  'PATCH /api/providers/:id': admin,
+  'DELETE /api/providers/:id': admin,
+  'POST /api/providers/:id/script': admin,
+  'GET /api/models': member,
+  'POST /api/models': admin,
+  'PATCH /api/models/:id': admin,
+  'DELETE /api/models/:id': admin,
+  'GET /api/catalog/models': member,
+  'GET /api/settings': member,
+  'PATCH /api/settings': admin,
+  'GET /api/jobs/:id/state': member,
+  'GET /api/jobs/:id/state/:key': member,
+  'PUT /api/jobs/:id/state/:key': member,
+  'DELETE /api/jobs/:id/state/:key': member,
   // Authenticated by the job's webhook token inside the handler, not by a session or an API token.
   'POST /hooks/:jobId': pub,
 

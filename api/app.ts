@@ -10,7 +10,9 @@ import authRoutes from './routes/auth.js';
 import docsRoutes from './routes/docs.js';
 import jobRoutes from './routes/jobs.js';
 import hookRoutes from './routes/hooks.js';
+import jobStateRoutes from './routes/job-state.js';
 import memberRoutes from './routes/members.js';
+import providerRoutes from './routes/providers.js';
 import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
@@ -67,6 +69,8 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   jobRoutes(app, deps);
   runRoutes(app, deps);
   hookRoutes(app, deps);
+  providerRoutes(app, deps);
+  jobStateRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);
   authRoutes(app, deps);

@@ -4,6 +4,9 @@ import type { CommandBus } from '../server/commands.js';
 import type { Config } from '../server/config.js';
 import type { Identity } from '../server/identity.js';
 import type { Runs } from '../server/runs.js';
+import type { Keys } from '../server/keys.js';
+import type { Models } from '../server/models.js';
+import type { JobStateStore } from '../server/job-state.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
 
@@ -20,6 +23,9 @@ export interface AppDeps {
   cache: ReadCache;
   version: string;
   runs: Runs;
+  keys: Keys;
+  models: Models;
+  jobState: JobStateStore;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
   /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */

@@ -14,6 +14,10 @@ import type { Config } from './config.js';
 import { Identity } from './identity.js';
 import { Keys } from './keys.js';
 import { Runs } from './runs.js';
+import { Models } from './models.js';
+import { JobStateStore } from './job-state.js';
+import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
+import type { Scheduler } from '../runner/scheduler.js';
 import { version } from './version.js';
 
 /** Everything a process of the service holds, wired once. */
@@ -26,6 +30,10 @@ export interface Services {
   identity: Identity;
   cache: ReadCache;
   runs: Runs;
+  models: Models;
+  jobState: JobStateStore;
+  /** Set when this process has the runner role. */
+  runner: RunnerRole | null;
   log: Logger;
 }
 
@@ -42,10 +50,12 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const cache = new ReadCache(engine, config.roles.has('projector'));
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const runs = new Runs(bus, stores.events, stores.docs);
-  return { config, stores, keys, bus, engine, identity, cache, runs, log };
+  const models = new Models(stores.docs, keys);
+  const jobState = new JobStateStore(stores.docs, stores.events);
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, jobState, runner: null, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'jobState' | 'runner'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -55,7 +65,10 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     cache: s.cache,
     version,
     runs: s.runs,
-    sandbox: () => null,
+    sandbox: () => s.runner?.sandboxInfo() ?? null,
+    keys: s.keys,
+    models: s.models,
+    jobState: s.jobState,
     artifactsDir: join(s.config.dataDir, 'artifacts'),
   };
 }
@@ -91,6 +104,8 @@ export async function startServer(
     systemContext,
   );
   if (config.roles.has('projector')) await services.engine.start();
+  if (config.roles.has('runner')) services.runner = await startRunner(services);
+  const scheduler: Scheduler | null = config.roles.has('scheduler') ? startScheduler(services) : null;
 
   let app: FastifyInstance | null = null;
   let url = config.publicUrl;
@@ -122,6 +137,8 @@ export async function startServer(
         await app.close();
         rmSync(serverInfoFile(config.dataDir), { force: true });
       }
+      await scheduler?.stop();
+      await services.runner?.stop();
       await services.engine.stop();
       await closeStores(services.stores);
     },
@@ -139,7 +156,9 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
   const runs = new Runs(bus, stores.events, stores.docs);
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs }));
+  const models = new Models(stores.docs, keys);
+  const jobState = new JobStateStore(stores.docs, stores.events);
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, jobState, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

@@ -7,6 +7,12 @@ import { HostFiles } from './host-files.js';
 import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
 
 const agentUid = 1000;
+
+let localBin: string[] | null = null;
+function hostLocalBin(): string[] {
+  localBin ??= existsSync('/usr/local/bin') ? readdirSync('/usr/local/bin') : [];
+  return localBin;
+}
 const killGraceMs = 1500;
 
 interface Meta {
@@ -184,6 +190,9 @@ class BwrapSandbox implements Sandbox {
     if (existsSync('/usr/lib32')) a.push('--symlink', 'usr/lib32', '/lib32');
     a.push('--ro-bind', '/etc', '/etc');
     for (const f of ['passwd', 'group', 'hosts']) a.push('--ro-bind', join(this.dir, 'etc', f), `/etc/${f}`);
+    // /usr is read-only: /usr/local/bin becomes a fresh directory holding svc beside the host's own entries.
+    a.push('--tmpfs', '/usr/local/bin');
+    for (const entry of hostLocalBin()) if (entry !== 'svc') a.push('--ro-bind', `/usr/local/bin/${entry}`, `/usr/local/bin/${entry}`);
     a.push('--ro-bind', this.svcBinary, '/usr/local/bin/svc');
     a.push('--bind', join(this.dir, 'workspace'), '/workspace', '--bind', join(this.dir, 'svc'), '/svc');
     a.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev');

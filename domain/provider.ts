@@ -1,0 +1,108 @@
+import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import type { Static } from 'typebox';
+import type { Caps, Price } from '../schemas/provider.js';
+
+export type ProviderKind = 'anthropic' | 'openai' | 'fake';
+
+export interface ModelSpec {
+  modelId: string;
+  model: string;
+  label: string | null;
+  price: Static<typeof Price>;
+  caps: Static<typeof Caps>;
+  synced: boolean;
+  followCatalog: boolean;
+}
+
+/** A provider and its models are one aggregate: models never outlive their provider. */
+export type ProviderEvent =
+  | DomainEvent<'ProviderCreated', { providerId: string; workspaceId: string; name: string; kind: ProviderKind; baseUrl: string | null; apiKeySealed: string | null; createdAt: number }>
+  | DomainEvent<'ProviderUpdated', { name?: string; baseUrl?: string | null; apiKeySealed?: string | null }>
+  | DomainEvent<'ProviderDeleted', { deletedAt: number }>
+  | DomainEvent<'ModelAdded', ModelSpec & { enabled: boolean }>
+  | DomainEvent<'ModelChanged', { modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; followCatalog?: boolean }>
+  | DomainEvent<'ModelRemoved', { modelId: string }>;
+
+export type ProviderState =
+  | { status: 'none' }
+  | { status: 'active' | 'deleted'; providerId: string; workspaceId: string; kind: ProviderKind; name: string; models: Array<ModelSpec & { enabled: boolean }> };
+
+export type ProviderCommand =
+  | { type: 'CreateProvider'; providerId: string; workspaceId: string; name: string; kind: ProviderKind; baseUrl: string | null; apiKeySealed: string | null; models: ModelSpec[]; now: number }
+  | { type: 'UpdateProvider'; name?: string; baseUrl?: string | null; apiKeySealed?: string | null }
+  | { type: 'DeleteProvider'; now: number }
+  | { type: 'AddModel'; spec: ModelSpec }
+  | { type: 'ChangeModel'; modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price'] }
+  | { type: 'RemoveModel'; modelId: string };
+
+export const providerStreamId = (id: string) => `provider-${id}`;
+
+export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderState> = {
+  initialState: { status: 'none' },
+  evolve(state, event) {
+    if (event.type === 'ProviderCreated') {
+      const d = event.data;
+      return { status: 'active', providerId: d.providerId, workspaceId: d.workspaceId, kind: d.kind, name: d.name, models: [] };
+    }
+    if (state.status === 'none') return state;
+    switch (event.type) {
+      case 'ProviderUpdated':
+        return { ...state, name: event.data.name ?? state.name };
+      case 'ProviderDeleted':
+        return { ...state, status: 'deleted' };
+      case 'ModelAdded':
+        return { ...state, models: [...state.models, event.data] };
+      case 'ModelChanged': {
+        const { modelId, ...change } = event.data;
+        return { ...state, models: state.models.map((m) => (m.modelId === modelId ? { ...m, ...change } : m)) };
+      }
+      case 'ModelRemoved':
+        return { ...state, models: state.models.filter((m) => m.modelId !== event.data.modelId) };
+    }
+  },
+  decide(command, state) {
+    if (command.type === 'CreateProvider') {
+      if (state.status !== 'none') throw new DomainError('conflict', 'The provider already exists');
+      const { type: _t, models, now, ...rest } = command;
+      return [{ type: 'ProviderCreated', data: { ...rest, createdAt: now } }, ...models.map((m): ProviderEvent => ({ type: 'ModelAdded', data: { ...m, enabled: true } }))];
+    }
+    if (state.status !== 'active') throw DomainError.notFound('Provider');
+    const model = (id: string) => {
+      const m = state.models.find((x) => x.modelId === id);
+      if (!m) throw DomainError.notFound('Model');
+      return m;
+    };
+    switch (command.type) {
+      case 'UpdateProvider': {
+        const { type: _t, ...change } = command;
+        return Object.keys(change).length ? [{ type: 'ProviderUpdated', data: change }] : [];
+      }
+      case 'DeleteProvider':
+        return [{ type: 'ProviderDeleted', data: { deletedAt: command.now } }];
+      case 'AddModel':
+        if (state.models.some((m) => m.model === command.spec.model)) throw new DomainError('conflict', `${command.spec.model} is already a model of this provider`);
+        return [{ type: 'ModelAdded', data: { ...command.spec, enabled: true } }];
+      case 'ChangeModel': {
+        model(command.modelId);
+        const { type: _t, ...change } = command;
+        // Editing a price by hand stops the catalog from overwriting it.
+        return [{ type: 'ModelChanged', data: { ...change, ...(command.price || command.label !== undefined ? { followCatalog: false } : {}) } }];
+      }
+      case 'RemoveModel':
+        model(command.modelId);
+        return [{ type: 'ModelRemoved', data: { modelId: command.modelId } }];
+    }
+  },
+};
+
+/** Workspace settings (BEHAVIOUR §9.2): one stream per workspace, each change only the fields that changed. */
+export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Record<string, unknown>; changedAt: number }>;
+export const settingsStreamId = (workspaceId: string) => `settings-${workspaceId}`;
+export const settingsDecider: Decider<{ type: 'ChangeSettings'; changes: Record<string, unknown>; now: number }, SettingsEvent, Record<string, unknown>> = {
+  initialState: {},
+  evolve: (state, event) => ({ ...state, ...event.data.changes }),
+  decide(command, state) {
+    const changes = Object.fromEntries(Object.entries(command.changes).filter(([k, v]) => JSON.stringify(state[k]) !== JSON.stringify(v)));
+    return Object.keys(changes).length ? [{ type: 'SettingsChanged', data: { changes, changedAt: command.now } }] : [];
+  },
+};

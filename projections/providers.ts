@@ -1,0 +1,93 @@
+import type { ProviderEvent, ProviderKind, SettingsEvent } from '../domain/provider.js';
+import type { ModelDto } from '../schemas/provider.js';
+import type { Doc, DocValue } from '../store/document-store.js';
+import type { RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+export interface ProviderDoc extends Doc {
+  workspaceId: string;
+  name: string;
+  kind: ProviderKind;
+  baseUrl: string | null;
+  /** Sealed with the instance key; never part of a DTO. */
+  apiKeySealed: string | null;
+  createdAt: number;
+  sortName: string;
+}
+
+export interface ModelDoc extends Doc, Omit<ModelDto, 'id' | 'price' | 'caps'> {
+  workspaceId: string;
+  price: ModelDto['price'] & { [k: string]: DocValue };
+  caps: ModelDto['caps'] & { [k: string]: DocValue };
+}
+
+export interface SettingsDoc extends Doc {
+  [key: string]: DocValue | undefined;
+}
+
+export const providersCollection = 'providers';
+export const modelsCollection = 'models';
+export const settingsCollection = 'settings';
+
+export const providersProjector: Projector = {
+  name: 'providers',
+  version: 1,
+  collections: [providersCollection, modelsCollection, settingsCollection],
+  indexes: [
+    { collection: providersCollection, keys: [['workspaceId', 1], ['sortName', 1]] },
+    { collection: modelsCollection, keys: [['workspaceId', 1], ['model', 1]] },
+    { collection: modelsCollection, keys: [['providerId', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (recorded.type === 'SettingsChanged') {
+      const e = recorded as unknown as SettingsEvent;
+      return [{ kind: 'update', collection: settingsCollection, filter: { _id: recorded.streamId.slice('settings-'.length) }, update: { $set: e.data.changes as Record<string, DocValue> }, upsert: true }];
+    }
+    if (!recorded.streamId.startsWith('provider-')) return [];
+    const providerId = recorded.streamId.slice('provider-'.length);
+    const e = recorded as unknown as ProviderEvent;
+    switch (e.type) {
+      case 'ProviderCreated': {
+        const d = e.data;
+        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: { workspaceId: d.workspaceId, name: d.name, sortName: d.name.toLowerCase(), kind: d.kind, baseUrl: d.baseUrl, apiKeySealed: d.apiKeySealed, createdAt: d.createdAt } }, upsert: true }];
+      }
+      case 'ProviderUpdated': {
+        const set: Record<string, DocValue> = { ...(e.data as Record<string, DocValue>) };
+        if (e.data.name !== undefined) {
+          set.sortName = e.data.name.toLowerCase();
+          return [
+            { kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: set } },
+            { kind: 'update', collection: modelsCollection, filter: { providerId }, update: { $set: { providerName: e.data.name } }, many: true },
+          ];
+        }
+        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: set } }];
+      }
+      case 'ProviderDeleted':
+        return [
+          { kind: 'delete', collection: providersCollection, filter: { _id: providerId } },
+          { kind: 'delete', collection: modelsCollection, filter: { providerId } },
+        ];
+      case 'ModelAdded': {
+        const { modelId, ...m } = e.data;
+        return [{
+          kind: 'derive',
+          collection: modelsCollection,
+          async derive(docs) {
+            const p = await docs.collection<ProviderDoc>(providersCollection).findOne({ _id: providerId });
+            if (!p) return [];
+            const doc: Record<string, DocValue> = { ...(m as unknown as Record<string, DocValue>), providerId, workspaceId: p.workspaceId, providerName: p.name, providerKind: p.kind, contextWindow: m.caps.context, unlistedAt: null };
+            return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: doc }, upsert: true }];
+          },
+        }];
+      }
+      case 'ModelChanged': {
+        const { modelId, ...change } = e.data;
+        return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: change as Record<string, DocValue> } }];
+      }
+      case 'ModelRemoved':
+        return [{ kind: 'delete', collection: modelsCollection, filter: { _id: e.data.modelId } }];
+      default:
+        return [];
+    }
+  },
+};

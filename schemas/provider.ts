@@ -1,0 +1,98 @@
+import Type, { type Static } from 'typebox';
+import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { limitBounds } from './job.js';
+
+export const ProviderKind = Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('fake')], { $id: 'ProviderKind' });
+
+export const Price = Type.Object(
+  { in: Type.Integer({ minimum: 0 }), out: Type.Integer({ minimum: 0 }), cacheRead: Type.Integer({ minimum: 0 }), cacheWrite: Type.Integer({ minimum: 0 }) },
+  { $id: 'Price', additionalProperties: false, description: 'micro-USD per 1M tokens' },
+);
+export const Caps = Type.Object(
+  { tools: Type.Boolean(), parallelTools: Type.Boolean(), reasoning: Type.Boolean(), jsonSchema: Type.Boolean(), promptCache: Type.Boolean(), vision: Type.Boolean(), context: Type.Integer({ minimum: 1 }) },
+  { $id: 'Caps', additionalProperties: false },
+);
+
+export const SyncResult = Type.Object(
+  { added: Type.Integer(), updated: Type.Integer(), unlisted: Type.Integer(), error: Type.Optional(Type.String()) },
+  { $id: 'SyncResult', additionalProperties: false },
+);
+export type SyncResult = Static<typeof SyncResult>;
+
+export const ProviderDto = Type.Object(
+  { id: Type.String(), name: Type.String(), kind: ProviderKind, baseUrl: Nullable(Type.String()), hasApiKey: Type.Boolean(), createdAt: Type.Integer() },
+  { $id: 'ProviderDto', additionalProperties: false },
+);
+export type ProviderDto = Static<typeof ProviderDto>;
+
+export const CreateProviderInputBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    kind: ProviderKind,
+    apiKey: Type.Optional(Type.String({ maxLength: 1000 })),
+    baseUrl: Type.Optional(Type.String({ maxLength: 500, pattern: '^https?://' })),
+  },
+  { $id: 'CreateProviderInputBody', additionalProperties: false },
+);
+export const CreateProviderOutputBody = Type.Object({ id: Type.String(), sync: SyncResult }, { $id: 'CreateProviderOutputBody', additionalProperties: false });
+
+export const ModelDto = Type.Object(
+  {
+    id: Type.String(), providerId: Type.String(), providerName: Type.String(), providerKind: ProviderKind, model: Type.String(), label: Nullable(Type.String()),
+    price: Price, contextWindow: Type.Integer(), caps: Caps, enabled: Type.Boolean(), synced: Type.Boolean(), followCatalog: Type.Boolean(), unlistedAt: Nullable(Type.Integer()),
+  },
+  { $id: 'ModelDto', additionalProperties: false },
+);
+export type ModelDto = Static<typeof ModelDto>;
+export const ModelListEnvelope = Envelope(ModelDto, 'ModelListEnvelope');
+
+export const CreateModelInputBody = Type.Object(
+  { providerId: Type.String({ minLength: 1, maxLength: 100 }), model: Type.String({ minLength: 1, maxLength: 200 }), price: Price, caps: Caps, label: Type.Optional(Type.String({ maxLength: 100 })) },
+  { $id: 'CreateModelInputBody', additionalProperties: false },
+);
+export const PatchModelInputBody = Type.Object(
+  { enabled: Type.Optional(Type.Boolean()), label: Type.Optional(Type.String({ maxLength: 100 })), price: Type.Optional(Price) },
+  { $id: 'PatchModelInputBody', additionalProperties: false },
+);
+
+export const CatalogEntryDto = Type.Object({ model: Type.String(), label: Type.String(), price: Price, caps: Caps }, { $id: 'CatalogEntryDto', additionalProperties: false });
+
+export const FakeResponse = Type.Object(
+  {
+    text: Type.Optional(Type.String({ maxLength: 100_000 })),
+    reasoning: Type.Optional(Type.String({ maxLength: 100_000 })),
+    toolCalls: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), args: Type.Unknown() }, { additionalProperties: false }), { maxItems: 100 })),
+    stop: Type.Optional(Type.String({ maxLength: 50 })),
+    usage: Type.Optional(Type.Object({ input: Type.Integer({ minimum: 0 }), output: Type.Integer({ minimum: 0 }) }, { additionalProperties: false })),
+    delayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+    error: Type.Optional(Type.String({ maxLength: 2000 })),
+    errorStatus: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+  },
+  { $id: 'FakeResponse', additionalProperties: false },
+);
+export const FakeScriptBody = Type.Object({ responses: Type.Array(FakeResponse, { maxItems: 1000 }), reset: Type.Optional(Type.Boolean()) }, { $id: 'FakeScriptBody', additionalProperties: false });
+
+
+export const SettingsDto = Type.Object(
+  {
+    agentModelId: Nullable(Type.String()),
+    utilityModelId: Nullable(Type.String()),
+    reflectionModelId: Nullable(Type.String()),
+    defaultImage: Nullable(Type.String()),
+    defaultLimits: Type.Object(
+      {
+        timeoutSeconds: Type.Integer(limitBounds.timeoutSeconds), maxTurns: Type.Integer(limitBounds.maxTurns), maxCostUsd: Type.Number(limitBounds.maxCostUsd),
+        cpus: Type.Number(limitBounds.cpus), memoryMb: Type.Integer(limitBounds.memoryMb), pidsLimit: Type.Integer(limitBounds.pidsLimit),
+      },
+      { additionalProperties: false },
+    ),
+    dailySpendLimitUsd: Type.Number({ minimum: 0 }),
+    retentionDays: Type.Integer({ minimum: 1, maximum: 3650 }),
+  },
+  { $id: 'SettingsDto', additionalProperties: false },
+);
+export type SettingsDto = Static<typeof SettingsDto>;
+export const SettingsPatch = Type.Partial(SettingsDto, { $id: 'SettingsPatch', additionalProperties: false });
+export type SettingsPatch = Static<typeof SettingsPatch>;
+
+export const ProviderListQuery = Type.Object({ ...listQueryProperties }, { additionalProperties: false });

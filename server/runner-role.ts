@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Static } from 'typebox';
+import { Broker } from '../broker/server.js';
+import { EgressProxy } from '../broker/egress-proxy.js';
+import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
+import { Dispatcher } from '../runner/dispatcher.js';
+import { RunExecutor } from '../runner/executor.js';
+import { Scheduler } from '../runner/scheduler.js';
+import { selectBackend } from '../runner/sandbox/select.js';
+import type { Services } from './start.js';
+
+type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
+
+export interface RunnerRole {
+  sandboxInfo(): SandboxInfoDto;
+  dispatcher: Dispatcher;
+  stop(): Promise<void>;
+}
+
+/**
+ * Sockets and sandboxes live in a runtime directory that the unprivileged sandbox user can traverse (0711), apart
+ * from the data directory, which stays private.
+ */
+export function runtimeDir(dataDir: string): string {
+  const dir = join(tmpdir(), `svc-runtime-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`);
+  mkdirSync(join(dir, 'sandboxes'), { recursive: true });
+  chmodSync(dir, 0o711);
+  chmodSync(join(dir, 'sandboxes'), 0o711);
+  return dir;
+}
+
+/** The runner role: sandbox backend, broker, egress proxy, executor and dispatcher. */
+export async function startRunner(s: Services): Promise<RunnerRole> {
+  const dir = runtimeDir(s.config.dataDir);
+  const backend = selectBackend(process.env, join(dir, 'sandboxes'));
+  let backendError: string | null = null;
+  try {
+    await backend.prepare();
+  } catch (err) {
+    backendError = (err as Error).message;
+    s.log.error({ err }, 'the sandbox backend cannot run sandboxes; runs will fail until this is fixed');
+  }
+  const broker = new Broker();
+  const proxy = new EgressProxy(broker);
+  const brokerSocket = join(dir, 'broker.sock');
+  const proxySocket = join(dir, 'proxy.sock');
+  await broker.listen(brokerSocket);
+  await proxy.listen(proxySocket);
+
+  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, {
+    backend,
+    brokerSocket,
+    proxySocket,
+    openSession(req) {
+      const model = { client: req.agentModel.client, name: req.agentModel.name, price: req.agentModel.price };
+      const session = broker.open({ ...req, jobState: s.jobState, models: { agent: model, utility: model } });
+      return {
+        get outputs() { return session.outputs; },
+        get summary() { return session.summary; },
+        get failReason() { return session.failReason; },
+        get llmSpend() { return session.llmSpend; },
+        get llmUsage() { return session.llmUsage; },
+        close: () => broker.closeSession(session),
+      };
+    },
+    agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
+    settings: (ws) => s.models.settings(ws),
+    secretEnv: async () => ({}),
+    secretValues: async () => [],
+    jobState: { get: (ws, jobId, key) => s.jobState.get(ws, jobId, key), set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
+  }, join(s.config.dataDir, 'artifacts'), s.log);
+  const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
+  await dispatcher.start();
+  const info = () => ({ ...backend.info(), error: backendError });
+  return {
+    sandboxInfo: info,
+    dispatcher,
+    async stop() {
+      await dispatcher.stop();
+      await proxy.close();
+      await broker.close();
+    },
+  };
+}
+
+/** The scheduler role. */
+export function startScheduler(s: Services): Scheduler {
+  const scheduler = new Scheduler(s.bus, s.stores.docs, s.engine, s.runs, s.log);
+  scheduler.start();
+  return scheduler;
+}
