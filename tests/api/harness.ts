@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../server/config.js';
 import { createLogger, startServer, type RunningServer } from '../../server/start.js';
+import { runtimeDir } from '../../server/runner-role.js';
 
 /** A real server on a random loopback port with its own data directory, driven over HTTP. */
 export interface TestServer {
@@ -22,6 +23,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     server,
     async stop() {
       await server.close();
+      rmSync(runtimeDir(dataDir), { recursive: true, force: true });
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

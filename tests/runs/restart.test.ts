@@ -1,0 +1,80 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, createToken, useSignInLink } from '../api/harness.js';
+import { runtimeDir } from '../../server/runner-role.js';
+
+/** BEHAVIOUR §1.5: after SIGKILL, live runs end as interrupted (never resumed) and queued runs start again. */
+const dataDir = mkdtempSync(join(tmpdir(), 'svc-run-restart-'));
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(runtimeDir(dataDir), { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function serve(): Promise<{ child: ChildProcess; url: string; out: () => string }> {
+  rmSync(join(dataDir, 'server.json'), { force: true });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], { env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(dataDir, 'server.json'))) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, url: (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string }).url, out: () => out };
+}
+
+async function until<T>(what: string, fn: () => Promise<T | null>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== null) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('runs across a crash', () => {
+  it('fails the live run as interrupted and starts the queued one after SIGKILL', async () => {
+    const first = await serve();
+    const link = await until('the sign-in link', async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null);
+    const session = new Client(first.url, { cookie: await useSignInLink(link) });
+    await session.post('/api/providers', { name: 'Fake', kind: 'fake' });
+    const model = (await session.get('/api/models')).body.items[0].id as string;
+    assert.equal((await session.patch('/api/settings', { agentModelId: model })).status, 200);
+    const { token } = await createToken(session);
+    let api = new Client(first.url, { token });
+    const job = (await api.post('/api/jobs', { name: 'Sleeper', concurrency: 'queue', instruction: 'Sleep as long as the input says: `sleep "$(tr -dc 0-9 < /svc/input.json)"`' })).body.id as string;
+    const live = (await api.post(`/api/jobs/${job}/runs`, { input: 30 })).body.runId as string;
+    const queued = (await api.post(`/api/jobs/${job}/runs`, { input: 0 })).body.runId as string;
+    await until('the first run to be running', async () => ((await api.get(`/api/runs/${live}`)).body.status === 'running' ? true : null));
+    assert.equal((await api.get(`/api/runs/${queued}`)).body.status, 'queued');
+
+    const exited = new Promise((r) => first.child.once('exit', r));
+    first.child.kill('SIGKILL');
+    await exited;
+
+    const second = await serve();
+    api = new Client(second.url, { token });
+    const ended = await until('the live run to end', async () => {
+      const run = (await api.get(`/api/runs/${live}`)).body;
+      return ['failed', 'succeeded', 'cancelled', 'timed_out'].includes(run.status) ? run : null;
+    }, 10_000);
+    assert.equal(ended.status, 'failed');
+    assert.match(ended.error, /^interrupted/);
+    const next = await until('the queued run to finish', async () => {
+      const run = (await api.get(`/api/runs/${queued}`)).body;
+      return ['failed', 'succeeded', 'cancelled', 'timed_out'].includes(run.status) ? run : null;
+    });
+    assert.equal(next.status, 'succeeded', JSON.stringify(next));
+    const events = (await api.get(`/api/runs/${live}/events`)).body as Array<{ type: string; payload: { status?: string } }>;
+    assert.equal(events.filter((e) => e.type === 'run.status').pop()?.payload.status, 'failed');
+  });
+});
