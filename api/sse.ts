@@ -5,6 +5,8 @@ export const keepaliveMs = 20_000;
 /** An open server-sent-events answer: headers that stop proxies buffering, a keepalive comment, clean teardown. */
 export interface SseChannel {
   send(event: string, data: unknown, id?: number): void;
+  /** `data` already serialized as JSON (shared by every client of one event). */
+  sendJson(event: string, json: string, id?: number): void;
   close(): void;
   onClose(fn: () => void): void;
 }
@@ -33,8 +35,11 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseChanne
   request.raw.on('close', teardown);
   return {
     send(event, data, id) {
+      this.sendJson(event, JSON.stringify(data), id);
+    },
+    sendJson(event, json, id) {
       if (closed) return;
-      raw.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      raw.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${json}\n\n`);
     },
     close() {
       teardown();

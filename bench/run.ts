@@ -16,6 +16,7 @@ import type { EventMetadata } from '../store/event-store.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
+import { runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -152,12 +153,22 @@ log('server RSS');
 results.server = await serverRss();
 log('job list');
 results.jobList = await listBenchmark();
+log('sandboxes and svc');
+results.sandbox = await sandboxBenchmarks(root, quick);
+log('runs');
+results.runs = await runBenchmarks(root, quick);
+log('SSE fan-out');
+results.sse = await sseFanOut(root, quick);
 const targets = {
   singleEventAppendsPerSec: (results.appends as { singleEventAppendsPerSec: number }).singleEventAppendsPerSec >= 5000,
   projectionLagP99: (results.projectionLagMs as { p99: number }).p99 <= 25,
   listP99: (results.jobList as { svc: { latencyP99Ms: number } }).svc.latencyP99Ms <= 15,
   listThroughputHalfOfBare: (results.jobList as { throughputRatio: number }).throughputRatio >= 0.5,
   rssUnder150Mb: (results.server as { rssAfterStartMb: number }).rssAfterStartMb < 150,
+  bwrapProvisionP50: (results.sandbox as { bwrapProvisionMs: { p50: number } }).bwrapProvisionMs.p50 <= 30,
+  svcRoundTripP50: (results.sandbox as { svcStateSetRoundTripMs: { perCallIncludingProcessStart: number } }).svcStateSetRoundTripMs.perCallIncludingProcessStart <= 5,
+  triggerToRunningP50: (results.runs as { triggerToRunningMs: { p50: number } }).triggerToRunningMs.p50 <= 100,
+  sseDeliveryP99: (results.sse as { deliveryMs: { p99: number } }).deliveryMs.p99 <= 100,
 };
 results.targetsMet = targets;
 const json = JSON.stringify(results, null, 2);

@@ -19,6 +19,7 @@ import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
 import { openSse } from '../sse.js';
+import { StreamFeeds } from '../run-feeds.js';
 
 const listRules: ListRules = {
   sortKeys: { queuedAt: 'queuedAt', startedAt: 'startedAt', finishedAt: 'finishedAt', duration: 'duration', cost: 'cost', turns: 'turns', status: 'status', job: 'sortJob', number: 'number', tokens: 'tokens' },
@@ -61,6 +62,9 @@ function announced(e: RecordedEvent): string | null {
 export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const runs = () => deps.stores.docs.collection<RunDoc>(runsCollection);
+  const feeds = new StreamFeeds(deps.stores.events);
+  /** One serialization per timeline entry, however many clients watch it. */
+  const serialized = new WeakMap<RecordedEvent, string>();
 
   app.post('/api/jobs/:id/runs', {
     schema: { summary: 'Start a run', description: 'Trigger `manual` with a session, `api` with a token. The overlap policy may answer `skipped`.', tags: ['runs'], params: IdParams, body: TriggerRunBody, response: { 201: TriggerRunOutput } },
@@ -135,14 +139,21 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     let delivered = fromHeader ?? request.query.after ?? 0;
     const sse = openSse(request, reply);
     const events = deps.stores.events;
+    let caughtUp = false;
+    const early: RecordedEvent[] = [];
     const forward = (e: RecordedEvent) => {
-      const dto = toEventDto(e);
-      if (dto.seq <= delivered) return;
-      delivered = dto.seq;
-      sse.send('event', dto, dto.seq);
-      if (dto.type === 'run.status') sse.send('status', { status: (dto.payload as { status: string }).status });
+      const seq = e.revision + 1;
+      if (seq <= delivered) return;
+      delivered = seq;
+      let json = serialized.get(e);
+      if (json === undefined) serialized.set(e, (json = JSON.stringify(toEventDto(e))));
+      sse.sendJson('event', json, seq);
+      if (e.type === 'run.status') sse.send('status', { status: (e.data as { payload: { status: string } }).payload.status });
     };
+    let ending = false;
     const end = async (status: string) => {
+      if (ending) return;
+      ending = true;
       // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
       for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
       sse.send('end', { status });
@@ -150,9 +161,13 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     };
     const subs: Subscription[] = [];
     sse.onClose(() => subs.forEach((s) => s.unsubscribe()));
-    subs.push(events.subscribeStream(timelineStreamId(run._id), { fromRevision: delivered }).subscribe({ next: forward }));
+    // Join the shared live feed first and hold what it brings until this client's own catch-up is sent: no gap.
+    subs.push(feeds.live(timelineStreamId(run._id)).subscribe((e) => (caughtUp ? forward(e) : early.push(e))));
+    for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+    for (const e of early) forward(e);
+    caughtUp = true;
     subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
-    subs.push(events.subscribeStream(runStreamId(run._id)).subscribe((e) => {
+    subs.push(feeds.live(runStreamId(run._id)).subscribe((e) => {
       if (e.type === 'RunFinished' || e.type === 'RunSkipped') void end((e.data as { status?: string }).status ?? 'skipped');
     }));
   });

@@ -1,0 +1,145 @@
+// Run benchmarks (issue: runs): sandbox provisioning, svc round trip, trigger to running, a whole fake run, SSE fan-out.
+import { mkdirSync, chmodSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Broker } from '../broker/server.js';
+import { runStreamId } from '../domain/run.js';
+import { BwrapBackend } from '../runner/sandbox/bwrap.js';
+import { svcBinaryPath } from '../runner/sandbox/select.js';
+import type { SandboxSpec } from '../runner/sandbox/types.js';
+import { FakeClient } from '../runner/models/fake.js';
+import { loadConfig } from '../server/config.js';
+import { JobStateStore } from '../server/job-state.js';
+import { createLogger, startServer } from '../server/start.js';
+import { TimelineWriter } from '../server/timeline.js';
+import { openMemoryStores } from '../store/open.js';
+import { summarize } from './stats.js';
+
+const spec = (id: string, brokerSocket: string, env: Record<string, string> = {}): SandboxSpec => ({
+  id, labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256 }, network: 'none', runAsRoot: false, env, brokerSocket, proxySocket: null, ttlMs: 600_000,
+});
+
+function runtime(root: string): string {
+  const dir = join(root, 'runtime');
+  mkdirSync(join(dir, 'sandboxes'), { recursive: true });
+  chmodSync(root, 0o711);
+  chmodSync(dir, 0o711);
+  chmodSync(join(dir, 'sandboxes'), 0o711);
+  return dir;
+}
+
+export async function sandboxBenchmarks(root: string, quick: boolean) {
+  const dir = runtime(root);
+  const socket = join(dir, 'idle.sock');
+  const idle = createServer((_q, r) => r.end('{}')).listen(socket);
+  chmodSync(socket, 0o666);
+  const backend = new BwrapBackend(join(dir, 'sandboxes'), svcBinaryPath());
+  await backend.prepare();
+  const samples: number[] = [];
+  for (let i = 0; i < (quick ? 10 : 40); i++) {
+    const t0 = performance.now();
+    const sb = await backend.create(spec(`bench-${i}`, socket));
+    const r = await sb.exec({ cmd: ['true'] });
+    samples.push(performance.now() - t0);
+    if (r.exitCode !== 0) throw new Error(`sandbox exec failed: ${r.output.toString()}`);
+    await sb.destroy();
+  }
+  idle.close();
+
+  // svc state set from inside a sandbox, through init's forwarder and the broker, into the job state store.
+  const stores = openMemoryStores();
+  const broker = new Broker();
+  const brokerSocket = join(dir, 'broker.sock');
+  await broker.listen(brokerSocket);
+  const timeline = new TimelineWriter(stores.events, 'bench-run', 'w');
+  const model = { client: new FakeClient('bench'), name: 'fake-model', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 } };
+  broker.open({ runId: 'bench-run', jobId: 'bench-job', workspaceId: 'w', token: 'bench-token', costLimit: 0, timeline, jobState: new JobStateStore(stores.docs, stores.events), egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false }, models: { agent: model, utility: model }, agentSpend: () => 0 });
+  const sb = await backend.create(spec('bench-svc', brokerSocket, { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 'bench-token' }));
+  const calls = quick ? 100 : 500;
+  const loop = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc state set k$i v || exit 1; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
+  const base = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
+  await sb.destroy();
+  await broker.close();
+  if (loop.exitCode !== 0) throw new Error(`svc state set failed: ${loop.output.toString()}`);
+  const perCallNs = Number(loop.output.toString().trim());
+  const spawnNs = Number(base.output.toString().trim());
+  return {
+    bwrapProvisionMs: summarize(samples),
+    svcStateSetRoundTripMs: { calls, perCallIncludingProcessStart: perCallNs / 1e6, processStartOnly: spawnNs / 1e6, requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3 },
+  };
+}
+
+export async function runBenchmarks(root: string, quick: boolean) {
+  const dataDir = join(root, 'runs');
+  const server = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  try {
+    const link = await server.services.identity.issueSignInLink('bench@example.com');
+    const signIn = await fetch(server.url + link, { redirect: 'manual' });
+    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
+    const call = async (method: string, path: string, body?: unknown) => (await fetch(server.url + path, { method, headers: { cookie, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+    await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
+    const model = (await call('GET', '/api/models')).items[0].id;
+    await call('PATCH', '/api/settings', { agentModelId: model });
+    const job = (await call('POST', '/api/jobs', { name: 'Bench', instruction: 'Run `true`.', concurrency: 'parallel' })).id;
+    const events = server.services.stores.events;
+    const toRunning: number[] = [];
+    const whole: number[] = [];
+    for (let i = 0; i < (quick ? 5 : 20); i++) {
+      const t0 = performance.now();
+      const { runId } = await call('POST', `/api/jobs/${job}/runs`, {});
+      await new Promise<void>((resolve) => {
+        const sub = events.subscribeStream(runStreamId(runId)).subscribe((e) => {
+          if (e.type === 'RunStarted') toRunning.push(performance.now() - t0);
+          if (e.type === 'RunFinished') {
+            whole.push(performance.now() - t0);
+            if ((e.data as { status: string }).status !== 'succeeded') throw new Error(`bench run ${runId} ended ${JSON.stringify(e.data)}`);
+            sub.unsubscribe();
+            resolve();
+          }
+        });
+      });
+    }
+    return { triggerToRunningMs: summarize(toRunning), wholeFakeRunMs: summarize(whole) };
+  } finally {
+    await server.close();
+  }
+}
+
+export async function sseFanOut(root: string, quick: boolean) {
+  const dataDir = join(root, 'sse');
+  const server = await startServer(loadConfig({ port: 0, dataDir, roles: 'api,projector' }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const subscribers = 500;
+  try {
+    const link = await server.services.identity.issueSignInLink('bench@example.com');
+    const cookie = /svc_session=[^;]+/.exec((await fetch(server.url + link, { redirect: 'manual' })).headers.get('set-cookie') ?? '')![0];
+    const post = async (path: string, body: unknown) => (await fetch(server.url + path, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
+    const job = (await post('/api/jobs', { name: 'Fan-out', instruction: 'x' })).id;
+    const { runId } = await post(`/api/jobs/${job}/runs`, {});
+    const count = quick ? 10 : 50;
+    const clients = spawn(process.execPath, ['--import', 'tsx', 'bench/sse-clients.ts', `${server.url}/api/runs/${runId}/stream`, cookie, String(subscribers), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    clients.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const done = new Promise((r) => clients.once('exit', r));
+    while (!out.includes('ready\n')) {
+      if (clients.exitCode !== null) throw new Error('the SSE clients stopped');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const sent = new Map<number, number>();
+    const timeline = new TimelineWriter(server.services.stores.events, runId, '00000000-0000-7000-8000-000000000001');
+    for (let i = 1; i <= count; i++) {
+      sent.set(i, performance.timeOrigin + performance.now());
+      await timeline.append('log', { message: `event ${i}` });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await done;
+    const received = JSON.parse(out.slice(out.indexOf('ready\n') + 6).trim()) as Array<[number, number]>;
+    const latencies = received.filter(([seq]) => sent.has(seq)).map(([seq, at]) => at - sent.get(seq)!);
+    return { subscribers, events: count, deliveries: latencies.length, deliveryMs: summarize(latencies) };
+  } finally {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
