@@ -13,6 +13,7 @@ import hookRoutes from './routes/hooks.js';
 import jobStateRoutes from './routes/job-state.js';
 import memberRoutes from './routes/members.js';
 import providerRoutes from './routes/providers.js';
+import secretRoutes from './routes/secrets.js';
 import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
@@ -71,6 +72,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   hookRoutes(app, deps);
   providerRoutes(app, deps);
   jobStateRoutes(app, deps);
+  secretRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);
   authRoutes(app, deps);

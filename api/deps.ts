@@ -6,6 +6,7 @@ import type { Identity } from '../server/identity.js';
 import type { Runs } from '../server/runs.js';
 import type { Keys } from '../server/keys.js';
 import type { Models } from '../server/models.js';
+import type { Secrets } from '../server/secrets.js';
 import type { JobStateStore } from '../server/job-state.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
@@ -25,6 +26,7 @@ export interface AppDeps {
   runs: Runs;
   keys: Keys;
   models: Models;
+  secrets: Secrets;
   jobState: JobStateStore;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;

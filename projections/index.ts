@@ -2,7 +2,8 @@ import { apiTokensProjector, membersProjector, usersProjector, workspacesProject
 import { jobsProjector } from './jobs.js';
 import { providersProjector } from './providers.js';
 import { runsProjector } from './runs.js';
+import { secretsProjector } from './secrets.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
-export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, runsProjector, jobsProjector];
+export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, runsProjector, jobsProjector];

@@ -68,8 +68,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     settings: (ws) => s.models.settings(ws),
-    secretEnv: async () => ({}),
-    secretValues: async () => [],
+    secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
+    secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: (ws, jobId, key) => s.jobState.get(ws, jobId, key), set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, join(s.config.dataDir, 'artifacts'), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));

@@ -15,6 +15,7 @@ import { Identity } from './identity.js';
 import { Keys } from './keys.js';
 import { Runs } from './runs.js';
 import { Models } from './models.js';
+import { Secrets } from './secrets.js';
 import { JobStateStore } from './job-state.js';
 import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
 import type { Scheduler } from '../runner/scheduler.js';
@@ -31,6 +32,7 @@ export interface Services {
   cache: ReadCache;
   runs: Runs;
   models: Models;
+  secrets: Secrets;
   jobState: JobStateStore;
   /** Set when this process has the runner role. */
   runner: RunnerRole | null;
@@ -52,10 +54,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const runs = new Runs(bus, stores.events, stores.docs);
   const models = new Models(stores.docs, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, jobState, runner: null, log };
+  const secrets = new Secrets(bus, stores.events, stores.docs, engine, keys);
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, jobState, runner: null, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'jobState' | 'runner'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'jobState' | 'runner'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -68,6 +71,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     sandbox: () => s.runner?.sandboxInfo() ?? null,
     keys: s.keys,
     models: s.models,
+    secrets: s.secrets,
     jobState: s.jobState,
     artifactsDir: join(s.config.dataDir, 'artifacts'),
   };
@@ -158,7 +162,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const runs = new Runs(bus, stores.events, stores.docs);
   const models = new Models(stores.docs, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, jobState, runner: null }));
+  const secrets = new Secrets(bus, stores.events, stores.docs, engine, keys);
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, jobState, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

@@ -1,5 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from '../api/harness.js';
 
 /**
@@ -116,6 +118,37 @@ describe('a run end to end', () => {
     assert.equal(file.text, 'hello\n');
     assert.match(file.headers.get('content-disposition') ?? '', /filename="a.txt"/);
     assert.equal((await api.get(`/api/runs/${runId}/artifact?path=../../master.key`)).status, 404);
+  });
+
+  it('gives mapped secrets to the sandbox as variables and redacts their values from everything stored', async () => {
+    const value = 'hunter2-very-secret-value';
+    const secret = await api.post<{ id: string }>('/api/secrets', { name: 'API_TOKEN', value });
+    assert.equal(secret.status, 201, secret.text);
+    const listed = (await api.get('/api/secrets')).body;
+    assert.deepEqual(Object.keys(listed.items[0]).sort(), ['createdAt', 'id', 'name', 'updatedAt'], 'never the value');
+    const job = await api.post<{ id: string }>('/api/jobs', { name: 'Secretive', instruction: 'Run `echo "token=$MY_TOKEN svc=$SVC_RUN_ID"` then `svc output set leaked "$MY_TOKEN"`.' });
+    const mapped = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: secret.body.id, envName: 'MY_TOKEN' }, { secretId: secret.body.id, envName: 'SVC_RUN_ID' }]);
+    assert.equal(mapped.status, 200, mapped.text);
+    assert.deepEqual(mapped.body.map((m: { secretName: string }) => m.secretName), ['API_TOKEN', 'API_TOKEN']);
+    const dup = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: secret.body.id, envName: 'A' }, { secretId: secret.body.id, envName: 'A' }]);
+    assert.equal(dup.status, 400);
+    assert.match(dup.body.fields[0].message, /mapped twice/);
+    assert.equal((await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: 'nope', envName: 'B' }])).status, 404);
+    assert.equal((await api.post('/api/secrets', { name: 'API_TOKEN', value: 'x' })).status, 409);
+
+    const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
+    const run = await waitFinal(runId);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.deepEqual(run.outputs, { leaked: '[redacted]' });
+    assert.ok(!JSON.stringify(run).includes(value));
+    const events = JSON.stringify((await api.get(`/api/runs/${runId}/events`)).body);
+    assert.ok(events.includes('token=[redacted]'), 'the command saw the value; the timeline shows it redacted');
+    assert.ok(events.includes(`svc=${runId}`), 'a mapping onto SVC_* is dropped');
+    assert.ok(!events.includes(value));
+    for (const file of readdirSync(t.dataDir)) {
+      const full = join(t.dataDir, file);
+      if (statSync(full).isFile()) assert.ok(!readFileSync(full).includes(value), `${file} holds the secret in plain text`);
+    }
   });
 
   it('cancels a running run within seconds', async () => {
