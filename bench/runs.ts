@@ -121,7 +121,7 @@ export async function sseFanOut(root: string, quick: boolean) {
     const clients = spawn(process.execPath, ['--import', 'tsx', 'bench/sse-clients.ts', `${server.url}/api/runs/${runId}/stream`, cookie, String(subscribers), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     clients.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const done = new Promise((r) => clients.once('exit', r));
+    const done = new Promise((r) => clients.once('close', r));
     while (!out.includes('ready\n')) {
       if (clients.exitCode !== null) throw new Error('the SSE clients stopped');
       await new Promise((r) => setTimeout(r, 20));

@@ -34,5 +34,5 @@ const readers = Array.from({ length: subscribers }, () => new Promise<void>((res
   });
 }));
 await Promise.race([Promise.all(readers), new Promise((r) => setTimeout(r, 60_000))]);
-process.stdout.write(JSON.stringify(received) + '\n');
-process.exit(0);
+// Exit only once the line is flushed: writes to a pipe are asynchronous.
+process.stdout.write(JSON.stringify(received) + '\n', () => process.exit(0));
