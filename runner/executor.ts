@@ -34,6 +34,8 @@ export interface SessionRequest {
   egress: { network: NetworkMode; allowedDomains: string[] | null; allowPrivateNetwork: boolean };
   timeline: TimelineWriter;
   agentModel: AgentModel;
+  /** `svc llm --model utility`: the workspace's utility model, else the run's own. */
+  utilityModel: AgentModel;
   agentSpend(): number;
 }
 
@@ -51,6 +53,7 @@ export interface ExecutorPorts {
   proxySocket: string;
   openSession(request: SessionRequest): BrokerSession;
   agentModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
+  utilityModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
   settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null }>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
   secretValues(workspaceId: string): Promise<string[]>;
@@ -159,10 +162,11 @@ export class RunExecutor {
       const model = await this.ports.agentModel(ws, run.modelId);
       if (!model) return await finish('failed', noModelMessage);
 
+      const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const token = randomBytes(32).toString('base64url');
       const maxCost = Math.round(limits.maxCostUsd * 1e6);
       session = this.ports.openSession({
-        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, agentSpend: () => agentCost,
+        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost,
         egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
       });
 

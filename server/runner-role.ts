@@ -55,8 +55,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     brokerSocket,
     proxySocket,
     openSession(req) {
-      const model = { client: req.agentModel.client, name: req.agentModel.name, price: req.agentModel.price };
-      const session = broker.open({ ...req, jobState: s.jobState, models: { agent: model, utility: model } });
+      const { agentModel, utilityModel, ...rest } = req;
+      const session = broker.open({ ...rest, jobState: s.jobState, models: { agent: agentModel, utility: utilityModel } });
       return {
         get outputs() { return session.outputs; },
         get summary() { return session.summary; },
@@ -67,6 +67,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       };
     },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
+    utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
     settings: (ws) => s.models.settings(ws),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
     secretValues: (ws) => s.secrets.valuesFor(ws),

@@ -151,6 +151,20 @@ describe('a run end to end', () => {
     }
   });
 
+  it('answers svc llm from the workspace model through the broker, and records the call', async () => {
+    const job = await api.post<{ id: string }>('/api/jobs', { name: 'Asks', instruction: 'Run `svc llm --max-tokens 50 "Say hi" > /svc/outputs/answer.txt && svc state set asked yes`.' });
+    const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
+    const run = await waitFinal(runId);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.equal((await api.get(`/api/runs/${runId}/artifact?path=answer.txt`)).text, 'Done.\n');
+    assert.equal((await api.get(`/api/jobs/${job.body.id}/state/asked`)).body.value, 'yes');
+    const events = (await api.get(`/api/runs/${runId}/events`)).body as Array<{ type: string; payload: Record<string, unknown> }>;
+    const llm = events.find((e) => e.type === 'broker.call' && e.payload.endpoint === 'POST /v1/llm');
+    assert.ok(llm, 'the llm call is on the timeline');
+    assert.equal(llm.payload.model, 'fake-model');
+    assert.ok(events.some((e) => e.type === 'broker.call' && e.payload.endpoint === 'PUT /v1/state/asked'));
+  });
+
   it('cancels a running run within seconds', async () => {
     const job = await api.post<{ id: string }>('/api/jobs', { name: 'Slow', instruction: 'Wait: `sleep 60`' });
     const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
