@@ -61,6 +61,7 @@ const bash: Tool = {
   async run(args, callId, ctx) {
     const command = str(args.command);
     if (!command) return error('bash needs `command`.');
+    if (ctx.signal.aborted) return error(`[the command was not started because ${ctx.stopReason()}]`);
     const timeoutSec = typeof args.timeout_sec === 'number' && Number.isInteger(args.timeout_sec) ? Math.min(600, Math.max(1, args.timeout_sec)) : 120;
     const logPath = `/svc/logs/${safeName(callId)}.txt`;
     // eval in a subshell: the command's own exit or traps cannot end the wrapper before the log is written.

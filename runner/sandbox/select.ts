@@ -1,7 +1,9 @@
 import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import Docker from 'dockerode';
 import { BwrapBackend } from './bwrap.js';
+import { DockerBackend } from './docker.js';
 import type { SandboxBackend } from './types.js';
 
 /** The static in-sandbox svc built by `npm run build` for this machine's architecture. */
@@ -11,9 +13,22 @@ export function svcBinaryPath(): string {
   return join(root, 'dist', 'svc', `svc-${arch() === 'arm64' ? 'arm64' : 'amd64'}`);
 }
 
-/** SVC_SANDBOX picks the backend; bwrap is the default on machines without a container engine. */
-export function selectBackend(env: NodeJS.ProcessEnv, sandboxRoot: string): SandboxBackend {
+/** `unix:///path`, a plain socket path, or tcp://host:port. */
+export function dockerClient(host: string | undefined): Docker {
+  if (!host) return new Docker();
+  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
+  if (host.startsWith('/')) return new Docker({ socketPath: host });
+  const url = new URL(host.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: 'http' });
+}
+
+/**
+ * SVC_SANDBOX picks the backend (`bwrap` by default: no engine needed); `docker` talks to SVC_DOCKER_HOST (or the
+ * default socket) with SVC_SANDBOX_IMAGE as the default image.
+ */
+export function selectBackend(env: NodeJS.ProcessEnv, sandboxRoot: string, instance: string): SandboxBackend {
   const kind = env.SVC_SANDBOX ?? 'bwrap';
   if (kind === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
-  throw new Error(`SVC_SANDBOX=${kind} is not available in this build (use bwrap)`);
+  if (kind === 'docker') return new DockerBackend(dockerClient(env.SVC_DOCKER_HOST), svcBinaryPath(), env.SVC_SANDBOX_IMAGE ?? 'svc-base:bookworm', instance);
+  throw new Error(`SVC_SANDBOX=${kind} is not a sandbox backend (bwrap or docker)`);
 }

@@ -1,0 +1,271 @@
+import Docker from 'dockerode';
+import { readdirSync, readFileSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { posix } from 'node:path';
+import { pack, unpack } from './tar.js';
+import type { ExecOptions, ExecResult, FileIn, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
+
+const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
+const writable = ['/workspace', '/svc', '/tmp'];
+
+/** Every process below `pid` on this host (the exec's tree), children first found by walking /proc. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(name));
+      children.set(ppid, list);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+function signalTree(pid: number, signal: NodeJS.Signals): void {
+  for (const p of [pid, ...descendants(pid)]) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Sandboxes as containers through the Docker Engine API (DESIGN §5): network none, all capabilities dropped. */
+export class DockerBackend implements SandboxBackend {
+  readonly kind = 'docker' as const;
+  private version = 'unknown';
+  private arch = 'amd64';
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly svcBinary: string,
+    private readonly defaultImage: string,
+    private readonly instance: string,
+  ) {}
+
+  async prepare(): Promise<void> {
+    const v = await this.docker.version();
+    this.version = v.Version;
+    this.arch = v.Arch;
+    try {
+      await this.docker.getImage(this.defaultImage).inspect();
+    } catch {
+      throw new Error(`the sandbox image ${this.defaultImage} is missing from the Docker engine (build it with scripts/prepare-host.sh)`);
+    }
+  }
+
+  info(): SandboxInfo {
+    return {
+      backend: 'docker',
+      version: this.version,
+      arch: this.arch,
+      isolation: 'container',
+      capabilities: { networks: ['none', 'allowlist', 'internet'], separateUsers: true, limits: { cpu: true, memory: true, pids: true } },
+      imageBuilds: true,
+    };
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const now = Date.now();
+    const binds = [`${this.svcBinary}:/usr/local/bin/svc:ro`, `${spec.brokerSocket}:/run/svc/broker.sock`];
+    if (spec.proxySocket) binds.push(`${spec.proxySocket}:/run/svc/proxy.sock`);
+    const labels: Record<string, string> = { 'svc.instance': this.instance, 'svc.created': String(now), 'svc.expires': String(now + spec.ttlMs) };
+    for (const [k, v] of Object.entries(spec.labels)) if (v) labels[`svc.${k.replace(/Id$/, '')}`] = v;
+    const container = await this.docker.createContainer({
+      name: `svc-${spec.id}`,
+      Image: spec.image ?? this.defaultImage,
+      Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', String(Math.ceil(spec.ttlMs / 1000))],
+      Cmd: [],
+      User: '0:0',
+      WorkingDir: '/workspace',
+      Labels: labels,
+      NetworkDisabled: true,
+      HostConfig: {
+        NetworkMode: 'none',
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        NanoCpus: Math.round(spec.limits.cpus * 1e9),
+        Memory: spec.limits.memoryMb * 1024 * 1024,
+        MemorySwap: spec.limits.memoryMb * 1024 * 1024,
+        PidsLimit: spec.limits.pidsLimit,
+        Binds: binds,
+        RestartPolicy: { Name: 'no' },
+      },
+    });
+    // The layout of SPEC §4.7, owned by the agent, before the first process starts.
+    const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
+    await container.putArchive(pack(dirs), { path: '/' });
+    await container.start();
+    return new DockerSandbox(spec, container);
+  }
+
+  async list() {
+    const found = await this.docker.listContainers({ all: true, filters: { label: [`svc.instance=${this.instance}`] } });
+    return found.map((c) => ({
+      id: (c.Names[0] ?? '').replace(/^\/svc-/, ''),
+      labels: { runId: c.Labels['svc.run'], jobId: c.Labels['svc.job'], workspaceId: c.Labels['svc.workspace'] },
+      createdAt: Number(c.Labels['svc.created'] ?? c.Created * 1000),
+      expiresAt: Number(c.Labels['svc.expires'] ?? 0),
+    }));
+  }
+
+  async destroy(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(`svc-${id}`).remove({ force: true });
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    }
+  }
+}
+
+class DockerSandbox implements Sandbox {
+  constructor(
+    private readonly spec: SandboxSpec,
+    private readonly container: Docker.Container,
+  ) {}
+
+  get id(): string {
+    return this.spec.id;
+  }
+
+  async exec(options: ExecOptions): Promise<ExecResult> {
+    const started = Date.now();
+    const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
+    const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: user === 'root' ? '/root' : '/workspace', ...this.spec.env, ...(options.env ?? {}) };
+    const exec = await this.container.exec({
+      Cmd: options.cmd, User: `${uids[user]}:${uids[user]}`, WorkingDir: options.cwd ?? '/workspace', Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin !== undefined,
+    });
+    const stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
+    const cap = options.maxOutputBytes ?? 8 * 1024 * 1024;
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let bytes = 0;
+    const sink = new PassThrough();
+    sink.on('data', (b: Buffer) => {
+      bytes += b.length;
+      if (kept < cap) {
+        const part = b.subarray(0, cap - kept);
+        chunks.push(part);
+        kept += part.length;
+      }
+      options.onOutput?.(b);
+    });
+    this.container.modem.demuxStream(stream, sink, sink);
+    if (options.stdin !== undefined) {
+      stream.write(options.stdin);
+      (stream as unknown as { end(): void }).end();
+    }
+    let timedOut = false;
+    let cancelled = false;
+    let hostPid = 0;
+    let ended = false;
+    const stop = async () => {
+      // The process may not be started yet when a cancel arrives: wait for its pid.
+      for (let i = 0; !hostPid && !ended && i < 100; i++) {
+        hostPid = (await exec.inspect()).Pid;
+        if (!hostPid) await new Promise((r) => setTimeout(r, 20));
+      }
+      if (!hostPid) return;
+      signalTree(hostPid, 'SIGTERM');
+      setTimeout(() => signalTree(hostPid, 'SIGKILL'), 1500).unref();
+    };
+    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; void stop(); }, options.timeoutMs) : null;
+    const onAbort = () => { cancelled = true; void stop(); };
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    ended = true;
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+    const info = await exec.inspect();
+    const state = await this.container.inspect().catch(() => null);
+    const exitCode = info.ExitCode ?? -1;
+    return { exitCode, output: Buffer.concat(chunks), bytes, timedOut, cancelled, oomKilled: exitCode === 137 && state?.State.OOMKilled === true, ms: Date.now() - started };
+  }
+
+  private check(path: string): string {
+    const clean = posix.normalize(path);
+    if (!writable.some((w) => clean === w || clean.startsWith(`${w}/`))) throw new Error(`${path} is outside the sandbox's writable directories (${writable.join(', ')})`);
+    return clean;
+  }
+
+  async putFiles(files: FileIn[]): Promise<void> {
+    const entries = [];
+    const dirs = new Set<string>();
+    for (const f of files) {
+      const path = this.check(f.path).slice(1);
+      const parts = path.split('/');
+      for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+      const uid = uids[f.owner ?? 'agent'];
+      entries.push({ name: path, type: 'file' as const, mode: f.mode ?? 0o644, uid, gid: uid, content: Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content) });
+    }
+    const parents = [...dirs].filter((d) => !['workspace', 'svc', 'tmp'].includes(d)).map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
+    await this.container.putArchive(pack([...parents, ...entries]), { path: '/' });
+  }
+
+  private async archive(path: string): Promise<Buffer | null> {
+    try {
+      const stream = await this.container.getArchive({ path });
+      const chunks: Buffer[] = [];
+      for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+      return Buffer.concat(chunks);
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return null;
+      throw err;
+    }
+  }
+
+  async readFile(path: string, maxBytes: number): Promise<Buffer | null> {
+    const tar = await this.archive(this.check(path));
+    if (!tar) return null;
+    const file = unpack(tar).find((e) => e.type === 'file');
+    if (!file) return null;
+    if (file.size > maxBytes) throw new Error(`${path} is ${file.size} bytes, more than ${maxBytes}`);
+    return file.content;
+  }
+
+  async readDir(dir: string, maxTotalBytes: number) {
+    const tar = await this.archive(this.check(dir));
+    if (!tar) return { files: [], truncated: false };
+    const files = [];
+    let total = 0;
+    let truncated = false;
+    const sorted = unpack(tar).filter((e) => e.type === 'file').sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of sorted) {
+      if (truncated || total + e.size > maxTotalBytes) {
+        truncated = true;
+        continue;
+      }
+      total += e.size;
+      files.push({ name: e.name.split('/').slice(1).join('/'), size: e.size, content: e.content });
+    }
+    return { files, truncated };
+  }
+
+  async destroy(): Promise<void> {
+    try {
+      await this.container.remove({ force: true });
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    }
+  }
+}
