@@ -14,6 +14,8 @@ export interface Config {
   masterKey: string | undefined;
   roles: Set<Role>;
   logLevel: string;
+  /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE (DESIGN §9). */
+  sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
 }
 
 export interface ServeFlags {
@@ -43,5 +45,6 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
     masterKey: env.SVC_MASTER_KEY,
     roles,
     logLevel: env.SVC_LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
+    sandbox: { backend: env.SVC_SANDBOX || 'bwrap', dockerHost: env.SVC_DOCKER_HOST || undefined, image: env.SVC_SANDBOX_IMAGE || undefined },
   };
 }

@@ -26,9 +26,8 @@ export function dockerClient(host: string | undefined): Docker {
  * SVC_SANDBOX picks the backend (`bwrap` by default: no engine needed); `docker` talks to SVC_DOCKER_HOST (or the
  * default socket) with SVC_SANDBOX_IMAGE as the default image.
  */
-export function selectBackend(env: NodeJS.ProcessEnv, sandboxRoot: string, instance: string): SandboxBackend {
-  const kind = env.SVC_SANDBOX ?? 'bwrap';
-  if (kind === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
-  if (kind === 'docker') return new DockerBackend(dockerClient(env.SVC_DOCKER_HOST), svcBinaryPath(), env.SVC_SANDBOX_IMAGE ?? 'svc-base:bookworm', instance);
-  throw new Error(`SVC_SANDBOX=${kind} is not a sandbox backend (bwrap or docker)`);
+export function selectBackend(sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined }, sandboxRoot: string, instance: string): SandboxBackend {
+  if (sandbox.backend === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
+  if (sandbox.backend === 'docker') return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? 'svc-base:bookworm', instance);
+  throw new Error(`SVC_SANDBOX=${sandbox.backend} is not a sandbox backend (bwrap or docker)`);
 }
