@@ -1,0 +1,122 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
+
+/** The agent loop's rules (BEHAVIOUR §3.3), driven through the fake provider's documented script route. */
+let t: TestServer;
+let api: Client;
+let providerId: string;
+let modelId: string;
+
+before(async () => {
+  t = await startTestServer({ SVC_ROLES: 'api,projector,runner' });
+  api = await adminSession(t);
+  providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+  modelId = (await api.get('/api/models')).body.items[0].id;
+  await api.patch('/api/settings', { agentModelId: modelId });
+});
+after(async () => t?.stop());
+
+async function execute(instruction: string, script: unknown[], fields: Record<string, unknown> = {}) {
+  const pushed = await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true });
+  assert.equal(pushed.status, 200, pushed.text);
+  assert.equal(pushed.body.pending, script.length);
+  const job = (await api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, ...fields })).body.id as string;
+  const runId = (await api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
+  for (let i = 0; i < 600; i++) {
+    const r = (await api.get(`/api/runs/${runId}`)).body;
+    if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status)) {
+      const events = (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Array<{ type: string; payload: Record<string, any> }>;
+      return { run: r, events };
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error('the run did not end');
+}
+
+const finish = (status = 'success', summary = 'done') => ({ toolCalls: [{ name: 'finish', args: { status, summary } }] });
+
+describe('agent loop', () => {
+  it('ends on a refusal without a nudge', async () => {
+    const { run } = await execute('x', [{ text: 'I will not.', stop: 'refusal' }]);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error, 'the model refused to continue');
+    assert.equal(run.turns, 1);
+  });
+
+  it('nudges once when the model stops without a tool, then fails', async () => {
+    const { run } = await execute('x', [{ text: 'Thinking.' }, { text: 'Still thinking.' }]);
+    assert.equal(run.error, 'the model stopped without calling finish');
+    assert.equal(run.turns, 2);
+    const nudged = await run2nudge();
+    assert.equal(nudged.run.status, 'succeeded', 'a nudge followed by finish succeeds');
+  });
+
+  it('fails past maxTurns with the limit in words', async () => {
+    const bash = { toolCalls: [{ name: 'bash', args: { command: 'true' } }] };
+    const { run } = await execute('x', [bash, bash], { limits: { maxTurns: 1 } });
+    assert.equal(run.error, 'the run exceeded its limit of 1 turn');
+    assert.equal(run.turns, 1);
+  });
+
+  it('repeats a transient model error as the same turn, and fails at once on a 401', async () => {
+    const { run, events } = await execute('x', [{ error: 'overloaded', errorStatus: 529 }, finish()]);
+    assert.equal(run.status, 'succeeded');
+    assert.equal(run.turns, 1);
+    const calls = events.filter((e) => e.type === 'llm.call');
+    assert.equal(calls.length, 2);
+    assert.deepEqual(calls.map((c) => c.payload.turn), [1, 1]);
+    assert.match(calls[0]!.payload.error, /529/);
+    const denied = await execute('x', [{ error: 'bad key', errorStatus: 401 }]);
+    assert.equal(denied.run.status, 'failed');
+    assert.match(denied.run.error, /^model call failed: fake API error \(status 401\)/);
+  });
+
+  it('answers unknown tools and bad arguments as tool errors and goes on', async () => {
+    const { run, events } = await execute('x', [{ toolCalls: [{ name: 'teleport', args: {} }, { name: 'read_file', args: {} }] }, finish()]);
+    assert.equal(run.status, 'succeeded');
+    const results = events.filter((e) => e.type === 'tool.result').map((e) => e.payload);
+    assert.match(results[0]!.content, /Unknown tool "teleport"/);
+    assert.equal(results[0]!.isError, true);
+    assert.match(results[1]!.content, /read_file needs `path`/);
+  });
+
+  it('works with files through write_file, edit_file and read_file, and keeps state', async () => {
+    const { run, events } = await execute('x', [
+      { toolCalls: [{ name: 'write_file', args: { path: 'notes/a.txt', content: 'one\ntwo\n' } }] },
+      { toolCalls: [{ name: 'edit_file', args: { path: 'notes/a.txt', old: 'two', new: 'three' } }] },
+      { toolCalls: [{ name: 'read_file', args: { path: '/workspace/notes/a.txt' } }, { name: 'state_set', args: { key: 'k', value: 'v' } }, { name: 'state_get', args: { key: 'k' } }, { name: 'remember', args: { note: 'n' } }] },
+      finish(),
+    ]);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const results = events.filter((e) => e.type === 'tool.result').map((e) => e.payload.content as string);
+    assert.deepEqual(results.slice(0, 2), ['Wrote 8 bytes to /workspace/notes/a.txt.', 'Replaced 1 occurrence(s) in /workspace/notes/a.txt.']);
+    assert.equal(results[2], '     1\tone\n     2\tthree');
+    // Consecutive read-only calls run together, so their timeline entries may come in any order.
+    const byName = Object.fromEntries(events.filter((e) => e.type === 'tool.result').map((e) => [e.payload.name, e.payload.content]));
+    assert.deepEqual([byName.state_set, byName.state_get, byName.remember], ['Saved.', 'v', 'Noted.']);
+  });
+
+  it('turns a finish with success into failed when the run called svc fail', async () => {
+    const { run } = await execute('x', [{ toolCalls: [{ name: 'bash', args: { command: 'svc fail the upstream answered 500 || true' } }] }, finish('success', 'all good')]);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error, 'the upstream answered 500');
+    assert.equal(run.summary, 'all good');
+  });
+
+  it('stops at the cost limit before the next turn', async () => {
+    const priced = await api.post('/api/models', { providerId, model: 'fake-priced', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    assert.equal(priced.status, 201, priced.text);
+    const bash = { toolCalls: [{ name: 'bash', args: { command: 'true' } }], usage: { input: 10, output: 10 } };
+    const { run } = await execute('x', [bash, bash, bash], { modelId: priced.body.id, limits: { maxCostUsd: 0.01 } });
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error, 'the run exceeded its cost limit of $0.01');
+    assert.equal(run.cost, 20_000, '20 tokens at $1,000 per million');
+    assert.equal(run.tokIn, 10);
+    assert.equal(run.tokOut, 10);
+  });
+});
+
+async function run2nudge() {
+  return execute('x', [{ text: 'Thinking.' }, finish()]);
+}
