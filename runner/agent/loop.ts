@@ -1,6 +1,7 @@
 import { costOf, ModelError, type Message, type ModelClient, type ModelResponse, type Price, type ToolResult, type Usage } from '../models/types.js';
 import type { TimelineWriter } from '../../server/timeline.js';
 import type { Tool, ToolContext, ToolOutcome } from './tools.js';
+import { compact, compactAt, estimateTokens } from './compaction.js';
 
 export interface AgentRunInput {
   client: ModelClient;
@@ -69,7 +70,28 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
   let cost = 0;
   let turns = 0;
   let nudged = false;
-  const messages: Message[] = [{ role: 'user', text: input.firstMessage }];
+  let messages: Message[] = [{ role: 'user', text: input.firstMessage }];
+  let lastCompactionTurn = -10;
+  let overflowRetried = false;
+  /** Context compaction (BEHAVIOUR §3.4): its cost counts toward the run; a failure is noted and the run goes on. */
+  const compactNow = async (turn: number, promptTokens: number): Promise<boolean> => {
+    const started = clock();
+    try {
+      const done = await compact(input.client, input.model.name, messages, input.model.contextWindow, input.signal);
+      if (!done) return false;
+      const callCost = costOf(done.response.usage, input.model.price);
+      cost += callCost;
+      for (const k of Object.keys(usage) as Array<keyof Usage>) usage[k] += done.response.usage[k];
+      lastCompactionTurn = turn;
+      const error = done.summary ? undefined : 'the summary was empty';
+      void input.timeline.append('agent.compaction', { turn, promptTokens, messages: messages.length, summary: done.summary, usage: done.response.usage, cost: callCost, ...(error ? { error } : {}) }, { ms: clock() - started });
+      if (!error) messages = done.messages;
+      return !error;
+    } catch (err) {
+      void input.timeline.append('agent.compaction', { turn, promptTokens, messages: messages.length, summary: '', error: (err as Error).message }, { ms: clock() - started });
+      return false;
+    }
+  };
   const specs = input.tools.map((t) => t.spec);
   const result = (status: AgentRunResult['status'], error: string | null, extra: Partial<AgentRunResult> = {}): AgentRunResult => ({ status, error, summary: null, outputs: {}, turns, usage, cost, ...extra });
   const stopped = () => (clock() >= input.deadline ? result('timed_out', 'the run exceeded its time limit') : result('cancelled', 'run was stopped'));
@@ -103,6 +125,11 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         if (input.signal.aborted) return stopped();
         const e = err instanceof ModelError ? err : new ModelError((err as Error).message, null, true);
         void input.timeline.append('llm.call', { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message }, { ms: clock() - started });
+        // A prompt too long for the window: compact once and repeat the call once.
+        if (e.contextOverflow && !overflowRetried) {
+          overflowRetried = true;
+          if (await compactNow(turn, estimateTokens(messages))) continue;
+        }
         if (!e.transient || attempt >= delays.length) return result('failed', `model call failed: ${e.message}`);
         await sleep(delays[attempt]!, input.signal);
       }
@@ -120,7 +147,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     nudged = false;
 
     const outcomes = await runTools(input, response);
-    messages.push({ role: 'tool', results: outcomes.map(({ result }) => result) });
+    const results: Message = { role: 'tool', results: outcomes.map(({ result }) => result) };
+    messages.push(results);
     const finished = outcomes.find((o) => o.outcome.finish)?.outcome.finish;
     if (finished) {
       void input.timeline.append('finish', { ...finished });
@@ -129,6 +157,10 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         : result('failed', 'the agent reported failure', { summary: finished.summary, outputs: finished.outputs });
     }
     if (input.signal.aborted) return stopped();
+    const u = response.usage;
+    const appended = estimateTokens([messages[messages.length - 2]!, results]);
+    const estimate = Math.max(u.input + u.cacheRead + u.cacheWrite + u.output + appended, estimateTokens(messages));
+    if (input.model.contextWindow > 0 && estimate > input.model.contextWindow * compactAt && lastCompactionTurn !== turn - 1) await compactNow(turn, estimate);
   }
 }
 

@@ -104,6 +104,21 @@ describe('agent loop', () => {
     assert.equal(run.summary, 'all good');
   });
 
+  it('compacts the conversation near the context window and goes on from the handover', async () => {
+    const small = await api.post('/api/models', { providerId, model: 'fake-small', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 1000 } });
+    const { run, events } = await execute('x', [
+      { toolCalls: [{ name: 'bash', args: { command: 'echo 42' } }], usage: { input: 900, output: 10 } },
+      { text: 'Goal: report 42. Progress: ran echo 42. Next steps: finish.', usage: { input: 300, output: 20 } },
+      finish(),
+    ], { modelId: small.body.id });
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const compaction = events.find((e) => e.type === 'agent.compaction');
+    assert.ok(compaction, 'a compaction is on the timeline');
+    assert.equal(compaction.payload.turn, 1);
+    assert.match(compaction.payload.summary, /report 42/);
+    assert.ok(run.tokIn > 900 + 300, 'the compaction call counts toward the run');
+  });
+
   it('stops at the cost limit before the next turn', async () => {
     const priced = await api.post('/api/models', { providerId, model: 'fake-priced', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
     assert.equal(priced.status, 201, priced.text);
