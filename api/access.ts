@@ -48,6 +48,7 @@ export const accessTable: Record<string, AccessRule> = {
   'PATCH /api/providers/:id': admin,
   'DELETE /api/providers/:id': admin,
   'POST /api/providers/:id/script': admin,
+  'POST /api/providers/:id/sync': admin,
   'GET /api/models': member,
   'POST /api/models': admin,
   'PATCH /api/models/:id': admin,

@@ -20,7 +20,8 @@ export type ProviderEvent =
   | DomainEvent<'ProviderUpdated', { name?: string; baseUrl?: string | null; apiKeySealed?: string | null }>
   | DomainEvent<'ProviderDeleted', { deletedAt: number }>
   | DomainEvent<'ModelAdded', ModelSpec & { enabled: boolean }>
-  | DomainEvent<'ModelChanged', { modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; followCatalog?: boolean }>
+  | DomainEvent<'ModelChanged', { modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; caps?: ModelSpec['caps']; followCatalog?: boolean; synced?: boolean; unlistedAt?: number | null }>
+  | DomainEvent<'ProviderSynced', { result: { added: number; updated: number; unlisted: number }; error: string | null; at: number }>
   | DomainEvent<'ModelRemoved', { modelId: string }>;
 
 export type ProviderState =
@@ -33,7 +34,9 @@ export type ProviderCommand =
   | { type: 'DeleteProvider'; now: number }
   | { type: 'AddModel'; spec: ModelSpec }
   | { type: 'ChangeModel'; modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price'] }
-  | { type: 'RemoveModel'; modelId: string };
+  | { type: 'RemoveModel'; modelId: string }
+  /** What the provider's source lists now (BEHAVIOUR §9.1); null when the source could not be read. */
+  | { type: 'SyncModels'; listed: Array<Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>> | null; error: string | null; newIds: () => string; now: number };
 
 export const providerStreamId = (id: string) => `provider-${id}`;
 
@@ -58,6 +61,8 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
       }
       case 'ModelRemoved':
         return { ...state, models: state.models.filter((m) => m.modelId !== event.data.modelId) };
+      case 'ProviderSynced':
+        return state;
     }
   },
   decide(command, state) {
@@ -91,6 +96,8 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
       case 'RemoveModel':
         model(command.modelId);
         return [{ type: 'ModelRemoved', data: { modelId: command.modelId } }];
+      case 'SyncModels':
+        return syncEvents(state.models, command);
     }
   },
 };
@@ -106,3 +113,42 @@ export const settingsDecider: Decider<{ type: 'ChangeSettings'; changes: Record<
     return Object.keys(changes).length ? [{ type: 'SettingsChanged', data: { changes, changedAt: command.now } }] : [];
   },
 };
+
+type Listed = Extract<ProviderCommand, { type: 'SyncModels' }>['listed'];
+type UnlistedMark = { unlistedAt?: number | null };
+
+/**
+ * Sync never deletes: new models are added enabled, hand-added ones the source lists are adopted, returning ones are
+ * re-listed, catalog-following ones take the source's metadata, and synced ones the source dropped are unlisted.
+ */
+function syncEvents(models: Array<ModelSpec & { enabled: boolean } & UnlistedMark>, command: { listed: Listed; error: string | null; newIds: () => string; now: number }): ProviderEvent[] {
+  if (command.listed === null) return [{ type: 'ProviderSynced', data: { result: { added: 0, updated: 0, unlisted: 0 }, error: command.error, at: command.now } }];
+  const events: ProviderEvent[] = [];
+  let added = 0;
+  let updated = 0;
+  let unlisted = 0;
+  for (const l of command.listed) {
+    const m = models.find((x) => x.model === l.model);
+    if (!m) {
+      events.push({ type: 'ModelAdded', data: { ...l, modelId: command.newIds(), synced: true, followCatalog: true, enabled: true } });
+      added++;
+      continue;
+    }
+    const change: Extract<ProviderEvent, { type: 'ModelChanged' }>['data'] = { modelId: m.modelId };
+    if (!m.synced) change.synced = true;
+    if (m.unlistedAt) change.unlistedAt = null;
+    if (m.followCatalog && (JSON.stringify(m.price) !== JSON.stringify(l.price) || JSON.stringify(m.caps) !== JSON.stringify(l.caps) || m.label !== l.label)) {
+      Object.assign(change, { price: l.price, caps: l.caps, label: l.label });
+      updated++;
+    }
+    if (Object.keys(change).length > 1) events.push({ type: 'ModelChanged', data: change });
+  }
+  for (const m of models) {
+    if (m.synced && !m.unlistedAt && !command.listed.some((l) => l.model === m.model)) {
+      events.push({ type: 'ModelChanged', data: { modelId: m.modelId, unlistedAt: command.now } });
+      unlisted++;
+    }
+  }
+  events.push({ type: 'ProviderSynced', data: { result: { added, updated, unlisted }, error: null, at: command.now } });
+  return events;
+}

@@ -82,8 +82,12 @@ export const providersProjector: Projector = {
       }
       case 'ModelChanged': {
         const { modelId, ...change } = e.data;
-        return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: change as Record<string, DocValue> } }];
+        const set: Record<string, DocValue> = { ...(change as Record<string, DocValue>) };
+        if (change.caps) set.contextWindow = change.caps.context;
+        return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: set } }];
       }
+      case 'ProviderSynced':
+        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: { syncError: e.data.error, syncedAt: e.data.at } } }];
       case 'ModelRemoved':
         return [{ kind: 'delete', collection: modelsCollection, filter: { _id: e.data.modelId } }];
       default:

@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { catalog } from '../../domain/catalog.js';
+import { listModels } from '../../server/model-sync.js';
 import { DomainError } from '../../domain/decider.js';
-import { providerDecider, providerStreamId, settingsDecider, settingsStreamId, type ModelSpec, type ProviderCommand, type ProviderKind } from '../../domain/provider.js';
+import { providerDecider, providerStreamId, settingsDecider, settingsStreamId, type ModelSpec, type ProviderCommand } from '../../domain/provider.js';
 import { modelsCollection, providersCollection, type ModelDoc, type ProviderDoc } from '../../projections/providers.js';
 import { IdParams } from '../../schemas/common.js';
 import {
   CatalogEntryDto, CreateModelInputBody, CreateProviderInputBody, CreateProviderOutputBody, FakeScriptBody, ModelDto, ModelListEnvelope, PatchModelInputBody,
-  ProviderDto, ProviderListQuery, SettingsDto, SettingsPatch, type SyncResult,
+  ProviderDto, ProviderListQuery, SettingsDto, SettingsPatch, SyncResult,
 } from '../../schemas/provider.js';
 import { fakeScripts } from '../../runner/models/fake.js';
 import { newId } from '../../server/ids.js';
@@ -22,12 +23,6 @@ const fakeModel = (): ModelSpec => ({
   caps: { tools: true, parallelTools: true, reasoning: true, jsonSchema: true, promptCache: true, vision: true, context: 200_000 }, synced: false, followCatalog: false,
 });
 
-/** The models a new provider starts with: the catalog for the big providers, `fake-model` for the fake one. */
-function initialModels(kind: ProviderKind, baseUrl: string | null): ModelSpec[] {
-  if (kind === 'fake') return [fakeModel()];
-  if (kind === 'openai' && baseUrl && !/^https:\/\/api\.openai\.com/.test(baseUrl)) return [];
-  return catalog.filter((c) => c.provider === kind).map((c) => ({ modelId: newId(), model: c.model, label: c.label, price: c.price, caps: c.caps, synced: true, followCatalog: true }));
-}
 
 function toProviderDto(d: ProviderDoc): ProviderDto {
   return { id: d._id, name: d.name, kind: d.kind, baseUrl: d.baseUrl, hasApiKey: d.apiKeySealed !== null, createdAt: d.createdAt };
@@ -51,6 +46,22 @@ export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps):
     return result;
   }
 
+  async function syncProvider(workspaceId: string, id: string, request: Parameters<typeof requestContext>[0]): Promise<SyncResult> {
+    const d = await providers().findOne({ _id: id, workspaceId });
+    if (!d) throw DomainError.notFound('Provider');
+    let listed: Awaited<ReturnType<typeof listModels>> = null;
+    let error: string | null = null;
+    try {
+      listed = await listModels(d.kind, d.baseUrl, d.apiKeySealed ? deps.keys.decrypt('providers', d.apiKeySealed) : null);
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    if (listed === null && error === null) return { added: 0, updated: 0, unlisted: 0 };
+    const result = await onProvider(workspaceId, id, { type: 'SyncModels', listed, error, newIds: newId, now: Date.now() }, request);
+    const synced = result.events.find((e) => e.type === 'ProviderSynced')?.data as { result: SyncResult; error: string | null };
+    return { ...synced.result, ...(synced.error ? { error: synced.error } : {}) };
+  }
+
   async function ownModel(workspaceId: string, id: string): Promise<ModelDoc> {
     const m = await models().findOne({ _id: id, workspaceId });
     if (!m) throw DomainError.notFound('Model');
@@ -72,9 +83,10 @@ export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps):
     const id = newId();
     const baseUrl = request.body.baseUrl?.replace(/\/+$/, '') || null;
     const apiKey = request.body.apiKey?.trim() || null;
-    const initial = initialModels(request.body.kind, baseUrl);
+    // A fake provider comes with its one model; the others fill themselves from their source right away.
+    const initial = request.body.kind === 'fake' ? [fakeModel()] : [];
     await onProvider(p.workspaceId, id, { type: 'CreateProvider', providerId: id, workspaceId: p.workspaceId, name, kind: request.body.kind, baseUrl, apiKeySealed: apiKey ? deps.keys.encrypt('providers', apiKey) : null, models: initial, now: Date.now() }, request);
-    const sync: SyncResult = { added: initial.length, updated: 0, unlisted: 0 };
+    const sync = request.body.kind === 'fake' ? { added: 1, updated: 0, unlisted: 0 } : await syncProvider(p.workspaceId, id, request);
     return reply.status(201).send({ id, sync });
   });
 
@@ -108,6 +120,10 @@ export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps):
     if (Object.keys(cleared).length) await deps.bus.execute(settingsStreamId(p.workspaceId), settingsDecider, { type: 'ChangeSettings', changes: cleared, now: Date.now() }, requestContext(request));
     return reply.status(204).send(null);
   });
+
+  app.post('/api/providers/:id/sync', {
+    schema: { summary: "Sync a provider's models with its source", description: 'Adds new models, updates catalog-following ones, marks dropped ones unlisted; never deletes. An unreadable source answers `error` and changes nothing.', tags: ['models'], params: IdParams, response: { 200: SyncResult } },
+  }, async (request) => syncProvider(principalOf(request).workspaceId, request.params.id, request));
 
   app.post('/api/providers/:id/script', {
     schema: { summary: 'Queue scripted answers of a fake provider', description: 'Each model call of the fake provider takes the next answer; with an empty queue it runs the commands the instruction quotes.', tags: ['models'], params: IdParams, body: FakeScriptBody, response: { 200: Type.Object({ pending: Type.Integer() }, { additionalProperties: false }) } },
