@@ -39,7 +39,7 @@ describe('OpenAPI document', () => {
   it('validates as OpenAPI 3.1', async () => {
     const json = await anonymous.get('/api/openapi.json');
     const validator = new Validator();
-    const result = await validator.validate(json.body as object);
+    const result = await validator.validate(json.body as Parameters<Validator["validate"]>[0]);
     assert.deepEqual(result.errors ?? [], []);
     assert.equal(result.valid, true);
     assert.equal(validator.version, '3.1');
