@@ -4,6 +4,7 @@ import { arch } from 'node:os';
 import { join } from 'node:path';
 import { Cgroups } from './cgroups.js';
 import { HostFiles } from './host-files.js';
+import { OutputCollector } from './output.js';
 import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
 
 const agentUid = 1000;
@@ -26,26 +27,14 @@ interface Meta {
 /** Spawns a command, keeping combined output (up to a cap), with timeout and cancel killing the process group. */
 export function runProcess(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'>, env: NodeJS.ProcessEnv = {}): Promise<Omit<ExecResult, 'oomKilled'>> {
   const started = Date.now();
-  const cap = options.maxOutputBytes ?? 8 * 1024 * 1024;
   return new Promise((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: true, env });
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let bytes = 0;
+    const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
     let timedOut = false;
     let cancelled = false;
     let killTimer: NodeJS.Timeout | null = null;
-    const onData = (b: Buffer) => {
-      bytes += b.length;
-      if (kept < cap) {
-        const part = b.subarray(0, cap - kept);
-        chunks.push(part);
-        kept += part.length;
-      }
-      options.onOutput?.(b);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout!.on('data', out.push);
+    child.stderr!.on('data', out.push);
     const stop = () => {
       try {
         process.kill(-child.pid!, 'SIGTERM');
@@ -77,7 +66,7 @@ export function runProcess(argv: string[], options: Pick<ExecOptions, 'timeoutMs
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener('abort', onAbort);
       exitCode = code ?? (signal ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[signal] ?? 1) : -1);
-      resolve({ exitCode, output: Buffer.concat(chunks), bytes, timedOut, cancelled, ms: Date.now() - started });
+      resolve({ exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, ms: Date.now() - started });
     });
   });
 }

@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { readdirSync, readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { posix } from 'node:path';
+import { OutputCollector } from './output.js';
 import { pack, unpack } from './tar.js';
 import type { ExecOptions, ExecResult, FileIn, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
 
@@ -151,20 +152,9 @@ class DockerSandbox implements Sandbox {
       AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin !== undefined,
     });
     const stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
-    const cap = options.maxOutputBytes ?? 8 * 1024 * 1024;
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let bytes = 0;
+    const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
     const sink = new PassThrough();
-    sink.on('data', (b: Buffer) => {
-      bytes += b.length;
-      if (kept < cap) {
-        const part = b.subarray(0, cap - kept);
-        chunks.push(part);
-        kept += part.length;
-      }
-      options.onOutput?.(b);
-    });
+    sink.on('data', out.push);
     this.container.modem.demuxStream(stream, sink, sink);
     if (options.stdin !== undefined) {
       stream.write(options.stdin);
@@ -199,7 +189,7 @@ class DockerSandbox implements Sandbox {
     const info = await exec.inspect();
     const state = await this.container.inspect().catch(() => null);
     const exitCode = info.ExitCode ?? -1;
-    return { exitCode, output: Buffer.concat(chunks), bytes, timedOut, cancelled, oomKilled: exitCode === 137 && state?.State.OOMKilled === true, ms: Date.now() - started };
+    return { exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, oomKilled: exitCode === 137 && state?.State.OOMKilled === true, ms: Date.now() - started };
   }
 
   private check(path: string): string {

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../server/config.js';
@@ -107,4 +108,26 @@ export async function createToken(session: Client, name = 'test token', expiresA
   const res = await session.post<{ token: string; apiToken: { id: string } }>('/api/tokens', { name, ...(expiresAt ? { expiresAt } : {}) });
   if (res.status !== 201) throw new Error(`could not create a token: ${res.status} ${res.text}`);
   return { client: new Client(session.base, { token: res.body.token }), token: res.body.token, id: res.body.apiToken.id };
+}
+
+/** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */
+export async function spawnServer(dataDir: string): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  rmSync(join(dataDir, 'server.json'), { force: true });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], {
+    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(dataDir, 'server.json'))) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
+  return { child, url, output: () => out };
 }

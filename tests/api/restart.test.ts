@@ -1,11 +1,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, createToken, useSignInLink } from './harness.js';
+import { Client, createToken, spawnServer, useSignInLink } from './harness.js';
 
 const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-restart-'));
@@ -15,24 +15,10 @@ after(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Starts `svc serve` as a real process on a random port and waits until it answers. */
 async function serve(): Promise<{ child: ChildProcess; url: string; stdout: () => string }> {
-  rmSync(join(dataDir, 'server.json'), { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], {
-    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(join(dataDir, 'server.json'))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start: ${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
-  return { child, url, stdout: () => out };
+  const started = await spawnServer(dataDir);
+  children.push(started.child);
+  return { child: started.child, url: started.url, stdout: started.output };
 }
 
 async function killHard(child: ChildProcess): Promise<void> {

@@ -1,10 +1,10 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, createToken, useSignInLink } from '../api/harness.js';
+import { Client, createToken, spawnServer, useSignInLink } from '../api/harness.js';
 import { runtimeDir } from '../../server/runner-role.js';
 
 /** BEHAVIOUR §1.5: after SIGKILL, live runs end as interrupted (never resumed) and queued runs start again. */
@@ -17,18 +17,9 @@ after(() => {
 });
 
 async function serve(): Promise<{ child: ChildProcess; url: string; out: () => string }> {
-  rmSync(join(dataDir, 'server.json'), { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], { env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(join(dataDir, 'server.json'))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start: ${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { child, url: (JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string }).url, out: () => out };
+  const started = await spawnServer(dataDir);
+  children.push(started.child);
+  return { child: started.child, url: started.url, out: started.output };
 }
 
 async function until<T>(what: string, fn: () => Promise<T | null>, ms = 20_000): Promise<T> {
