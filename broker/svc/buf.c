@@ -1,18 +1,24 @@
+/* A growable byte buffer and the stdin/file reading built on it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "svc.h"
 
-void buf_add(buf_t *b, const char *s, size_t n) {
+void buf_add(buf_t *b, const void *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + n + 1) cap *= 2;
     char *d = realloc(b->data, cap);
-    if (!d) { fputs("svc: out of memory\n", stderr); exit(1); }
+    if (!d) {
+      fputs("svc: out of memory\n", stderr);
+      exit(1);
+    }
     b->data = d;
     b->cap = cap;
   }
-  memcpy(b->data + b->len, s, n);
+  if (n) memcpy(b->data + b->len, s, n);
   b->len += n;
   b->data[b->len] = 0;
 }
@@ -25,37 +31,24 @@ void buf_free(buf_t *b) {
   b->len = b->cap = 0;
 }
 
-/* Writes s as a JSON string literal; bytes >= 0x80 pass through (UTF-8 stays UTF-8). */
-void buf_json_string(buf_t *b, const char *s, size_t n) {
-  buf_add(b, "\"", 1);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    char esc[8];
-    switch (c) {
-      case '"': buf_add(b, "\\\"", 2); break;
-      case '\\': buf_add(b, "\\\\", 2); break;
-      case '\n': buf_add(b, "\\n", 2); break;
-      case '\r': buf_add(b, "\\r", 2); break;
-      case '\t': buf_add(b, "\\t", 2); break;
-      default:
-        if (c < 0x20) {
-          snprintf(esc, sizeof esc, "\\u%04x", c);
-          buf_add(b, esc, 6);
-        } else {
-          buf_add(b, (const char *)&s[i], 1);
-        }
-    }
+const char *buf_text(const buf_t *b) { return b->data ? b->data : ""; }
+
+int buf_read_fd(buf_t *b, int fd) {
+  char chunk[65536];
+  buf_add(b, "", 0);
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n > 0) buf_add(b, chunk, (size_t)n);
+    else if (n == 0) return 0;
+    else if (errno == EBADF) return 0; /* no stdin at all reads as empty */
+    else if (errno != EINTR) return -1;
   }
-  buf_add(b, "\"", 1);
 }
 
-/* Reads all of stdin and drops trailing newlines (\n and \r\n). */
-int read_stdin(buf_t *out) {
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) buf_add(out, chunk, n);
-  if (ferror(stdin)) return -1;
-  if (!out->data) buf_add(out, "", 0);
-  while (out->len > 0 && (out->data[out->len - 1] == '\n' || out->data[out->len - 1] == '\r')) out->data[--out->len] = 0;
-  return 0;
+void buf_trim_newlines(buf_t *b) {
+  while (b->len > 0 && b->data[b->len - 1] == '\n') {
+    b->len--;
+    if (b->len > 0 && b->data[b->len - 1] == '\r') b->len--;
+    b->data[b->len] = 0;
+  }
 }

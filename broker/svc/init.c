@@ -1,141 +1,50 @@
 /*
- * svc init: the first process of a sandbox. Reaps zombies, forwards loopback ports to the host's Unix sockets
- * (the broker and the egress proxy), and runs the command, exiting with its status.
- * Test overrides: SVC_INIT_BROKER_SOCKET, SVC_INIT_PROXY_SOCKET, SVC_INIT_BROKER_PORT, SVC_INIT_PROXY_PORT.
+ * svc init [--ttl SECONDS] [-- CMD ARGS...]: the first process of a sandbox (DESIGN §5).
+ *
+ * - Child subreaper: every orphan below it is reaped.
+ * - Forwards 127.0.0.1:4180 to /run/svc/broker.sock and 127.0.0.1:4181 to /run/svc/proxy.sock, each only when the
+ *   socket file exists at start. A port already taken (another init in the same network namespace) is skipped with a
+ *   note on stderr.
+ * - With a command: runs it in its own session and exits with its status (exit code, or 128 + signal; 127 when it
+ *   cannot be executed). SIGTERM/SIGINT: SIGTERM to the command's process group, SIGKILL 1.5 s later. SIGHUP, SIGQUIT,
+ *   SIGUSR1 and SIGUSR2 are passed on to the group. When the command ends, what is left of its group is killed.
+ * - Without a command: runs until SIGTERM/SIGINT or until --ttl passes, then kills every process it can, exit 0.
+ * - Never writes to stdout: the command's output is what the host reads.
+ *
+ * Overrides, for tests and for the conformance suite of the sandbox backends (not for users):
+ *   SVC_INIT_BROKER_SOCKET, SVC_INIT_PROXY_SOCKET  socket paths (defaults /run/svc/broker.sock, /run/svc/proxy.sock)
+ *   SVC_INIT_BROKER_PORT, SVC_INIT_PROXY_PORT      loopback ports (defaults 4180, 4181)
  */
-#include <arpa/inet.h>
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "svc.h"
 
-typedef struct {
-  int listener;
-  char path[108];
-} forward_t;
+#define KILL_GRACE_MS 1500
 
 typedef struct {
-  int a, b;
-} pair_t;
+  handler_t h;
+  int fd;
+} signals_t;
 
-static volatile sig_atomic_t terminate = 0;
-static void on_term(int sig) { (void)sig; terminate = 1; }
+static pid_t child = -1;      /* the command, leader of its own session and process group */
+static int child_status = -1; /* its exit status once reaped */
+static int stop_requested;
 
-/* Relays both ways until both directions are closed; one side's EOF half-closes the other. */
-static void *relay(void *arg) {
-  pair_t p = *(pair_t *)arg;
-  free(arg);
-  struct pollfd fds[2] = {{p.a, POLLIN, 0}, {p.b, POLLIN, 0}};
-  int open_dir[2] = {1, 1};
-  char buf[32768];
-  while (open_dir[0] || open_dir[1]) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; i++) {
-      if (!open_dir[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      int to = fds[1 - i].fd;
-      if (n <= 0) {
-        open_dir[i] = 0;
-        fds[i].events = 0;
-        fds[i].fd = -1;
-        shutdown(to, SHUT_WR);
-        continue;
-      }
-      for (ssize_t off = 0; off < n;) {
-        ssize_t w = write(to, buf + off, (size_t)(n - off));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          open_dir[0] = open_dir[1] = 0;
-          break;
-        }
-        off += w;
-      }
-    }
-  }
-  close(p.a);
-  close(p.b);
-  return NULL;
-}
-
-static void *accept_loop(void *arg) {
-  forward_t *f = arg;
-  for (;;) {
-    int c = accept(f->listener, NULL, NULL);
-    if (c < 0) {
-      if (errno == EINTR) continue;
-      return NULL;
-    }
-    int u = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un ua;
-    memset(&ua, 0, sizeof ua);
-    ua.sun_family = AF_UNIX;
-    memcpy(ua.sun_path, f->path, sizeof ua.sun_path - 1);
-    if (u < 0 || connect(u, (struct sockaddr *)&ua, sizeof ua) != 0) {
-      if (u >= 0) close(u);
-      close(c);
-      continue;
-    }
-    pair_t *p = malloc(sizeof *p);
-    if (!p) { close(c); close(u); continue; }
-    p->a = c;
-    p->b = u;
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
-    if (pthread_create(&t, &attr, relay, p) != 0) {
-      close(c);
-      close(u);
-      free(p);
-    }
-    pthread_attr_destroy(&attr);
-  }
-}
-
-static void start_forward(const char *env_path, const char *def_path, const char *env_port, int def_port, int required) {
-  const char *path = getenv(env_path) ? getenv(env_path) : def_path;
-  const char *port_s = getenv(env_port);
-  int port = port_s ? atoi(port_s) : def_port;
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    if (required) fprintf(stderr, "svc init: %s is missing; nothing to forward to\n", path);
-    return;
-  }
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((unsigned short)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) != 0 || listen(l, 128) != 0) {
-    /* Another init of the same network namespace already forwards this port. */
-    if (l >= 0) close(l);
-    return;
-  }
-  forward_t *f = calloc(1, sizeof *f);
-  if (!f) return;
-  f->listener = l;
-  snprintf(f->path, sizeof f->path, "%s", path);
-  pthread_t t;
-  if (pthread_create(&t, NULL, accept_loop, f) == 0) pthread_detach(t);
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int status_of(int st) {
@@ -144,77 +53,204 @@ static int status_of(int st) {
   return 1;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+static void reap(void) {
+  int st;
+  pid_t p;
+  while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+    if (p == child) child_status = status_of(st);
 }
 
-/* TERM to the group, KILL 1.5 s later; reaps what it can meanwhile. */
-static void stop_group(pid_t group, pid_t child, int *child_status) {
-  kill(-group, SIGTERM);
-  double until = now_s() + 1.5;
-  while (now_s() < until) {
-    int st;
-    pid_t w = waitpid(-1, &st, WNOHANG);
-    if (w == child) *child_status = status_of(st);
-    if (w <= 0) usleep(20000);
+/* The command's group; the child itself when it has not reached setsid() yet. */
+static void signal_group(int sig) {
+  if (child <= 0) return;
+  if (kill(-child, sig) != 0 && child_status < 0) kill(child, sig);
+}
+
+static void on_signals(handler_t *h, unsigned events) {
+  (void)events;
+  signals_t *s = (signals_t *)h;
+  struct signalfd_siginfo si;
+  while (read(s->fd, &si, sizeof si) == (ssize_t)sizeof si) {
+    switch (si.ssi_signo) {
+      case SIGCHLD: reap(); break;
+      case SIGTERM:
+      case SIGINT: stop_requested = 1; break;
+      default:
+        if (child_status < 0) signal_group((int)si.ssi_signo);
+    }
   }
-  kill(-group, SIGKILL);
+  reap(); /* SIGCHLDs coalesce */
+}
+
+/* Direct children of this process (its own and the orphans it adopted as subreaper). */
+static int kill_children(int sig) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  int found = 0;
+  pid_t self = getpid();
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    char *end, path[64], stat[512];
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) continue;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    /* pid (comm) state ppid ...; comm may hold spaces and parentheses: parse after the last ')'. */
+    char *rp = strrchr(stat, ')');
+    char state;
+    int ppid;
+    if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2 || ppid != self || state == 'Z') continue;
+    kill((pid_t)pid, sig);
+    found++;
+  }
+  closedir(d);
+  return found;
+}
+
+/* Without a command: stop everything left. As PID 1 of a namespace that is kill(-1); elsewhere (tests on a host)
+   only this process's descendants, which the subreaper adopts one generation at a time. */
+static void kill_everything(void) {
+  if (getpid() == 1) {
+    kill(-1, SIGKILL);
+    reap();
+    return;
+  }
+  for (int round = 0; round < 100; round++) {
+    int n = kill_children(SIGKILL);
+    struct timespec ts = {0, 10 * 1000000};
+    nanosleep(&ts, NULL);
+    reap();
+    if (n == 0) break;
+  }
+}
+
+static int parse_port(const char *name, int def) {
+  const char *v = getenv(name);
+  if (!v || !*v) return def;
+  char *end;
+  long p = strtol(v, &end, 10);
+  if (*end || p < 1 || p > 65535) {
+    fprintf(stderr, "svc init: %s is not a port number; using %d\n", name, def);
+    return def;
+  }
+  return (int)p;
+}
+
+static const char *socket_path(const char *name, const char *def) {
+  const char *v = getenv(name);
+  return v && *v ? v : def;
+}
+
+static int init_usage(const char *why) {
+  fprintf(stderr, "svc init: %s\nsvc: usage: svc init [--ttl <seconds>] [-- cmd args...]\n", why);
+  return 2;
 }
 
 int svc_init(int argc, char **argv) {
-  long ttl = 0;
+  long long ttl_ms = 0;
   int i = 0;
-  for (; i < argc; i++) {
-    if (strcmp(argv[i], "--ttl") == 0 && i + 1 < argc) ttl = atol(argv[++i]);
-    else if (strcmp(argv[i], "--") == 0) { i++; break; }
-    else break;
-  }
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_term;
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  start_forward("SVC_INIT_BROKER_SOCKET", "/run/svc/broker.sock", "SVC_INIT_BROKER_PORT", 4180, 1);
-  start_forward("SVC_INIT_PROXY_SOCKET", "/run/svc/proxy.sock", "SVC_INIT_PROXY_PORT", 4181, 0);
-  double deadline = ttl > 0 ? now_s() + (double)ttl : 0;
-
-  if (i >= argc) {
-    /* No command: keep the sandbox alive until told to stop or the TTL passes. */
-    while (!terminate && (deadline == 0 || now_s() < deadline)) {
-      int st;
-      if (waitpid(-1, &st, WNOHANG) <= 0) usleep(200000);
-    }
-    kill(-1, SIGKILL);
-    return 0;
-  }
-
-  pid_t child = fork();
-  if (child < 0) {
-    perror("svc init: fork");
-    return 127;
-  }
-  if (child == 0) {
-    signal(SIGPIPE, SIG_DFL);
-    setsid();
-    execvp(argv[i], &argv[i]);
-    fprintf(stderr, "svc init: cannot run %s: %s\n", argv[i], strerror(errno));
-    _exit(127);
-  }
-  int child_status = -1;
-  while (child_status < 0) {
-    if (terminate || (deadline > 0 && now_s() >= deadline)) {
-      stop_group(child, child, &child_status);
-      if (child_status < 0) child_status = 128 + SIGTERM;
+  while (i < argc) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) {
+      i++;
       break;
     }
-    int st;
-    pid_t w = waitpid(-1, &st, 0);
-    if (w == child) child_status = status_of(st);
-    else if (w < 0 && errno == ECHILD) break;
+    if (!strcmp(a, "--ttl") || !strncmp(a, "--ttl=", 6)) {
+      const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
+      char *end;
+      long n = v ? strtol(v, &end, 10) : -1;
+      if (!v || !*v || *end || n < 0 || n > 100L * 365 * 86400) return init_usage("--ttl needs a number of seconds");
+      ttl_ms = (long long)n * 1000;
+      i++;
+      continue;
+    }
+    if (a[0] == '-' && a[1]) return init_usage("unknown option");
+    break; /* the command, without -- */
   }
-  return child_status < 0 ? 1 : child_status;
+  char **cmd = i < argc ? argv + i : NULL;
+
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t set, old;
+  sigemptyset(&set);
+  int handled[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  for (size_t k = 0; k < sizeof handled / sizeof handled[0]; k++) sigaddset(&set, handled[k]);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  struct sigaction ign, old_pipe;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old_pipe);
+
+  int epfd = epoll_create1(EPOLL_CLOEXEC);
+  signals_t sig = {{on_signals}, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)};
+  if (epfd < 0 || sig.fd < 0) {
+    perror("svc init: epoll/signalfd");
+    return 1;
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = &sig;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, sig.fd, &ev);
+
+  const char *broker = socket_path("SVC_INIT_BROKER_SOCKET", "/run/svc/broker.sock");
+  const char *proxy = socket_path("SVC_INIT_PROXY_SOCKET", "/run/svc/proxy.sock");
+  if (access(broker, F_OK) != 0) fprintf(stderr, "svc init: %s does not exist; svc commands will not reach the service\n", broker);
+  else forward_start(epfd, broker, parse_port("SVC_INIT_BROKER_PORT", 4180));
+  if (access(proxy, F_OK) == 0) forward_start(epfd, proxy, parse_port("SVC_INIT_PROXY_PORT", 4181));
+
+  if (cmd) {
+    child = fork();
+    if (child < 0) {
+      perror("svc init: fork");
+      return 127;
+    }
+    if (child == 0) {
+      sigaction(SIGPIPE, &old_pipe, NULL);
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      setsid();
+      execvp(cmd[0], cmd);
+      fprintf(stderr, "svc init: cannot run %s: %s\n", cmd[0], strerror(errno));
+      _exit(127);
+    }
+  }
+
+  long long ttl_at = ttl_ms > 0 ? now_ms() + ttl_ms : 0, kill_at = 0;
+  int stopping = 0;
+  struct epoll_event events[64];
+  for (;;) {
+    if (cmd && child_status >= 0) {
+      /* The command ended: nothing of it may outlive init (in a sandbox the namespace would end it anyway). */
+      kill(-child, SIGKILL);
+      kill_children(SIGKILL);
+      return child_status;
+    }
+    long long now = now_ms();
+    if (!stopping && (stop_requested || (ttl_at && now >= ttl_at))) {
+      if (!cmd) {
+        kill_everything();
+        return 0;
+      }
+      stopping = 1;
+      signal_group(SIGTERM);
+      kill_at = now + KILL_GRACE_MS;
+    }
+    if (kill_at && now >= kill_at) {
+      signal_group(SIGKILL);
+      kill_at = 0;
+    }
+    long long wait = -1;
+    if (!stopping && ttl_at) wait = ttl_at - now;
+    if (kill_at) wait = kill_at - now;
+    if (wait > 0x7fffffff) wait = 0x7fffffff;
+    int n = epoll_wait(epfd, events, 64, wait < 0 ? -1 : (int)wait);
+    for (int k = 0; k < n; k++) {
+      handler_t *h = events[k].data.ptr;
+      h->on_event(h, events[k].events);
+    }
+    forward_collect();
+  }
 }
