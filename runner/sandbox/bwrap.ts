@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { Cgroups } from './cgroups.js';
 import { HostFiles } from './host-files.js';
 import { OutputCollector } from './output.js';
@@ -24,30 +25,37 @@ interface Meta {
   spec: Omit<SandboxSpec, 'env'>;
 }
 
-/** Spawns a command, keeping combined output (up to a cap), with timeout and cancel killing the process group. */
-export function runProcess(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'>, env: NodeJS.ProcessEnv = {}): Promise<Omit<ExecResult, 'oomKilled'>> {
+/**
+ * Spawns bwrap, keeping combined output (up to a cap). A timeout or cancel sends SIGTERM to the sandbox's init (its
+ * host pid comes on fd 3, bwrap's --info-fd), which passes it on to the command and kills the rest after its grace;
+ * the spawned process group is killed when that grace is over, or at once if the init's pid is not known yet.
+ */
+function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'>, env: NodeJS.ProcessEnv): Promise<Omit<ExecResult, 'oomKilled'>> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: true, env });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+    let info = '';
+    (child.stdio[3] as Readable).on('data', (d: Buffer) => (info += d.toString('utf8')));
     const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
     let timedOut = false;
     let cancelled = false;
     let killTimer: NodeJS.Timeout | null = null;
     child.stdout!.on('data', out.push);
     child.stderr!.on('data', out.push);
-    const stop = () => {
+    const signal = (pid: number, sig: NodeJS.Signals) => {
       try {
-        process.kill(-child.pid!, 'SIGTERM');
+        process.kill(pid, sig);
       } catch {
         // gone already
       }
-      killTimer ??= setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // gone already
-        }
-      }, killGraceMs);
+    };
+    const stop = () => {
+      if (killTimer) return;
+      const inner = Number(/"child-pid":\s*(\d+)/.exec(info)?.[1] ?? 0);
+      if (inner) signal(inner, 'SIGTERM');
+      else signal(-child.pid!, 'SIGTERM');
+      // The init's own grace is 1.5 s; the group is killed a little after it in case the init itself is stuck.
+      killTimer = setTimeout(() => signal(-child.pid!, 'SIGKILL'), inner ? killGraceMs + 300 : killGraceMs);
     };
     const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; stop(); }, options.timeoutMs) : null;
     const onAbort = () => { cancelled = true; stop(); };
@@ -61,11 +69,11 @@ export function runProcess(argv: string[], options: Pick<ExecOptions, 'timeoutMs
     child.on('error', () => {
       exitCode = -1;
     });
-    child.on('close', (code, signal) => {
+    child.on('close', (code, sig) => {
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener('abort', onAbort);
-      exitCode = code ?? (signal ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[signal] ?? 1) : -1);
+      exitCode = code ?? (sig ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[sig] ?? 1) : -1);
       resolve({ exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, ms: Date.now() - started });
     });
   });
@@ -171,7 +179,9 @@ class BwrapSandbox implements Sandbox {
       ...(options.env ?? {}),
     };
     const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
-    const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session'];
+    // svc init is the namespace's pid 1 (no bwrap reaper in between), so a SIGTERM from the host reaches it and it gives
+    // the command its grace; --info-fd tells its host pid.
+    const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--as-pid-1', '--info-fd', '3'];
     // A user-namespace root: uid 0 inside, still the unprivileged agent uid on the host.
     if (user === 'root') a.push('--uid', '0', '--gid', '0');
     a.push('--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/sbin', '/sbin');
@@ -201,7 +211,7 @@ class BwrapSandbox implements Sandbox {
     const join = this.cgroupProcs.map((f) => `echo $$ > '${f}'`).join(' && ');
     const argv = join ? ['sh', '-c', `${join} && exec "$@"`, 'sh', ...setpriv] : setpriv;
     const before = this.cgroups?.memoryFailures(this.spec.id) ?? 0;
-    const result = await runProcess(argv, options, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
+    const result = await runBwrap(argv, options, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
     const oomKilled = result.exitCode === 137 && (this.cgroups?.memoryFailures(this.spec.id) ?? 0) > before;
     return { ...result, oomKilled };
   }

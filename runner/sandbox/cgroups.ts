@@ -53,13 +53,21 @@ export class Cgroups {
     return procs;
   }
 
-  /** How many times the memory limit was hit so far (an increase after a kill means out of memory). */
+  /**
+   * How many times the group ran out of memory so far (an increase after a kill means out of memory): the OOM kill
+   * count of memory.oom_control where the kernel has it (some kernels never raise failcnt), else the failure counts.
+   */
   memoryFailures(id: string): number {
-    try {
-      return Number(readFileSync(join(root, 'memory', 'svc', id, 'memory.memsw.failcnt'), 'utf8')) || Number(readFileSync(join(root, 'memory', 'svc', id, 'memory.failcnt'), 'utf8'));
-    } catch {
-      return 0;
-    }
+    const read = (file: string) => {
+      try {
+        return readFileSync(join(root, 'memory', 'svc', id, file), 'utf8');
+      } catch {
+        return '';
+      }
+    };
+    const kills = /^oom_kill (\d+)$/m.exec(read('memory.oom_control'));
+    if (kills) return Number(kills[1]);
+    return Number(read('memory.memsw.failcnt')) || Number(read('memory.failcnt')) || 0;
   }
 
   /** Kills what is left in the groups and removes them; idempotent. */

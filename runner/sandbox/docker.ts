@@ -134,6 +134,8 @@ export class DockerBackend implements SandboxBackend {
 }
 
 class DockerSandbox implements Sandbox {
+  private oomKillsSeen = 0;
+
   constructor(
     private readonly spec: SandboxSpec,
     private readonly container: Docker.Container,
@@ -187,9 +189,33 @@ class DockerSandbox implements Sandbox {
     if (timer) clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     const info = await exec.inspect();
-    const state = await this.container.inspect().catch(() => null);
-    const exitCode = info.ExitCode ?? -1;
-    return { exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, oomKilled: exitCode === 137 && state?.State.OOMKilled === true, ms: Date.now() - started };
+    let exitCode = info.ExitCode ?? -1;
+    // The engine answers 126 when the runtime cannot find the program; a shell says 127, and so does bwrap.
+    if (exitCode === 126 && /executable file not found/.test(out.output.toString('utf8'))) exitCode = 127;
+    const oomKilled = exitCode === 137 && (await this.oomKillsSinceLastLook().catch(() => false));
+    return { exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, oomKilled, ms: Date.now() - started };
+  }
+
+  /**
+   * The container's State.OOMKilled speaks only of its init; an exec killed by the kernel shows in the memory cgroup's
+   * oom_kill count (cgroup v1, mounted as the container's own in /sys/fs/cgroup/memory).
+   */
+  private async oomKillsSinceLastLook(): Promise<boolean> {
+    const exec = await this.container.exec({ Cmd: ['cat', '/sys/fs/cgroup/memory/memory.oom_control'], User: '0:0', AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    const sink = new PassThrough();
+    const chunks: Buffer[] = [];
+    sink.on('data', (c: Buffer) => chunks.push(c));
+    this.container.modem.demuxStream(stream, sink, sink);
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    const count = Number(/oom_kill (\d+)/.exec(Buffer.concat(chunks).toString('utf8'))?.[1] ?? 0);
+    const fresh = count > this.oomKillsSeen;
+    this.oomKillsSeen = count;
+    return fresh;
   }
 
   private check(path: string): string {

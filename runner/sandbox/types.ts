@@ -75,7 +75,7 @@ export interface FileIn {
   content: string | Buffer;
   /** Default 0o644. */
   mode?: number;
-  /** Default: the agent user (uid 1000). */
+  /** Default: the agent user (uid 1000). Backends without separate users (bwrap: capabilities.separateUsers false) give every file to the agent. */
   owner?: SandboxUser;
 }
 
