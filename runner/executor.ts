@@ -1,3 +1,4 @@
+import { redactor, redactValue } from '../domain/redact.js';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -67,17 +68,6 @@ export const noModelMessage = 'No model is configured. Pick a model for the job 
 const artifactCap = 50 * 1024 * 1024;
 const reserved = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|ALL_PROXY|all_proxy)$/;
 
-/** Replaces every secret value (4 characters or more, longest first) before text is stored. */
-export function redactor(values: string[]): (text: string) => string {
-  const sorted = [...new Set(values.filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
-  if (sorted.length === 0) return (t) => t;
-  return (text) => sorted.reduce((t, v) => (t.includes(v) ? t.split(v).join('[redacted]') : t), text);
-}
-
-function redactDeep(value: unknown, redact: (t: string) => string): unknown {
-  return JSON.parse(redact(JSON.stringify(value ?? null))) as unknown;
-}
-
 /**
  * One run from claim to final status (BEHAVIOUR §1.3): provisioning, the sandbox, the agent, wrap-up. It never
  * throws: whatever goes wrong ends the run as failed with the reason.
@@ -131,7 +121,7 @@ export class RunExecutor {
         status,
         error: error === null ? null : redact(error),
         summary: extra.summary === undefined || extra.summary === null ? null : redact(extra.summary),
-        outputs: (redactDeep(extra.outputs ?? {}, redact) ?? {}) as Record<string, unknown>,
+        outputs: (redactValue(extra.outputs ?? {}, redact) ?? {}) as Record<string, unknown>,
         cost: agentCost + llm.llmSpend,
         turns,
         tokIn: usage.input + usage.cacheRead + usage.cacheWrite + (session?.llmUsage.input ?? 0),

@@ -1,3 +1,4 @@
+import { redactValue } from '../domain/redact.js';
 import { Subject } from 'rxjs';
 import type { EventDto } from '../schemas/run.js';
 import type { Actor, EventStore, RecordedEvent } from '../store/event-store.js';
@@ -57,7 +58,7 @@ export class TimelineWriter {
   append(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): Promise<void> {
     const ts = this.clock();
     const data: TimelineData = {
-      payload: shorten(JSON.parse(this.redact(JSON.stringify(payload)))),
+      payload: shorten(redactValue(payload, this.redact)),
       spanId: options.spanId ?? null,
       parentSpanId: options.parentSpanId ?? null,
       ms: options.ms === undefined || options.ms === null ? null : Math.round(options.ms),
