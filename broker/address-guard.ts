@@ -1,55 +1,141 @@
 import { isIP } from 'node:net';
 
 /**
- * Where the egress proxy may connect (BEHAVIOUR §5.5). Pure: decisions on names and addresses, no I/O, so the host
- * can reuse it for its own outgoing calls.
+ * Where outgoing connections may go (BEHAVIOUR §5.5): decisions on host names and addresses, pure and without I/O,
+ * so the egress proxy and the host's own outgoing calls (HTTP MCP servers) decide the same way. Names are checked
+ * before any DNS lookup; addresses are checked after it, at dial time, so DNS cannot route around the rules.
  */
-export function normalizeHost(host: string): string {
-  return host.trim().toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+
+/** A job's network rule as the proxy sees it. */
+export interface NetworkRule {
+  network: 'none' | 'internet' | 'allowlist';
+  allowedDomains: string[] | null;
+  allowPrivateNetwork: boolean;
 }
 
-export const isIpLiteral = (host: string) => isIP(normalizeHost(host)) !== 0;
+export const addressRefusal = 'the egress proxy does not connect to this address';
 
-/** `example.com` matches itself only; `*.example.com` matches names below it, not example.com itself. */
-export function onAllowList(host: string, list: string[]): boolean {
+/** Lowercased, without IPv6 brackets and without one trailing dot. */
+export function normalizeHost(host: string): string {
+  let h = host.trim().toLowerCase();
+  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  if (h.endsWith('.')) h = h.slice(0, -1);
+  return h;
+}
+
+/** IPv6, or IPv4 in any form a resolver accepts (`127.1`, `0x7f.0.0.1`, `2130706433`). */
+export function isIpLiteral(host: string): boolean {
   const h = normalizeHost(host);
+  return isIP(h) !== 0 || isIP(h.split('%')[0]!) === 6 || /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+)){0,3}$/.test(h);
+}
+
+const hostName = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** `example.com` matches itself only; `*.example.com` matches names below example.com, not example.com itself. */
+export function onAllowList(host: string, list: readonly string[]): boolean {
+  const h = normalizeHost(host);
+  if (isIpLiteral(h)) return false;
   return list.some((entry) => {
     const e = normalizeHost(entry);
-    return e.startsWith('*.') ? h.endsWith(e.slice(1)) && h.length > e.length - 1 : h === e;
+    if (e.startsWith('*.')) {
+      const suffix = e.slice(1);
+      return h.length > suffix.length && h.endsWith(suffix);
+    }
+    return h === e;
   });
 }
 
-function v4(addr: string): number[] | null {
-  const parts = addr.split('.').map(Number);
-  return parts.length === 4 && parts.every((p) => Number.isInteger(p) && p >= 0 && p <= 255) ? parts : null;
+export type HostDecision = { ok: true; host: string } | { ok: false; status: 400 | 403; host: string; message: string };
+
+/** Everything decided on the name alone, before DNS: the network rule, IP literals, the allow-list. */
+export function decideHost(rawHost: string, rule: NetworkRule): HostDecision {
+  const host = normalizeHost(rawHost);
+  if (rule.network === 'none') return { ok: false, status: 403, host, message: 'the egress proxy does not serve jobs without network access' };
+  if (isIpLiteral(host)) return { ok: false, status: 403, host, message: `${host} is an IP address; the egress proxy only connects to host names` };
+  if (!hostName.test(host)) return { ok: false, status: 400, host, message: `${host} is not a valid host name` };
+  if (rule.network === 'allowlist' && !onAllowList(host, rule.allowedDomains ?? [])) return { ok: false, status: 403, host, message: `${host} is not on this job's allow-list` };
+  return { ok: true, host };
 }
 
-function inV4(p: number[], base: number[], bits: number): boolean {
+/** `never`: loopback, unspecified, multicast, link-local, broadcast, cloud metadata. `private`: RFC 1918, CGNAT, ULA. */
+export type AddressClass = 'public' | 'private' | 'never';
+
+function v4Parts(address: string): number[] | null {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(address);
+  if (!m) return null;
+  const parts = m.slice(1).map(Number);
+  return parts.every((p) => p <= 255) ? parts : null;
+}
+
+const v4Never: Array<[number[], number]> = [
+  [[0, 0, 0, 0], 8], // "this network", unspecified
+  [[127, 0, 0, 0], 8], // loopback
+  [[169, 254, 0, 0], 16], // link-local, 169.254.169.254 (metadata) included
+  [[224, 0, 0, 0], 4], // multicast
+  [[240, 0, 0, 0], 4], // reserved, broadcast included
+  [[100, 100, 100, 200], 32], // Alibaba Cloud metadata
+];
+const v4Private: Array<[number[], number]> = [
+  [[10, 0, 0, 0], 8],
+  [[172, 16, 0, 0], 12],
+  [[192, 168, 0, 0], 16],
+  [[100, 64, 0, 0], 10], // carrier-grade NAT
+];
+
+function inRange(p: number[], [base, bits]: [number[], number]): boolean {
   const n = (x: number[]) => ((x[0]! << 24) | (x[1]! << 16) | (x[2]! << 8) | x[3]!) >>> 0;
   const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
   return (n(p) & mask) === (n(base) & mask);
 }
 
-export type AddressVerdict = 'allowed' | 'private' | 'never';
+function classifyV4(p: number[]): AddressClass {
+  if (v4Never.some((r) => inRange(p, r))) return 'never';
+  return v4Private.some((r) => inRange(p, r)) ? 'private' : 'public';
+}
 
-/** `never`: loopback, unspecified, multicast, link-local, metadata. `private`: RFC1918, CGNAT, ULA. */
-export function classifyAddress(address: string): AddressVerdict {
-  let a = address.toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) a = mapped[1]!;
-  const p = v4(a);
-  if (p) {
-    const never: Array<[number[], number]> = [[[127, 0, 0, 0], 8], [[0, 0, 0, 0], 8], [[224, 0, 0, 0], 4], [[240, 0, 0, 0], 4], [[169, 254, 0, 0], 16], [[100, 100, 100, 200], 32]];
-    if (never.some(([b, bits]) => inV4(p, b, bits))) return 'never';
-    const priv: Array<[number[], number]> = [[[10, 0, 0, 0], 8], [[172, 16, 0, 0], 12], [[192, 168, 0, 0], 16], [[100, 64, 0, 0], 10]];
-    return priv.some(([b, bits]) => inV4(p, b, bits)) ? 'private' : 'allowed';
+/** The 16 bytes of an IPv6 address (zone id ignored), or null. */
+function v6Bytes(address: string): number[] | null {
+  let a = address.split('%')[0]!;
+  if (isIP(a) !== 6) return null;
+  const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (dotted) {
+    const v = v4Parts(dotted[2]!);
+    if (!v) return null;
+    a = `${dotted[1]}${((v[0]! << 8) | v[1]!).toString(16)}:${((v[2]! << 8) | v[3]!).toString(16)}`;
   }
-  if (a === '::1' || a === '::' || a.startsWith('ff') || /^fe[89ab]/.test(a)) return 'never';
-  if (/^f[cd]/.test(a)) return 'private';
-  return 'allowed';
+  const groups = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  let all: number[];
+  if (a.includes('::')) {
+    const [left, right] = a.split('::') as [string, string];
+    const l = groups(left);
+    const r = groups(right);
+    all = [...l, ...new Array<number>(8 - l.length - r.length).fill(0), ...r];
+  } else all = groups(a);
+  if (all.length !== 8 || all.some((g) => !(g >= 0 && g <= 0xffff))) return null;
+  return all.flatMap((g) => [g >> 8, g & 0xff]);
+}
+
+/** Classifies an IPv4 or IPv6 address; IPv6 forms that embed an IPv4 address are judged by that address. */
+export function classifyAddress(address: string): AddressClass {
+  const v4 = v4Parts(address);
+  if (v4) return classifyV4(v4);
+  const b = v6Bytes(address);
+  if (!b) return 'never';
+  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  if (zero(0, 16)) return 'never'; // ::
+  if (zero(0, 15) && b[15] === 1) return 'never'; // ::1
+  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return classifyV4(b.slice(12)); // ::ffff:a.b.c.d (mapped)
+  if (zero(0, 12)) return classifyV4(b.slice(12)); // ::a.b.c.d (compatible, deprecated)
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return classifyV4(b.slice(12)); // 64:ff9b::/96 NAT64
+  if (b[0] === 0x20 && b[1] === 0x02) return classifyV4(b.slice(2, 6)); // 2002::/16 6to4
+  if (b[0] === 0xff) return 'never'; // multicast
+  if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) return 'never'; // fe80::/10 link-local
+  if (b[0] === 0xfe && (b[1]! & 0xc0) === 0xc0) return 'private'; // fec0::/10 site-local (deprecated)
+  if ((b[0]! & 0xfe) === 0xfc) return 'private'; // fc00::/7 unique local
+  return 'public';
 }
 
 export function addressAllowed(address: string, allowPrivateNetwork: boolean): boolean {
-  const v = classifyAddress(address);
-  return v === 'allowed' || (v === 'private' && allowPrivateNetwork);
+  const c = classifyAddress(address);
+  return c === 'public' || (c === 'private' && allowPrivateNetwork);
 }

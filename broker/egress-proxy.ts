@@ -1,22 +1,64 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { chmodSync, rmSync } from 'node:fs';
-import { addressAllowed, isIpLiteral, normalizeHost, onAllowList } from './address-guard.js';
+import { randomUUID } from 'node:crypto';
+import { addressAllowed, addressRefusal, decideHost } from './address-guard.js';
 import type { Broker } from './server.js';
 import type { RunSession } from './run-session.js';
 
-const hopByHop = ['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const dialTimeoutMs = 15_000;
+const headersTimeoutMs = 60_000;
+const hopByHop = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
 
 class Refusal extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
 
+/** Headers without the hop-by-hop ones, including those the Connection header names. */
+function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const named = new Set(String(headers.connection ?? '').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+  return Object.fromEntries(Object.entries(headers).filter(([k, v]) => v !== undefined && !hopByHop.has(k) && !named.has(k)));
+}
+
+/** Connects to the first address that answers within the dial timeout. */
+async function dial(addresses: string[], port: number): Promise<Socket> {
+  let last: Refusal | null = null;
+  for (const address of addresses) {
+    try {
+      return await new Promise<Socket>((resolve, reject) => {
+        const socket = connect({ host: address, port, allowHalfOpen: true });
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Refusal(504, 'upstream_timeout', `could not connect to port ${port} within ${dialTimeoutMs / 1000} s`));
+        }, dialTimeoutMs);
+        socket.once('connect', () => {
+          clearTimeout(timer);
+          resolve(socket);
+        });
+        socket.once('error', (err) => {
+          clearTimeout(timer);
+          reject(new Refusal(502, 'upstream_error', `could not connect to port ${port}: ${err.message}`));
+        });
+      });
+    } catch (err) {
+      last = err as Refusal;
+    }
+  }
+  throw last ?? new Refusal(502, 'upstream_error', 'no address to connect to');
+}
+
 /**
- * The egress proxy (DESIGN §5, BEHAVIOUR §5.5) on its own Unix socket: the only way out of a sandbox. It checks the
- * job's network rule and allow-list by name, never dials a bare IP, and checks the resolved address at dial time.
+ * The egress proxy (DESIGN §5, BEHAVIOUR §5.5) on its own Unix socket, seen as /run/svc/proxy.sock in sandboxes: the
+ * only way out of one. `CONNECT host:port` and absolute http:// URLs; the run token is the Basic password. It checks
+ * the job's network rule and allow-list on the name, never takes a bare IP address, resolves the name itself and
+ * dials only addresses the guard allows.
  */
 export class EgressProxy {
   private server: Server | null = null;
@@ -24,114 +66,147 @@ export class EgressProxy {
 
   constructor(private readonly broker: Broker) {}
 
-  async listen(path: string): Promise<void> {
+  async start(path: string): Promise<void> {
     rmSync(path, { force: true });
-    this.server = createServer((req, res) => void this.forward(req, res));
-    this.server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
-    await new Promise<void>((resolve, reject) => this.server!.once('error', reject).listen(path, resolve));
+    const server = createServer((req, res) => void this.forward(req, res));
+    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()));
     chmodSync(path, 0o666);
   }
 
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-    this.server?.closeAllConnections();
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
   }
 
-  private session(req: IncomingMessage): RunSession {
-    const header = req.headers['proxy-authorization'] ?? '';
-    const basic = /^Basic\s+(\S+)$/i.exec(header)?.[1];
-    const password = basic ? Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':') : '';
+  private authenticate(req: IncomingMessage): RunSession {
+    const basic = /^Basic\s+(\S+)\s*$/i.exec(req.headers['proxy-authorization'] ?? '')?.[1];
+    const decoded = basic ? Buffer.from(basic, 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const password = colon >= 0 ? decoded.slice(colon + 1) : '';
     const session = password ? this.broker.sessionFor(password) : null;
-    if (!session) throw new Refusal(407, 'the egress proxy needs the run token as the password');
+    if (!session) throw new Refusal(407, 'invalid_token', 'the egress proxy needs the run token as the Basic password');
     return session;
   }
 
-  /** Decides and resolves; answers the address to dial. */
-  private async target(session: RunSession, rawHost: string, started: number): Promise<string> {
-    const host = normalizeHost(rawHost);
-    const { network, allowedDomains, allowPrivateNetwork } = session.options.egress;
-    const refuse = (status: number, message: string): never => {
-      session.record({ endpoint: `proxy ${host}`, ok: false, error: message }, Date.now() - started, 'plain');
-      throw new Refusal(status, message);
+  /** Decides on the name, resolves it and keeps the addresses the guard allows; every refusal goes on the timeline. */
+  private async addresses(session: RunSession, rawHost: string, started: number): Promise<{ host: string; addresses: string[] }> {
+    const rule = session.options.egress;
+    const decision = decideHost(rawHost, rule);
+    const refuse = (status: number, code: string, message: string): never => {
+      session.record({ endpoint: `proxy ${decision.host}`, ok: false, error: message }, Date.now() - started);
+      throw new Refusal(status, code, message);
     };
-    if (network === 'none') refuse(403, 'the egress proxy does not serve jobs without network access');
-    if (isIpLiteral(host)) refuse(403, `${host} is an IP address; the egress proxy only connects to host names`);
-    if (network === 'allowlist' && !onAllowList(host, allowedDomains ?? [])) refuse(403, `${host} is not on this job's allow-list`);
-    let addresses: Array<{ address: string }> = [];
+    if (!decision.ok) return refuse(decision.status, decision.status === 403 ? 'forbidden' : 'validation_failed', decision.message);
+    let resolved: string[] = [];
     try {
-      addresses = await lookup(host, { all: true });
-    } catch {
-      refuse(502, `${host} could not be resolved`);
+      resolved = (await lookup(decision.host, { all: true, verbatim: true })).map((a) => a.address);
+    } catch (err) {
+      refuse(502, 'upstream_error', `${decision.host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
-    const usable = addresses.find((a) => addressAllowed(a.address, allowPrivateNetwork));
-    if (!usable) refuse(403, 'the egress proxy does not connect to this address');
-    const seen = this.seen.get(session) ?? new Set<string>();
-    if (!seen.has(host)) {
-      seen.add(host);
-      this.seen.set(session, seen);
-      session.record({ endpoint: `proxy ${host}`, ok: true }, Date.now() - started, 'plain');
-    }
-    return usable!.address;
+    const allowed = resolved.filter((a) => addressAllowed(a, rule.allowPrivateNetwork));
+    if (allowed.length === 0) refuse(403, 'forbidden', addressRefusal);
+    return { host: decision.host, addresses: allowed };
   }
 
-  private refuseHttp(res: ServerResponse, err: unknown): void {
-    const status = err instanceof Refusal ? err.status : 502;
-    const headers: Record<string, string> = { 'content-type': 'text/plain; charset=utf-8' };
-    if (status === 407) headers['proxy-authenticate'] = 'Basic realm="svc"';
-    res.writeHead(status, headers);
-    res.end(`${(err as Error).message}\n`);
+  private async connectTo(session: RunSession, rawHost: string, port: number, started: number): Promise<Socket> {
+    const { host, addresses } = await this.addresses(session, rawHost, started);
+    let socket: Socket;
+    try {
+      socket = await dial(addresses, port);
+    } catch (err) {
+      session.record({ endpoint: `proxy ${host}`, ok: false, error: (err as Error).message }, Date.now() - started);
+      throw err;
+    }
+    const seen = this.seen.get(session) ?? new Set<string>();
+    this.seen.set(session, seen);
+    if (!seen.has(host)) {
+      seen.add(host);
+      session.record({ endpoint: `proxy ${host}`, ok: true }, Date.now() - started);
+    }
+    return socket;
+  }
+
+  private refusalBody(err: unknown): { status: number; headers: Record<string, string>; text: string } {
+    const r = err instanceof Refusal ? err : new Refusal(502, 'upstream_error', (err as Error).message);
+    const requestId = randomUUID();
+    const text = JSON.stringify({ code: r.code, message: r.message, requestId });
+    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), 'x-request-id': requestId };
+    if (r.status === 407) headers['proxy-authenticate'] = 'Basic realm="svc"';
+    return { status: r.status, headers, text };
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     try {
-      const session = this.session(req);
+      const session = this.authenticate(req);
       let url: URL;
       try {
         url = new URL(req.url ?? '');
       } catch {
-        throw new Refusal(400, 'the egress proxy takes absolute http:// URLs or CONNECT');
+        throw new Refusal(400, 'validation_failed', 'the egress proxy takes CONNECT or absolute http:// URLs');
       }
-      if (url.protocol !== 'http:') throw new Refusal(400, 'use CONNECT for https');
-      const address = await this.target(session, url.hostname, started);
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !hopByHop.includes(k)));
-      const upstream = httpRequest({ host: address, port: Number(url.port || 80), method: req.method, path: url.pathname + url.search, headers: { ...headers, host: url.host }, timeout: 60_000 }, (up) => {
-        const out = Object.fromEntries(Object.entries(up.headers).filter(([k]) => !hopByHop.includes(k)));
-        res.writeHead(up.statusCode ?? 502, out as Record<string, string>);
-        up.pipe(res);
+      if (url.protocol !== 'http:') throw new Refusal(400, 'validation_failed', `the egress proxy forwards only http:// URLs; use CONNECT for ${url.protocol.replace(':', '')}`);
+      const socket = await this.connectTo(session, url.hostname, Number(url.port || 80), started);
+      if (res.destroyed) return void socket.destroy();
+      const upstream = httpRequest({ createConnection: () => socket, method: req.method, path: url.pathname + url.search, headers: { ...endToEnd(req.headers), host: url.host } });
+      const timer = setTimeout(() => upstream.destroy(new Refusal(504, 'upstream_timeout', `no response headers within ${headersTimeoutMs / 1000} s`)), headersTimeoutMs);
+      upstream.on('response', (answer) => {
+        clearTimeout(timer);
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
       });
-      upstream.on('timeout', () => upstream.destroy(new Error('the upstream did not answer within a minute')));
-      upstream.on('error', (err) => (res.headersSent ? res.destroy() : this.refuseHttp(res, new Refusal(502, err.message))));
+      upstream.on('error', (err) => {
+        clearTimeout(timer);
+        if (res.headersSent) res.destroy();
+        else this.answerRefusal(res, err);
+      });
+      res.on('close', () => {
+        clearTimeout(timer);
+        if (!res.writableFinished) upstream.destroy();
+      });
       req.pipe(upstream);
     } catch (err) {
-      this.refuseHttp(res, err);
+      this.answerRefusal(res, err);
     }
+  }
+
+  private answerRefusal(res: ServerResponse, err: unknown): void {
+    if (res.headersSent || res.destroyed) return;
+    const r = this.refusalBody(err);
+    res.writeHead(r.status, r.headers);
+    res.end(r.text);
   }
 
   private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
     const started = Date.now();
     client.on('error', () => undefined);
     try {
-      const session = this.session(req);
-      const m = /^(.+):(\d+)$/.exec(req.url ?? '');
-      if (!m) throw new Refusal(400, 'CONNECT needs host:port');
-      const address = await this.target(session, m[1]!, started);
-      const upstream = connect({ host: address, port: Number(m[2]), timeout: 15_000 });
-      upstream.once('connect', () => {
-        upstream.setTimeout(0);
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        if (head.length) upstream.write(head);
-        upstream.pipe(client);
-        client.pipe(upstream);
-      });
-      upstream.on('timeout', () => upstream.destroy(new Error('connection timed out')));
-      upstream.on('error', (err) => {
-        if (!client.writableEnded) client.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\n${err.message}\n`);
-      });
+      const session = this.authenticate(req);
+      const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(req.url ?? '') ?? /^([^:[\]]+):(\d{1,5})$/.exec(req.url ?? '');
+      const port = Number(m?.[2]);
+      if (!m || port < 1 || port > 65535) throw new Refusal(400, 'validation_failed', 'CONNECT needs host:port');
+      const upstream = await this.connectTo(session, m[1]!, port, started);
+      if (client.destroyed) return void upstream.destroy();
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      // Each direction ends on its own (half-close): the client's FIN reaches the upstream and the other way round.
+      upstream.pipe(client);
+      client.pipe(upstream);
     } catch (err) {
-      const status = err instanceof Refusal ? err.status : 502;
-      const auth = status === 407 ? 'Proxy-Authenticate: Basic realm="svc"\r\n' : '';
-      client.end(`HTTP/1.1 ${status} Refused\r\n${auth}content-type: text/plain\r\n\r\n${(err as Error).message}\n`);
+      const r = this.refusalBody(err);
+      const lines = [`HTTP/1.1 ${r.status} ${r.status === 407 ? 'Proxy Authentication Required' : 'Refused'}`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`), 'connection: close'];
+      client.end(`${lines.join('\r\n')}\r\n\r\n${r.text}`);
     }
   }
 }

@@ -1,171 +1,316 @@
-import { createHash } from 'node:crypto';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { DomainError } from '../domain/decider.js';
-import type { TimelineWriter } from '../server/timeline.js';
 import type { CommandContext } from '../server/commands.js';
 import type { JobStateAccess } from '../server/job-state.js';
-import { costOf, ModelError, type ModelClient, type Price } from '../runner/models/types.js';
-import type { NetworkMode } from '../runner/sandbox/types.js';
+import { hashToken } from '../server/keys.js';
+import type { NetworkRule } from './address-guard.js';
+import { BrokerError, invalid, providerError } from './errors.js';
+import { brokerLimits, costLimitMessage, defaultFailReason } from './limits.js';
+import { Semaphore } from './semaphore.js';
 
-/** SPEC §8 limits of what a run reports through `svc`. */
-export const sessionLimits = { outputs: 100, outputBytes: 1024 * 1024, steps: 1000, stepBytes: 200, summaryBytes: 16 * 1024, failChars: 2000, recordedCalls: 1000, actionCalls: 200 };
+export type LlmWhich = 'agent' | 'utility';
 
-export interface LlmModel {
-  client: ModelClient;
-  name: string;
-  price: Price;
+export interface LlmHookRequest {
+  which: LlmWhich;
+  system: string | null;
+  prompt: string;
+  schema: Record<string, unknown> | null;
+  maxTokens: number;
+  signal: AbortSignal;
 }
+
+export interface LlmHookAnswer {
+  text: string;
+  /** The answer parsed as JSON when a schema was given and the text is JSON; null otherwise. */
+  json: unknown | null;
+  usage: { input: number; output: number };
+  /** micro-USD. */
+  cost: number;
+  model: string;
+}
+
+/** What the runner supplies to a run's session: the broker itself knows no models, prices, timelines or MCP servers. */
+export interface RunSessionHooks {
+  /** Append a timeline event to the run (type, payload, duration in ms or null). */
+  timeline(type: string, payload: Record<string, unknown>, ms: number | null): void;
+  /**
+   * One tool-less model call. `which` picks the run's own model or the utility model. An error with `started: true`
+   * (ModelError) means billing may have started: the call is charged its worst case.
+   */
+  llm(req: LlmHookRequest): Promise<LlmHookAnswer>;
+  /** Worst-case cost in micro-USD of a call with this many input tokens and max output tokens, on that model. */
+  worstCost(which: LlmWhich, inputTokens: number, outputTokens: number): number;
+  /** Spend of the agent loop itself so far (micro-USD), counted with svc llm spend against costLimit. */
+  agentSpend(): number;
+  /** MCP: when absent, the mcp routes answer 404 not_found saying the job has no MCP servers. */
+  mcpTools?(server: string | null): Promise<unknown[]>;
+  /**
+   * Throws DomainError not_found for an unknown server/tool pair, forbidden for a refused call (shadow runs).
+   * `readOnly`: the tool is marked read-only; other calls are actions, kept on the timeline past its cap.
+   */
+  mcpCall?(server: string, tool: string, args: unknown): Promise<{ output: string; isError: boolean; readOnly?: boolean }>;
+}
+
+/** The job's network rule, for the egress proxy. */
+export type EgressRule = NetworkRule;
 
 export interface RunSessionOptions {
   runId: string;
   jobId: string;
   workspaceId: string;
+  /** The run's bearer token; only its SHA-256 hash is kept. */
   token: string;
   /** micro-USD; 0 means none. */
   costLimit: number;
-  timeline: TimelineWriter;
+  /** The job's state, or a shadow run's overlay of it. */
   jobState: JobStateAccess;
-  egress: { network: NetworkMode; allowedDomains: string[] | null; allowPrivateNetwork: boolean };
-  models: { agent: LlmModel; utility: LlmModel };
-  /** The agent loop's own spend, counted with `svc llm` against the limit. */
-  agentSpend(): number;
+  egress: EgressRule;
+  hooks: RunSessionHooks;
 }
 
+/** How a broker call counts for the timeline cap (SPEC §6.4). */
+export type CallKind = 'plain' | 'action' | 'paid' | 'state';
+
 export interface LlmRequest {
-  which: 'agent' | 'utility';
+  which: LlmWhich;
   system: string | null;
   prompt: string;
   schema: Record<string, unknown> | null;
   maxTokens: number;
 }
 
-const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
-export const costLimitMessage = 'the run reached its cost limit, so svc llm is no longer available';
+/** Filled while an llm call runs, so a failed call is recorded with what it cost too. */
+export interface LlmNote {
+  model?: string;
+  usage?: { input: number; output: number };
+  cost: number;
+}
 
-/** Everything one live run does through the broker: its token, outputs, steps, summary, failure and model spend. */
+const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
+const isStarted = (err: unknown) => typeof err === 'object' && err !== null && (err as { started?: unknown }).started === true;
+const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false, logger: false });
+
+/**
+ * Everything one live run does through the broker: its token, request slots, outputs, steps, summary, failure,
+ * model spend and which of its calls reach the timeline. The runner reads the getters at the end and calls `close`.
+ */
 export class RunSession {
   readonly tokenHash: string;
-  readonly outputs: Record<string, unknown> = {};
-  private outputBytes = 0;
-  private readonly outputSizes = new Map<string, number>();
-  summary: string | null = null;
-  failReason: string | null = null;
-  stepCount = 0;
-  lastStep: string | null = null;
-  llmSpend = 0;
-  readonly llmUsage = { input: 0, output: 0 };
-  private readonly reservations = new Set<number>();
-  private closed = false;
-  private recorded = 0;
-  private actions = 0;
-  private stateWritten = false;
-  private overflowNoted = false;
-  /** At most 8 requests of a run at once (SPEC §4.6); the rest wait in order. */
-  private inFlight = 0;
-  private readonly waiting: Array<() => void> = [];
+  /** Metadata of the state events this run writes. */
   readonly ctx: CommandContext;
+  private readonly slots = new Semaphore(brokerLimits.inFlight);
+  private readonly outputValues = new Map<string, { value: unknown; size: number }>();
+  private outputBytes = 0;
+  private summaryText: string | null = null;
+  private failText: string | null = null;
+  private stepCount = 0;
+  private lastStep: string | null = null;
+  private spent = 0;
+  private readonly usageTotals = { input: 0, output: 0 };
+  private readonly reservations = new Map<symbol, number>();
+  private closed = false;
+  private callCount = 0;
+  private keptActions = 0;
+  private stateSet = false;
+  private overflowNoted = false;
 
-  constructor(readonly options: RunSessionOptions) {
-    this.tokenHash = createHash('sha256').update(options.token).digest('hex');
+  constructor(
+    readonly options: RunSessionOptions,
+    private readonly unregister: (session: RunSession) => void = () => undefined,
+  ) {
+    this.tokenHash = hashToken(options.token);
     this.ctx = { workspaceId: options.workspaceId, actor: { type: 'run', id: options.runId }, requestId: null, correlationId: options.runId };
   }
 
   get isClosed(): boolean {
     return this.closed;
   }
-
-  async acquire(): Promise<() => void> {
-    if (this.inFlight >= 8) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.inFlight++;
-    return () => {
-      this.inFlight--;
-      this.waiting.shift()?.();
-    };
+  /** Outputs reported with `svc output set`, by key. */
+  get outputs(): Record<string, unknown> {
+    return Object.fromEntries([...this.outputValues].map(([k, v]) => [k, v.value]));
+  }
+  get summary(): string | null {
+    return this.summaryText;
+  }
+  get failReason(): string | null {
+    return this.failText;
+  }
+  get steps(): { count: number; last: string | null } {
+    return { count: this.stepCount, last: this.lastStep };
+  }
+  /** micro-USD spent by `svc llm`, in-flight calls not included until they settle (or the session closes). */
+  get llmSpend(): number {
+    return this.spent;
+  }
+  get llmUsage(): { input: number; output: number } {
+    return { ...this.usageTotals };
+  }
+  /** Broker calls made so far, recorded on the timeline or not (egress proxy connections included). */
+  get calls(): number {
+    return this.callCount;
+  }
+  /** Whether the run set a state key through the broker (a shadow run of its main is skipped then). */
+  get wroteState(): boolean {
+    return this.stateSet;
   }
 
-  /** SPEC §6.4: the first 1,000 calls, then only actions (200), paid llm calls and the first state write. */
-  record(payload: Record<string, unknown>, ms: number, kind: 'plain' | 'action' | 'paid' | 'state' = 'plain'): void {
-    const keep = this.recorded < sessionLimits.recordedCalls || (kind === 'action' && this.actions < sessionLimits.actionCalls) || kind === 'paid' || (kind === 'state' && !this.stateWritten);
-    if (kind === 'action') this.actions++;
-    if (kind === 'state') this.stateWritten = true;
-    if (this.recorded === sessionLimits.recordedCalls && !this.overflowNoted) {
-      this.overflowNoted = true;
-      void this.options.timeline.append('log', { message: `The first ${sessionLimits.recordedCalls} broker calls are on the timeline; later calls are left out.` });
+  /** One of the run's 8 request slots, in arrival order; rejects when `signal` aborts while waiting. */
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    return this.slots.acquire(signal);
+  }
+
+  private timeline(type: string, payload: Record<string, unknown>, ms: number | null): void {
+    try {
+      this.options.hooks.timeline(type, payload, ms);
+    } catch {
+      // The timeline is a record; a failure to write it does not fail the call.
     }
-    this.recorded++;
-    if (keep) void this.options.timeline.append('broker.call', payload, { ms });
+  }
+
+  /** SPEC §6.4: the first 1,000 calls; then only actions (200), paid llm calls and the first state set. */
+  record(payload: Record<string, unknown>, ms: number, kind: CallKind = 'plain'): void {
+    const { recordedCalls, actionCalls } = brokerLimits;
+    const underCap = this.callCount < recordedCalls;
+    if (!underCap && !this.overflowNoted) {
+      this.overflowNoted = true;
+      this.timeline('log', { message: `The first ${recordedCalls} broker calls are on the timeline; later calls are left out, except MCP actions, paid svc llm calls and the first state set.` }, null);
+    }
+    this.callCount++;
+    let keep = underCap || kind === 'paid';
+    if (kind === 'state' && !this.stateSet) keep = true;
+    if (kind === 'action' && !underCap && this.keptActions < actionCalls) {
+      this.keptActions++;
+      keep = true;
+    }
+    if (kind === 'state') this.stateSet = true;
+    if (keep) this.timeline('broker.call', payload, ms);
   }
 
   setOutput(key: string, value: unknown): void {
     if (key.length === 0) throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
-    const size = Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(value));
-    const old = this.outputSizes.get(key);
-    if (old === undefined && Object.keys(this.outputs).length >= sessionLimits.outputs) throw tooLarge('key', `a run reports at most ${sessionLimits.outputs} outputs`);
-    if (this.outputBytes - (old ?? 0) + size > sessionLimits.outputBytes) throw tooLarge('value', 'a run reports at most 1 MiB of outputs');
-    this.outputBytes += size - (old ?? 0);
-    this.outputSizes.set(key, size);
-    this.outputs[key] = value;
+    // Key bytes plus the bytes of the value as JSON (a string counts with its quotes).
+    const size = Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(value) ?? 'null');
+    const old = this.outputValues.get(key);
+    if (!old && this.outputValues.size >= brokerLimits.outputs) {
+      throw tooLarge('key', `is new, and a run reports at most ${brokerLimits.outputs} outputs (setting an existing key again replaces it)`);
+    }
+    const total = this.outputBytes - (old?.size ?? 0) + size;
+    if (total > brokerLimits.outputBytes) throw tooLarge('value', 'would take the run outputs beyond 1 MiB of keys and values');
+    this.outputBytes = total;
+    this.outputValues.set(key, { value, size });
   }
 
   step(name: string): void {
     if (name.trim() === '') throw DomainError.validation([{ field: 'name', code: 'required', message: 'must not be empty' }]);
-    if (Buffer.byteLength(name) > sessionLimits.stepBytes) throw tooLarge('name', 'step names are limited to 200 bytes');
-    if (this.stepCount >= sessionLimits.steps) throw tooLarge('name', `a run marks at most ${sessionLimits.steps} steps`);
+    if (Buffer.byteLength(name) > brokerLimits.stepBytes) throw tooLarge('name', `is longer than ${brokerLimits.stepBytes} bytes`);
+    if (this.stepCount >= brokerLimits.steps) throw tooLarge('name', `cannot be added: a run marks at most ${brokerLimits.steps} steps`);
     this.stepCount++;
     this.lastStep = name;
-    void this.options.timeline.append('script.step', { name });
+    this.timeline('script.step', { name }, null);
   }
 
   setSummary(summary: string): void {
-    if (Buffer.byteLength(summary) > sessionLimits.summaryBytes) throw tooLarge('summary', 'the summary is limited to 16 KiB');
-    this.summary = summary;
+    if (Buffer.byteLength(summary) > brokerLimits.summaryBytes) throw tooLarge('summary', 'is larger than 16 KiB');
+    this.summaryText = summary;
   }
 
   fail(reason: string): void {
-    this.failReason = (reason.trim() || 'the script reported a failure').slice(0, sessionLimits.failChars);
+    const text = reason.trim() === '' ? defaultFailReason : reason;
+    this.failText = [...text].slice(0, brokerLimits.failChars).join('');
   }
 
-  /** BEHAVIOUR §5.3: reserve the worst case, call, settle with the actual cost (or the worst when billing may have started). */
-  async llm(req: LlmRequest): Promise<{ text: string; model: string; usage: { input: number; output: number }; cost: number }> {
-    const model = this.options.models[req.which];
-    const est = Math.ceil((req.prompt.length + (req.system?.length ?? 0) + (req.schema ? JSON.stringify(req.schema).length : 0)) / 2);
-    const worst = req.schema
-      ? costOf({ input: 2 * est + req.maxTokens, output: 2 * req.maxTokens, cacheRead: 0, cacheWrite: 0 }, model.price)
-      : costOf({ input: est, output: req.maxTokens, cacheRead: 0, cacheWrite: 0 }, model.price);
+  /**
+   * `svc llm` (BEHAVIOUR §5.3): reserve the worst case, call, and with a schema validate the answer and ask once more
+   * when it does not match; settle with the actual cost, or the worst case when billing may have started.
+   */
+  async llm(req: LlmRequest, note: LlmNote = { cost: 0 }): Promise<{ text: string; json: unknown | null; usage: { input: number; output: number }; cost: number; model: string }> {
+    const { hooks } = this.options;
+    let validate: ValidateFunction | null = null;
+    if (req.schema) {
+      try {
+        validate = ajv.compile(req.schema);
+      } catch (err) {
+        throw invalid('schema', 'invalid_schema', `is not a usable JSON Schema: ${(err as Error).message}`);
+      } finally {
+        ajv.removeSchema(req.schema);
+      }
+    }
+    const schemaChars = req.schema ? JSON.stringify(req.schema).length : 0;
+    const est = Math.ceil((req.prompt.length + (req.system?.length ?? 0) + schemaChars) / 2);
+    const worst = req.schema ? hooks.worstCost(req.which, 2 * est + req.maxTokens, 2 * req.maxTokens) : hooks.worstCost(req.which, est, req.maxTokens);
+    const reservation = this.reserve(worst);
+    const usage = { input: 0, output: 0 };
+    const call = async (prompt: string) => {
+      let answer: LlmHookAnswer;
+      try {
+        answer = await hooks.llm({ ...req, prompt, signal: AbortSignal.timeout(brokerLimits.llmTimeoutMs) });
+      } catch (err) {
+        if (isStarted(err)) note.cost = Math.max(note.cost, worst);
+        throw providerError(err);
+      }
+      note.cost += answer.cost;
+      note.model = answer.model;
+      usage.input += answer.usage.input;
+      usage.output += answer.usage.output;
+      note.usage = { ...usage };
+      this.usageTotals.input += answer.usage.input;
+      this.usageTotals.output += answer.usage.output;
+      return answer;
+    };
+    try {
+      let answer = await call(req.prompt);
+      if (!validate) return { text: answer.text, json: null, usage, cost: note.cost, model: answer.model };
+      let checked = matching(answer, validate);
+      if (!checked.ok) {
+        const retry = `${req.prompt}\n\nYour previous answer did not match the required JSON Schema (${checked.problem}). It was:\n${answer.text}\n\nAnswer again with only JSON that matches the schema.`;
+        answer = await call(retry);
+        checked = matching(answer, validate);
+      }
+      if (!checked.ok) throw new BrokerError(502, 'provider_error', `the model answered twice without JSON matching the schema (${checked.problem})`);
+      return { text: answer.text, json: checked.json, usage, cost: note.cost, model: answer.model };
+    } finally {
+      // After close() an open reservation was already charged at its worst.
+      if (this.reservations.delete(reservation)) this.spent += note.cost;
+    }
+  }
+
+  private reserve(worst: number): symbol {
     const limit = this.options.costLimit;
-    const spent = this.llmSpend + this.options.agentSpend();
-    const reserved = [...this.reservations].reduce((a, b) => a + b, 0);
+    const spent = this.spent + this.options.hooks.agentSpend();
+    let reserved = 0;
+    for (const r of this.reservations.values()) reserved += r;
     if (this.closed || (limit > 0 && (spent >= limit || (this.reservations.size > 0 && spent + reserved + worst > limit)))) {
       throw new DomainError('forbidden', costLimitMessage);
     }
-    const token = worst + Math.random() / 1e6; // distinct entries in the set even for equal worst costs
-    this.reservations.add(token);
-    let charged = 0;
-    try {
-      const messages = [{ role: 'user' as const, text: req.prompt }];
-      const response = await model.client.complete({
-        model: model.name, system: req.system ? [req.system] : [], messages, tools: [], maxTokens: req.maxTokens, effort: 'low', signal: AbortSignal.timeout(5 * 60_000),
-        ...(req.schema ? { jsonSchema: { name: 'answer', schema: req.schema } } : {}),
-      });
-      charged = costOf(response.usage, model.price);
-      this.llmUsage.input += response.usage.input;
-      this.llmUsage.output += response.usage.output;
-      return { text: response.text, model: response.model, usage: { input: response.usage.input, output: response.usage.output }, cost: charged };
-    } catch (err) {
-      if (err instanceof ModelError && err.started) charged = worst;
-      throw err;
-    } finally {
-      // After close() the reservation was already charged at its worst.
-      if (this.reservations.delete(token)) this.llmSpend += charged;
-    }
+    const token = Symbol('reservation');
+    this.reservations.set(token, worst);
+    return token;
   }
 
-  /** The run is over: later calls are refused, and calls still running are charged their worst case. */
+  /**
+   * The run is over: the token stops working, later calls are refused, and calls still running are charged their
+   * worst case. Answers the final `svc llm` spend. Safe to call twice.
+   */
   close(): { llmSpend: number } {
     if (!this.closed) {
       this.closed = true;
-      for (const r of this.reservations) this.llmSpend += Math.floor(r);
+      this.unregister(this);
+      for (const worst of this.reservations.values()) this.spent += worst;
       this.reservations.clear();
     }
-    return { llmSpend: this.llmSpend };
+    return { llmSpend: this.spent };
   }
+}
+
+function matching(answer: LlmHookAnswer, validate: ValidateFunction): { ok: true; json: unknown } | { ok: false; problem: string } {
+  let json = answer.json;
+  if (json === null || json === undefined) {
+    try {
+      json = JSON.parse(answer.text) as unknown;
+    } catch {
+      return { ok: false, problem: 'the answer is not JSON' };
+    }
+  }
+  if (validate(json)) return { ok: true, json };
+  return { ok: false, problem: (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is not valid'}`).join('; ') };
 }

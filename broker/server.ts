@@ -1,215 +1,265 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { chmodSync, rmSync } from 'node:fs';
-import { createHash, randomUUID } from 'node:crypto';
-import { Ajv } from 'ajv';
-import { DomainError } from '../domain/decider.js';
-import { ModelError } from '../runner/models/types.js';
-import { RunSession, type RunSessionOptions } from './run-session.js';
+import { randomUUID } from 'node:crypto';
+import { hashToken } from '../server/keys.js';
+import { BrokerError, invalid, toBrokerError } from './errors.js';
+import { brokerLimits } from './limits.js';
+import { RunSession, type CallKind, type LlmNote, type RunSessionOptions } from './run-session.js';
 
-const maxBody = 8 * 1024 * 1024;
-
-class BrokerError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly fields: Array<{ field: string; code: string; message: string }> | null = null) {
-    super(message);
-  }
+type Body = Record<string, unknown>;
+/** What a call puts on the timeline besides endpoint, ok and error; filled as the call goes, so failures carry it too. */
+interface CallRecord {
+  extra: Record<string, unknown>;
+  kind: CallKind;
+}
+/** An answer already serialized (the state map, whose key order JSON.stringify would not keep for numeric keys). */
+class RawJson {
+  constructor(readonly text: string) {}
 }
 
-function fromDomain(err: unknown): BrokerError {
-  if (err instanceof BrokerError) return err;
-  if (err instanceof DomainError) {
-    const status = { validation_failed: 400, not_found: 404, conflict: 409, forbidden: 403, invalid_token: 401 }[err.code as string] ?? 400;
-    return new BrokerError(status, err.code, err.message, err.fields);
-  }
-  if (err instanceof ModelError) return new BrokerError(502, 'provider_error', `the model call failed: ${err.message}`);
-  return new BrokerError(500, 'internal_error', (err as Error).message);
-}
-
-const invalid = (field: string, code: string, message: string) => new BrokerError(400, 'validation_failed', `${field} ${message}`, [{ field, code, message }]);
+const noMcp = () => new BrokerError(404, 'not_found', 'This job has no MCP servers');
 
 /**
- * The /v1 routes `svc` calls from inside sandboxes (SPEC §4.6, BEHAVIOUR §5), on a Unix socket that each sandbox
- * sees as /run/svc/broker.sock. A run's token is valid only while its session is open.
+ * The /v1 routes `svc` calls from inside sandboxes (SPEC §4.6, BEHAVIOUR §5) on a Unix socket that each sandbox sees
+ * as /run/svc/broker.sock. A run's token is valid while its session is open; at most 8 of a run's requests are
+ * handled at once, the rest wait in order.
  */
 export class Broker {
   private readonly sessions = new Map<string, RunSession>();
   private server: Server | null = null;
-  private readonly ajv = new Ajv({ allErrors: true, strict: false });
 
+  /** Registers a live run under its token; `session.close()` unregisters it. */
   open(options: RunSessionOptions): RunSession {
-    const session = new RunSession(options);
+    const session = new RunSession(options, (s) => {
+      if (this.sessions.get(s.tokenHash) === s) this.sessions.delete(s.tokenHash);
+    });
     this.sessions.set(session.tokenHash, session);
     return session;
   }
 
-  closeSession(session: RunSession): { llmSpend: number } {
-    this.sessions.delete(session.tokenHash);
-    return session.close();
-  }
-
-  /** The live session of a token, for the egress proxy too. */
+  /** The open session of a token (the egress proxy authenticates with it too). */
   sessionFor(token: string): RunSession | null {
-    const s = this.sessions.get(createHash('sha256').update(token).digest('hex'));
+    const s = this.sessions.get(hashToken(token));
     return s && !s.isClosed ? s : null;
   }
 
-  async listen(path: string): Promise<void> {
+  async start(path: string): Promise<void> {
     rmSync(path, { force: true });
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => this.server!.once('error', reject).listen(path, resolve));
+    const server = createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()));
     // Sandboxes connect as the unprivileged agent user.
     chmodSync(path, 0o666);
   }
 
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-    this.server?.closeAllConnections();
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
   }
 
   private send(res: ServerResponse, status: number, body: unknown, requestId: string): void {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': requestId });
+    if (res.writableEnded || res.destroyed) return;
+    const text = body instanceof RawJson ? body.text : JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'x-request-id': requestId });
     res.end(text);
+  }
+
+  private sendError(res: ServerResponse, err: BrokerError, requestId: string): void {
+    this.send(res, err.status, { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}), requestId }, requestId);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requestId = randomUUID();
-    const auth = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    const session = auth ? this.sessionFor(auth) : null;
-    if (!session) return this.send(res, 401, { code: 'invalid_token', message: 'The run token is missing, wrong, or the run is no longer executing', requestId }, requestId);
-    const release = await session.acquire();
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+    const session = token ? this.sessionFor(token) : null;
+    if (!session) {
+      return this.sendError(res, new BrokerError(401, 'invalid_token', 'The run token is missing or unknown, or the run is no longer executing'), requestId);
+    }
+    // A client that gives up while waiting for a slot leaves the queue.
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    let release: () => void;
+    try {
+      release = await session.acquire(gone.signal);
+    } catch {
+      req.destroy();
+      return;
+    }
     const started = Date.now();
     const url = new URL(req.url ?? '/', 'http://broker');
-    const endpoint = `${req.method} ${url.pathname}`;
-    let extra: Record<string, unknown> = {};
-    let kind: 'plain' | 'action' | 'paid' | 'state' = 'plain';
+    const method = req.method ?? 'GET';
+    const endpoint = `${method} ${url.pathname}`;
+    const rec: CallRecord = { extra: {}, kind: 'plain' };
     try {
-      const body = await readJson(req);
-      const { answer, record } = await this.route(session, req.method ?? 'GET', url, body);
-      extra = record?.extra ?? {};
-      kind = record?.kind ?? 'plain';
-      session.record({ endpoint, ok: true, ...extra }, Date.now() - started, kind);
+      if (session.isClosed) throw new BrokerError(401, 'invalid_token', 'The run is no longer executing');
+      const body = await readBody(req);
+      const answer = await this.route(session, method, url, body, rec);
+      session.record({ endpoint, ok: true, ...rec.extra }, Date.now() - started, rec.kind);
       this.send(res, 200, answer, requestId);
     } catch (err) {
-      const e = fromDomain(err);
-      session.record({ endpoint, ok: false, error: e.message, ...extra }, Date.now() - started, kind);
-      this.send(res, e.status, { code: e.code, message: e.message, ...(e.fields ? { fields: e.fields } : {}), requestId }, requestId);
+      const e = toBrokerError(err);
+      if (e.status === 401) {
+        this.sendError(res, e, requestId);
+      } else {
+        session.record({ endpoint, ok: false, error: e.message, ...rec.extra }, Date.now() - started, rec.kind);
+        if (e.fields?.some((f) => f.field === 'body' && f.code === 'too_large')) res.setHeader('connection', 'close');
+        this.sendError(res, e, requestId);
+      }
     } finally {
       release();
     }
   }
 
-  private async route(s: RunSession, method: string, url: URL, body: Record<string, unknown>): Promise<{ answer: unknown; record?: { extra?: Record<string, unknown>; kind?: 'plain' | 'action' | 'paid' | 'state' } }> {
-    const { jobState, workspaceId, jobId } = s.options;
+  private async route(s: RunSession, method: string, url: URL, body: Body, rec: CallRecord): Promise<unknown> {
+    const { jobState, workspaceId, jobId, hooks } = s.options;
     const path = url.pathname;
     if (path === '/v1/state' && method === 'GET') {
       const entries = await jobState.list(workspaceId, jobId);
-      return { answer: Object.fromEntries(entries.map((e) => [e.key, e.value])) };
+      return new RawJson(`{${entries.map((e) => `${JSON.stringify(e.key)}:${JSON.stringify(e.value)}`).join(',')}}`);
     }
-    if (path.startsWith('/v1/state/')) {
-      const key = decodeURIComponent(path.slice('/v1/state/'.length));
+    if (path.startsWith('/v1/state/') && (method === 'GET' || method === 'PUT')) {
+      let key: string;
+      try {
+        key = decodeURIComponent(path.slice('/v1/state/'.length));
+      } catch {
+        throw invalid('key', 'invalid', 'is not valid percent-encoding');
+      }
       if (method === 'GET') {
-        const value = await jobState.get(workspaceId, jobId, key);
-        return { answer: { key, value, found: value !== null } };
+        const entry = await jobState.get(workspaceId, jobId, key);
+        return { key, value: entry?.value ?? null, found: entry !== null };
       }
-      if (method === 'PUT') {
-        if (typeof body.value !== 'string') throw invalid('value', 'required', 'must be a string');
-        await jobState.set(s.ctx, workspaceId, jobId, key, body.value);
-        return { answer: { ok: true }, record: { kind: 'state' } };
-      }
+      const value = stringField(body, 'value');
+      await jobState.set(s.ctx, workspaceId, jobId, key, value);
+      rec.kind = 'state';
+      return { ok: true };
     }
     if (method === 'POST' && path === '/v1/output') {
-      if (typeof body.key !== 'string') throw invalid('key', 'required', 'must be a string');
-      let value: unknown = body.value ?? '';
-      if (typeof body.text === 'string') {
-        try {
-          value = JSON.parse(body.text) as unknown;
-        } catch {
-          value = body.text;
-        }
-      }
-      s.setOutput(body.key, value);
-      return { answer: { ok: true } };
+      const key = stringField(body, 'key');
+      let value: unknown = body.value === undefined ? '' : body.value;
+      if (typeof body.text === 'string') value = parseJsonOr(body.text);
+      s.setOutput(key, value);
+      return { ok: true };
     }
     if (method === 'POST' && path === '/v1/step') {
-      if (typeof body.name !== 'string') throw invalid('name', 'required', 'must be a string');
-      s.step(body.name);
-      return { answer: { ok: true } };
+      s.step(stringField(body, 'name'));
+      return { ok: true };
     }
     if (method === 'POST' && path === '/v1/summary') {
-      if (typeof body.summary !== 'string') throw invalid('summary', 'required', 'must be a string');
-      s.setSummary(body.summary);
-      return { answer: { ok: true } };
+      s.setSummary(stringField(body, 'summary'));
+      return { ok: true };
     }
     if (method === 'POST' && path === '/v1/fail') {
       s.fail(typeof body.reason === 'string' ? body.reason : '');
-      return { answer: { ok: true } };
+      return { ok: true };
     }
-    if (method === 'POST' && path === '/v1/llm') return this.llm(s, body);
-    if (path === '/v1/mcp/tools' || path === '/v1/mcp/call') throw new BrokerError(404, 'not_found', 'This job has no MCP servers');
+    if (method === 'POST' && path === '/v1/llm') return this.llm(s, body, rec);
+    if (method === 'GET' && path === '/v1/mcp/tools') {
+      if (!hooks.mcpTools) throw noMcp();
+      const server = url.searchParams.get('server') || null;
+      if (server) rec.extra = { server };
+      return hooks.mcpTools(server);
+    }
+    if (method === 'POST' && path === '/v1/mcp/call') {
+      if (!hooks.mcpCall) throw noMcp();
+      const server = stringField(body, 'server');
+      const tool = stringField(body, 'tool');
+      let args: unknown = body.arguments === undefined ? {} : body.arguments;
+      if (typeof body.argumentsText === 'string') {
+        try {
+          args = JSON.parse(body.argumentsText) as unknown;
+        } catch {
+          throw invalid('arguments', 'invalid_json', 'are not valid JSON');
+        }
+      }
+      // Until the server says the tool is read-only, a call counts as an action (refusals included).
+      rec.extra = { server, tool };
+      rec.kind = 'action';
+      const result = await hooks.mcpCall(server, tool, args);
+      rec.extra = { server, tool, isError: result.isError, result: result.output.slice(0, brokerLimits.mcpResultChars) };
+      rec.kind = result.readOnly ? 'plain' : 'action';
+      return { output: result.output, isError: result.isError };
+    }
     throw new BrokerError(404, 'not_found', `${method} ${path} is not a broker route`);
   }
 
-  private async llm(s: RunSession, body: Record<string, unknown>) {
+  private async llm(s: RunSession, body: Body, rec: CallRecord): Promise<unknown> {
     const prompt = typeof body.prompt === 'string' ? body.prompt : '';
     if (prompt.trim() === '') throw invalid('prompt', 'required', 'must not be empty');
     let schema: Record<string, unknown> | null = null;
+    let parsed: unknown = body.schema ?? null;
     if (typeof body.schemaText === 'string') {
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(body.schemaText);
+        parsed = JSON.parse(body.schemaText) as unknown;
       } catch {
         throw invalid('schema', 'invalid_json', 'is not valid JSON');
       }
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('schema', 'not_object', 'must be a JSON object at its top level');
+    }
+    // A schema file that holds `null` is not an object either; only an absent schema means none.
+    if (parsed !== null || typeof body.schemaText === 'string') {
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('schema', 'not_object', 'must be a JSON object at its top level');
       schema = parsed as Record<string, unknown>;
     }
-    const n = typeof body.maxTokens === 'number' ? body.maxTokens : 4096;
-    const maxTokens = Number.isInteger(n) && n >= 1 && n <= 16000 ? n : 4096;
+    const n = body.maxTokens;
+    const maxTokens = typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= brokerLimits.llmMaxTokens ? n : brokerLimits.llmDefaultMaxTokens;
     const which = body.model === 'agent' ? 'agent' : 'utility';
-    const req = { which, system: typeof body.system === 'string' ? body.system : null, prompt, schema, maxTokens } as const;
-    let answer = await s.llm(req);
-    let cost = answer.cost;
-    let json: unknown = null;
-    if (schema) {
-      const validate = this.ajv.compile(schema);
-      const parse = (text: string) => {
-        try {
-          const v = JSON.parse(text) as unknown;
-          return validate(v) ? { ok: true as const, v } : { ok: false as const };
-        } catch {
-          return { ok: false as const };
-        }
-      };
-      let parsed = parse(answer.text);
-      if (!parsed.ok) {
-        answer = await s.llm(req);
-        cost += answer.cost;
-        parsed = parse(answer.text);
-      }
-      if (!parsed.ok) throw new BrokerError(502, 'provider_error', 'the model did not answer JSON matching the schema');
-      json = parsed.v;
+    const note: LlmNote = { cost: 0 };
+    try {
+      const answer = await s.llm({ which, system: typeof body.system === 'string' ? body.system : null, prompt, schema, maxTokens }, note);
+      const output = schema ? JSON.stringify(answer.json, null, 2) : answer.text;
+      return { output, text: answer.text, json: schema ? answer.json : null, usage: answer.usage, cost: answer.cost, model: answer.model };
+    } finally {
+      rec.extra = { ...(note.model ? { model: note.model } : {}), usage: note.usage ?? { input: 0, output: 0 }, cost: note.cost };
+      rec.kind = note.cost > 0 ? 'paid' : 'plain';
     }
-    const output = schema ? JSON.stringify(json, null, 2) : answer.text;
-    return { answer: { output, text: answer.text, json, usage: answer.usage, cost, model: answer.model }, record: { extra: { model: answer.model, usage: answer.usage, cost }, kind: cost > 0 ? ('paid' as const) : ('plain' as const) } };
   }
 }
 
-function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+function stringField(body: Body, field: string): string {
+  const v = body[field];
+  if (typeof v !== 'string') throw invalid(field, 'required', 'must be a string');
+  return v;
+}
+
+/** `svc output set`: a text that parses as JSON stays JSON, anything else is the text itself. */
+function parseJsonOr(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** The request body as a JSON object (empty: `{}`), at most 8 MiB. */
+function readBody(req: IncomingMessage): Promise<Body> {
+  const tooLarge = () => invalid('body', 'too_large', 'is larger than 8 MiB');
+  if (Number(req.headers['content-length'] ?? 0) > brokerLimits.bodyBytes) {
+    req.resume();
+    return Promise.reject(tooLarge());
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let over = false;
     req.on('data', (c: Buffer) => {
+      if (over) return;
       size += c.length;
-      if (size > maxBody) {
-        reject(invalid('body', 'too_large', 'is larger than 8 MiB'));
-        req.destroy();
+      if (size > brokerLimits.bodyBytes) {
+        over = true;
+        chunks.length = 0;
+        reject(tooLarge());
       } else chunks.push(c);
     });
     req.on('end', () => {
+      if (over) return;
       if (size === 0) return resolve({});
       try {
         const v = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-        resolve(v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+        if (v && typeof v === 'object' && !Array.isArray(v)) resolve(v as Body);
+        else reject(new BrokerError(400, 'invalid_request_body', 'The body must be a JSON object'));
       } catch {
         reject(new BrokerError(400, 'invalid_request_body', 'The body is not valid JSON'));
       }

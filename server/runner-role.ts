@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Static } from 'typebox';
 import { Broker } from '../broker/server.js';
 import { EgressProxy } from '../broker/egress-proxy.js';
+import { runSessionHooks } from './broker-hooks.js';
 import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
 import { Dispatcher } from '../runner/dispatcher.js';
 import { RunExecutor } from '../runner/executor.js';
@@ -47,31 +48,22 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   const proxy = new EgressProxy(broker);
   const brokerSocket = join(dir, 'broker.sock');
   const proxySocket = join(dir, 'proxy.sock');
-  await broker.listen(brokerSocket);
-  await proxy.listen(proxySocket);
+  await broker.start(brokerSocket);
+  await proxy.start(proxySocket);
 
   const executor = new RunExecutor(s.bus, s.stores.events, s.runs, {
     backend,
     brokerSocket,
     proxySocket,
-    openSession(req) {
-      const { agentModel, utilityModel, ...rest } = req;
-      const session = broker.open({ ...rest, jobState: s.jobState, models: { agent: agentModel, utility: utilityModel } });
-      return {
-        get outputs() { return session.outputs; },
-        get summary() { return session.summary; },
-        get failReason() { return session.failReason; },
-        get llmSpend() { return session.llmSpend; },
-        get llmUsage() { return session.llmUsage; },
-        close: () => broker.closeSession(session),
-      };
-    },
+    openSession: (req) => broker.open({
+      runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: s.jobState, hooks: runSessionHooks(req),
+    }),
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
     settings: (ws) => s.models.settings(ws),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
     secretValues: (ws) => s.secrets.valuesFor(ws),
-    jobState: { get: (ws, jobId, key) => s.jobState.get(ws, jobId, key), set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
+    jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, join(s.config.dataDir, 'artifacts'), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
@@ -81,8 +73,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     dispatcher,
     async stop() {
       await dispatcher.stop();
-      await proxy.close();
-      await broker.close();
+      await proxy.stop();
+      await broker.stop();
     },
   };
 }
