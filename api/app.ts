@@ -14,6 +14,7 @@ import jobStateRoutes from './routes/job-state.js';
 import memberRoutes from './routes/members.js';
 import providerRoutes from './routes/providers.js';
 import secretRoutes from './routes/secrets.js';
+import settingsRoutes from './routes/settings.js';
 import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
@@ -39,6 +40,9 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
       return typeof given === 'string' && clientRequestId.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    // Path parameters are checked by the routes' schemas (a state key may be 200 characters, up to 2,400 when
+    // percent-encoded); the router's default of 100 would answer 414 before any of them is seen.
+    routerOptions: { maxParamLength: 4096 },
     trustProxy: false,
   });
   // The API speaks JSON only: a text body is refused as invalid_request_body instead of failing validation later.
@@ -71,6 +75,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   runRoutes(app, deps);
   hookRoutes(app, deps);
   providerRoutes(app, deps);
+  settingsRoutes(app, deps);
   jobStateRoutes(app, deps);
   secretRoutes(app, deps);
   tokenRoutes(app, deps);

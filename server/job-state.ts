@@ -1,46 +1,73 @@
-import { DomainError } from '../domain/decider.js';
-import type { Doc, DocumentStore } from '../store/document-store.js';
-import { WrongExpectedRevisionError, type EventStore } from '../store/event-store.js';
+import { checkKey, decideDelete, decideSet, jobStateStreamId, type JobStateEvent, type StateUsage } from '../domain/job-state.js';
+import { upcast } from '../domain/upcast.js';
+import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from '../store/document-store.js';
+import { WrongExpectedRevisionError, type Actor, type EventStore } from '../store/event-store.js';
 import type { CommandContext } from './commands.js';
 
-/** SPEC §8 / BEHAVIOUR §5.4. */
-export const stateLimits = { keyChars: 200, valueBytes: 1024 * 1024, keys: 1000, totalBytes: 16 * 1024 * 1024 };
-
-export interface StateEntry extends Doc {
-  workspaceId: string;
-  jobId: string;
+/** One key of a job's state as runs, the broker and the API see it. */
+export interface StateEntry {
   key: string;
   value: string;
   size: number;
   updatedAt: number;
 }
 
-interface Totals extends Doc {
-  keys: number;
-  bytes: number;
-}
-
-export const jobStateStreamId = (jobId: string) => `jobstate-${jobId}`;
-const entrySize = (key: string, value: string) => Buffer.byteLength(key) + Buffer.byteLength(value);
-const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
-
-/** The narrow interface runs, the broker and the API use; a shadow run can wrap it with an overlay. */
+/**
+ * The narrow interface runs, the broker and the API use. A shadow run's copy-on-write overlay wraps it: reads fall
+ * through, writes stay in the overlay and are decided with `domain/job-state.ts` against `usage` plus its own changes.
+ */
 export interface JobStateAccess {
-  get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
+  get(workspaceId: string, jobId: string, key: string): Promise<StateEntry | null>;
+  /** Every key, sorted by key. */
   list(workspaceId: string, jobId: string): Promise<StateEntry[]>;
+  usage(workspaceId: string, jobId: string): Promise<StateUsage>;
   set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<StateEntry>;
+  /** False when the key does not exist. */
   delete(ctx: CommandContext, workspaceId: string, jobId: string, key: string): Promise<boolean>;
 }
 
+export const jobStateCollection = 'job_state';
+const usageCollection = 'job_state_usage';
+
+/** One document per key (`<jobId>:<key>`). A deleted key stays as a tombstone so a late, older write cannot revive it. */
+interface StateDoc extends Doc {
+  workspaceId: string;
+  jobId: string;
+  key: string;
+  value: string;
+  size: number;
+  updatedAt: number;
+  updatedBy: { type: Actor['type']; id: string | null };
+  deleted: boolean;
+  /** Revision of the stream event this document reflects. */
+  revision: number;
+}
+
+/** Per job: the totals the limits look at, and the stream revision the documents reflect. */
+interface UsageDoc extends Doc {
+  workspaceId: string;
+  keys: number;
+  bytes: number;
+  revision: number;
+}
+
+const docId = (jobId: string, key: string) => `${jobId}:${key}`;
+const toEntry = (d: StateDoc): StateEntry => ({ key: d.key, value: d.value, size: d.size, updatedAt: d.updatedAt });
+const maxAttempts = 10;
+
 /**
  * A job's key/value store. Values live in the document store, written directly because they are hot; every write
- * also appends an event (with the value) to the job's state stream, so history can be replayed and audited. Writes
- * of one job are serialized in this process, and across processes by the stream's expected revision.
+ * appends an event (with the value) to the job's state stream first, so history can be replayed and audited.
+ *
+ * Writes of one job are serialized in this process by a promise chain, and across processes by the stream: a write is
+ * decided on the documents, which record the revision they reflect, and appended with that revision as the expected
+ * one. When another process got there first the append fails; the missing events are applied to the documents
+ * (applying is idempotent: events carry the totals after them, documents only move forward) and the write is decided
+ * again.
  */
 export class JobStateStore implements JobStateAccess {
   private readonly chains = new Map<string, Promise<unknown>>();
-  /** Last known revision of each job's state stream: a write reads only what other processes added since. */
-  private readonly revisions = new Map<string, number>();
+  private indexed: Promise<void> | null = null;
 
   constructor(
     private readonly docs: DocumentStore,
@@ -48,66 +75,96 @@ export class JobStateStore implements JobStateAccess {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  private get entries() {
-    return this.docs.collection<StateEntry>('job_state');
+  private get entries(): Collection<StateDoc> {
+    return this.docs.collection<StateDoc>(jobStateCollection);
   }
-  private get totals() {
-    return this.docs.collection<Totals>('job_state_totals');
-  }
-
-  async get(workspaceId: string, jobId: string, key: string): Promise<string | null> {
-    return (await this.entries.findOne({ _id: `${jobId}:${key}`, workspaceId }))?.value ?? null;
+  private get usageDocs(): Collection<UsageDoc> {
+    return this.docs.collection<UsageDoc>(usageCollection);
   }
 
-  list(workspaceId: string, jobId: string): Promise<StateEntry[]> {
-    return this.entries.find({ workspaceId, jobId }, { sort: [['key', 1]] });
+  private ready(): Promise<void> {
+    this.indexed ??= this.entries.createIndex([['jobId', 1], ['deleted', 1], ['key', 1]]);
+    return this.indexed;
   }
 
-  set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<StateEntry> {
-    checkKey(key);
-    if (Buffer.byteLength(value) > stateLimits.valueBytes) throw tooLarge('value', 'values are limited to 1 MiB');
+  async get(workspaceId: string, jobId: string, key: string): Promise<StateEntry | null> {
+    const d = await this.entries.findOne({ _id: docId(jobId, key), workspaceId, deleted: false });
+    return d ? toEntry(d) : null;
+  }
+
+  async list(workspaceId: string, jobId: string): Promise<StateEntry[]> {
+    await this.ready();
+    return (await this.entries.find({ jobId, deleted: false, workspaceId }, { sort: [['key', 1]] })).map(toEntry);
+  }
+
+  async usage(workspaceId: string, jobId: string): Promise<StateUsage> {
+    const u = await this.usageDocs.findOne({ _id: jobId, workspaceId });
+    return { keys: u?.keys ?? 0, bytes: u?.bytes ?? 0 };
+  }
+
+  async set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<StateEntry> {
+    // Refuse what no state could take before queueing behind other writes.
+    decideSet(key, value, { keys: 0, bytes: 0 }, null);
     return this.serialized(jobId, async () => {
-      const old = await this.entries.findOne({ _id: `${jobId}:${key}` });
-      const t = (await this.totals.findOne({ _id: jobId })) ?? { _id: jobId, keys: 0, bytes: 0 };
-      const size = entrySize(key, value);
-      if (!old && t.keys >= stateLimits.keys) throw DomainError.validation([{ field: 'key', code: 'too_many_keys', message: `a job keeps at most ${stateLimits.keys} keys; existing keys stay writable` }]);
-      const bytes = t.bytes - (old?.size ?? 0) + size;
-      if (bytes > stateLimits.totalBytes && size > (old?.size ?? 0)) throw tooLarge('value', 'the job state would grow beyond 16 MiB of keys and values');
-      await this.append(ctx, workspaceId, jobId, 'JobStateSet', { key, value, size });
-      const entry: StateEntry = { _id: `${jobId}:${key}`, workspaceId, jobId, key, value, size, updatedAt: this.clock() };
-      await this.entries.updateOne({ _id: entry._id }, { $set: { workspaceId, jobId, key, value, size, updatedAt: entry.updatedAt } }, { upsert: true });
-      await this.totals.updateOne({ _id: jobId }, { $set: { keys: t.keys + (old ? 0 : 1), bytes } }, { upsert: true });
-      return entry;
+      const written = await this.write(ctx, workspaceId, jobId, async (usage) => {
+        const old = await this.entries.findOne({ _id: docId(jobId, key), deleted: false });
+        const next = decideSet(key, value, usage, old?.size ?? null);
+        return { type: 'JobStateSet', data: { key, value, size: next.size, keys: next.keys, bytes: next.bytes } };
+      });
+      return { key, value, size: Buffer.byteLength(key) + Buffer.byteLength(value), updatedAt: written!.ts };
     });
   }
 
-  delete(ctx: CommandContext, workspaceId: string, jobId: string, key: string): Promise<boolean> {
+  async delete(ctx: CommandContext, workspaceId: string, jobId: string, key: string): Promise<boolean> {
     checkKey(key);
     return this.serialized(jobId, async () => {
-      const old = await this.entries.findOne({ _id: `${jobId}:${key}`, workspaceId });
-      if (!old) return false;
-      await this.append(ctx, workspaceId, jobId, 'JobStateDeleted', { key });
-      await this.entries.deleteMany({ _id: old._id });
-      const t = (await this.totals.findOne({ _id: jobId })) ?? { _id: jobId, keys: 1, bytes: old.size };
-      await this.totals.updateOne({ _id: jobId }, { $set: { keys: Math.max(0, t.keys - 1), bytes: Math.max(0, t.bytes - old.size) } }, { upsert: true });
-      return true;
+      const written = await this.write(ctx, workspaceId, jobId, async (usage) => {
+        const old = await this.entries.findOne({ _id: docId(jobId, key), workspaceId, deleted: false });
+        if (!old) return null;
+        return { type: 'JobStateDeleted', data: { key, ...decideDelete(usage, old.size) } };
+      });
+      return written !== null;
     });
   }
 
-  private async append(ctx: CommandContext, workspaceId: string, jobId: string, type: string, data: Record<string, unknown>): Promise<void> {
-    const metadata = { workspaceId, actor: ctx.actor, requestId: ctx.requestId, correlationId: ctx.correlationId ?? ctx.requestId, causationId: ctx.causationId ?? null, ts: this.clock(), v: 1 };
-    for (let attempt = 0; ; attempt++) {
-      const known = this.revisions.get(jobId) ?? -1;
-      const newer = await this.events.readStream(jobStateStreamId(jobId), { fromRevision: known + 1 });
-      const last = newer.length ? newer[newer.length - 1]!.revision : known;
+  /** Decides on the documents, appends at the revision they reflect, applies; catches up and decides again on a conflict. */
+  private async write(ctx: CommandContext, workspaceId: string, jobId: string, decide: (usage: StateUsage) => Promise<JobStateEvent | null>): Promise<{ ts: number } | null> {
+    await this.ready();
+    for (let attempt = 1; ; attempt++) {
+      const head = await this.usageDocs.findOne({ _id: jobId });
+      const revision = head?.revision ?? -1;
+      const event = await decide({ keys: head?.keys ?? 0, bytes: head?.bytes ?? 0 });
+      if (!event) return null;
+      const ts = this.clock();
+      const metadata = { workspaceId, actor: ctx.actor, requestId: ctx.requestId, correlationId: ctx.correlationId ?? ctx.requestId, causationId: ctx.causationId ?? null, ts, v: 1 };
       try {
-        const result = await this.events.append(jobStateStreamId(jobId), [{ type, data, metadata }], last === -1 ? 'no_stream' : last);
-        this.revisions.set(jobId, result.revision);
-        return;
+        const appended = await this.events.append(jobStateStreamId(jobId), [{ type: event.type, data: event.data, metadata }], revision === -1 ? 'no_stream' : revision);
+        await this.apply(workspaceId, jobId, appended.revision, event, ctx.actor, ts);
+        return { ts };
       } catch (err) {
-        if (!(err instanceof WrongExpectedRevisionError) || attempt >= 5) throw err;
+        if (!(err instanceof WrongExpectedRevisionError) || attempt >= maxAttempts) throw err;
+        await this.catchUp(jobId, revision);
       }
     }
+  }
+
+  /** Applies the events after `revision` that the documents do not reflect yet (another process's, or a crashed write's). */
+  private async catchUp(jobId: string, revision: number): Promise<void> {
+    for (const recorded of await this.events.readStream(jobStateStreamId(jobId), { fromRevision: revision + 1 })) {
+      const e = upcast(recorded);
+      await this.apply(e.metadata.workspaceId ?? '', jobId, e.revision, { type: e.type, data: e.data } as JobStateEvent, e.metadata.actor, e.metadata.ts);
+    }
+  }
+
+  private async apply(workspaceId: string, jobId: string, revision: number, event: JobStateEvent, actor: Actor, ts: number): Promise<void> {
+    const { key, keys, bytes } = event.data;
+    const updatedBy = { type: actor.type, id: actor.id };
+    const fields =
+      event.type === 'JobStateSet'
+        ? { workspaceId, jobId, key, value: event.data.value, size: event.data.size, updatedAt: ts, updatedBy, deleted: false }
+        : { workspaceId, jobId, key, value: '', size: 0, updatedAt: ts, updatedBy, deleted: true };
+    await putIfNewer(this.entries, docId(jobId, key), fields, revision);
+    await putIfNewer(this.usageDocs, jobId, { workspaceId, keys, bytes }, revision);
   }
 
   private serialized<T>(jobId: string, fn: () => Promise<T>): Promise<T> {
@@ -122,7 +179,18 @@ export class JobStateStore implements JobStateAccess {
   }
 }
 
-function checkKey(key: string): void {
-  if (key.length === 0) throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
-  if (key.length > stateLimits.keyChars) throw tooLarge('key', 'keys are limited to 200 characters');
+/** Writes a document unless it already reflects this revision or a later one: documents only move forward. */
+async function putIfNewer<T extends Doc & { revision: number }>(c: Collection<T>, _id: string, fields: Omit<T, '_id' | 'revision'>, revision: number): Promise<void> {
+  const body = { ...fields, revision } as unknown as Record<string, never>;
+  for (;;) {
+    if ((await c.updateOne({ _id, revision: { $lt: revision } }, { $set: body })).matched > 0) return;
+    try {
+      await c.insertOne({ _id, ...body } as T);
+      return;
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    const current = await c.findOne({ _id });
+    if (current && current.revision >= revision) return;
+  }
 }
