@@ -49,6 +49,8 @@ export const accessTable: Record<string, AccessRule> = {
   'DELETE /api/providers/:id': admin,
   'POST /api/providers/:id/script': admin,
   'POST /api/providers/:id/sync': admin,
+  'POST /api/providers/:id/test': admin,
+  'PUT /api/providers/:id/models/enabled': admin,
   'GET /api/models': member,
   'POST /api/models': admin,
   'PATCH /api/models/:id': admin,

@@ -33,12 +33,29 @@ export type ProviderCommand =
   | { type: 'UpdateProvider'; name?: string; baseUrl?: string | null; apiKeySealed?: string | null }
   | { type: 'DeleteProvider'; now: number }
   | { type: 'AddModel'; spec: ModelSpec }
-  | { type: 'ChangeModel'; modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price'] }
+  | { type: 'ChangeModel'; modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; caps?: ModelSpec['caps']; followCatalog?: boolean }
+  /** Every model of the provider on or off; answers only the models that changed. */
+  | { type: 'SetModelsEnabled'; enabled: boolean }
   | { type: 'RemoveModel'; modelId: string }
   /** What the provider's source lists now (BEHAVIOUR §9.1); null when the source could not be read. */
   | { type: 'SyncModels'; listed: Array<Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>> | null; error: string | null; newIds: () => string; now: number };
 
 export const providerStreamId = (id: string) => `provider-${id}`;
+
+/** A base URL as stored: trimmed, without trailing slashes, http or https only; empty means none. */
+export function normalizeBaseUrl(raw: string | null | undefined): string | null {
+  const text = raw?.trim().replace(/\/+$/, '') ?? '';
+  if (text === '') return null;
+  let ok = false;
+  try {
+    const u = new URL(text);
+    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && u.username === '' && u.password === '';
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw DomainError.validation([{ field: 'baseUrl', code: 'invalid', message: 'must be an http or https URL without credentials' }]);
+  return text;
+}
 
 export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderState> = {
   initialState: { status: 'none' },
@@ -90,27 +107,20 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
       case 'ChangeModel': {
         model(command.modelId);
         const { type: _t, ...change } = command;
-        // Editing a price by hand stops the catalog from overwriting it.
-        return [{ type: 'ModelChanged', data: { ...change, ...(command.price || command.label !== undefined ? { followCatalog: false } : {}) } }];
+        // Editing metadata by hand stops the catalog from overwriting it, unless the same edit asks to follow it.
+        const edited = command.price !== undefined || command.caps !== undefined || command.label !== undefined;
+        const follow = command.followCatalog ?? (edited ? false : undefined);
+        const data = { ...change, ...(follow !== undefined ? { followCatalog: follow } : {}) };
+        return Object.keys(data).length > 1 ? [{ type: 'ModelChanged', data }] : [];
       }
+      case 'SetModelsEnabled':
+        return state.models.filter((m) => m.enabled !== command.enabled).map((m): ProviderEvent => ({ type: 'ModelChanged', data: { modelId: m.modelId, enabled: command.enabled } }));
       case 'RemoveModel':
         model(command.modelId);
         return [{ type: 'ModelRemoved', data: { modelId: command.modelId } }];
       case 'SyncModels':
         return syncEvents(state.models, command);
     }
-  },
-};
-
-/** Workspace settings (BEHAVIOUR §9.2): one stream per workspace, each change only the fields that changed. */
-export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Record<string, unknown>; changedAt: number }>;
-export const settingsStreamId = (workspaceId: string) => `settings-${workspaceId}`;
-export const settingsDecider: Decider<{ type: 'ChangeSettings'; changes: Record<string, unknown>; now: number }, SettingsEvent, Record<string, unknown>> = {
-  initialState: {},
-  evolve: (state, event) => ({ ...state, ...event.data.changes }),
-  decide(command, state) {
-    const changes = Object.fromEntries(Object.entries(command.changes).filter(([k, v]) => JSON.stringify(state[k]) !== JSON.stringify(v)));
-    return Object.keys(changes).length ? [{ type: 'SettingsChanged', data: { changes, changedAt: command.now } }] : [];
   },
 };
 

@@ -35,6 +35,7 @@ export const secretDecider: Decider<SecretCommand, SecretEvent, SecretState> = {
   },
   decide(command, state) {
     if (command.type === 'CreateSecret') {
+      if (state.status !== 'none') throw new DomainError('conflict', 'The secret already exists');
       if (!secretNamePattern.test(command.name)) throw DomainError.validation([{ field: 'name', code: 'invalid', message: 'must be 1 to 100 letters, digits, dots, dashes or underscores' }]);
       return [{ type: 'SecretCreated', data: { secretId: command.secretId, workspaceId: command.workspaceId, name: command.name, sealed: command.sealed, createdAt: command.now } }];
     }
@@ -44,15 +45,27 @@ export const secretDecider: Decider<SecretCommand, SecretEvent, SecretState> = {
   },
 };
 
-/** Name claims: `claim` with the secret id, `release` when it is deleted. */
-export type NameEvent = DomainEvent<'SecretNameClaimed', { secretId: string }> | DomainEvent<'SecretNameReleased', { secretId: string }>;
-export const secretNameDecider: Decider<{ type: 'Claim' | 'Release'; secretId: string }, NameEvent, { owner: string | null }> = {
-  initialState: { owner: null },
-  evolve: (_s, e) => ({ owner: e.type === 'SecretNameClaimed' ? e.data.secretId : null }),
+/**
+ * Name claims: `Claim` with the secret id, `Release` when it is deleted. Creating a secret is two appends (claim,
+ * then the secret's own stream), so a crash between them, or between a delete and its release, can leave a claim
+ * whose owner never existed or is gone. The handler checks the owner and passes it as `takeOver`; the claim moves
+ * only if the stream still names that owner (optimistic concurrency does the rest).
+ */
+export type NameEvent = DomainEvent<'SecretNameClaimed', { secretId: string; claimedAt?: number }> | DomainEvent<'SecretNameReleased', { secretId: string }>;
+export type NameCommand =
+  | { type: 'Claim'; secretId: string; name: string; now: number; takeOver?: string }
+  | { type: 'Release'; secretId: string };
+export type NameState = { owner: string | null; claimedAt: number };
+/** How long a claim whose secret never appeared is held before another create may take the name. */
+export const staleClaimMs = 60_000;
+
+export const secretNameDecider: Decider<NameCommand, NameEvent, NameState> = {
+  initialState: { owner: null, claimedAt: 0 },
+  evolve: (_s, e) => (e.type === 'SecretNameClaimed' ? { owner: e.data.secretId, claimedAt: e.data.claimedAt ?? 0 } : { owner: null, claimedAt: 0 }),
   decide(command, state) {
     if (command.type === 'Claim') {
-      if (state.owner) throw new DomainError('conflict', 'A secret with this name already exists');
-      return [{ type: 'SecretNameClaimed', data: { secretId: command.secretId } }];
+      if (state.owner && state.owner !== command.takeOver) throw new DomainError('conflict', `The name ${command.name} is already in use by another secret`);
+      return [{ type: 'SecretNameClaimed', data: { secretId: command.secretId, claimedAt: command.now } }];
     }
     return state.owner === command.secretId ? [{ type: 'SecretNameReleased', data: { secretId: command.secretId } }] : [];
   },
@@ -67,6 +80,12 @@ export type JobSecretsEvent = DomainEvent<'JobSecretsSet', { jobId: string; mapp
 export const jobSecretsStreamId = (jobId: string) => `jobsecrets-${jobId}`;
 export const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * Variables a mapping may not set (SPEC §4.7): the service's own `SVC_*` and the proxy variables. Every sandbox
+ * that has a network goes through the egress proxy (docs/design.md), so the proxy names are kept off for every job.
+ */
+export const reservedEnvName = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|ALL_PROXY|all_proxy)$/;
+
 export function checkMappings(mappings: JobSecretMapping[]): void {
   const seen = new Set<string>();
   const errors = [];
@@ -77,3 +96,13 @@ export function checkMappings(mappings: JobSecretMapping[]): void {
   }
   if (errors.length) throw DomainError.validation(errors);
 }
+
+/** A PUT replaces the whole set; the same set again appends nothing. */
+export const jobSecretsDecider: Decider<{ type: 'SetJobSecrets'; jobId: string; mappings: JobSecretMapping[] }, JobSecretsEvent, JobSecretMapping[]> = {
+  initialState: [],
+  evolve: (_s, e) => e.data.mappings,
+  decide(command, state) {
+    checkMappings(command.mappings);
+    return JSON.stringify(state) === JSON.stringify(command.mappings) ? [] : [{ type: 'JobSecretsSet', data: { jobId: command.jobId, mappings: command.mappings } }];
+  },
+};

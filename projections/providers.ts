@@ -1,4 +1,5 @@
-import type { ProviderEvent, ProviderKind, SettingsEvent } from '../domain/provider.js';
+import type { ProviderEvent, ProviderKind } from '../domain/provider.js';
+import type { SettingsEvent } from '../domain/settings.js';
 import type { ModelDto } from '../schemas/provider.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
@@ -13,6 +14,9 @@ export interface ProviderDoc extends Doc {
   apiKeySealed: string | null;
   createdAt: number;
   sortName: string;
+  /** Set by the first sync; a fake provider never syncs. */
+  syncedAt?: number;
+  syncError?: string | null;
 }
 
 export interface ModelDoc extends Doc, Omit<ModelDto, 'id' | 'price' | 'caps'> {
@@ -41,7 +45,7 @@ export const providersProjector: Projector = {
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.type === 'SettingsChanged') {
       const e = recorded as unknown as SettingsEvent;
-      return [{ kind: 'update', collection: settingsCollection, filter: { _id: recorded.streamId.slice('settings-'.length) }, update: { $set: e.data.changes as Record<string, DocValue> }, upsert: true }];
+      return [{ kind: 'update', collection: settingsCollection, filter: { _id: recorded.streamId.slice('settings-'.length) }, update: { $set: e.data.changes as unknown as Record<string, DocValue> }, upsert: true }];
     }
     if (!recorded.streamId.startsWith('provider-')) return [];
     const providerId = recorded.streamId.slice('provider-'.length);

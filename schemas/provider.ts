@@ -1,6 +1,5 @@
 import Type, { type Static } from 'typebox';
 import { Envelope, Nullable, listQueryProperties } from './common.js';
-import { limitBounds } from './job.js';
 
 export const ProviderKind = Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('fake')], { $id: 'ProviderKind' });
 
@@ -20,7 +19,11 @@ export const SyncResult = Type.Object(
 export type SyncResult = Static<typeof SyncResult>;
 
 export const ProviderDto = Type.Object(
-  { id: Type.String(), name: Type.String(), kind: ProviderKind, baseUrl: Nullable(Type.String()), hasApiKey: Type.Boolean(), createdAt: Type.Integer() },
+  {
+    id: Type.String(), name: Type.String(), kind: ProviderKind, baseUrl: Nullable(Type.String()), hasApiKey: Type.Boolean(), createdAt: Type.Integer(),
+    syncedAt: Nullable(Type.Integer({ description: 'Last sync, successful or not' })),
+    syncError: Nullable(Type.String({ description: 'Why the last sync could not read the source; null when it could' })),
+  },
   { $id: 'ProviderDto', additionalProperties: false },
 );
 export type ProviderDto = Static<typeof ProviderDto>;
@@ -34,6 +37,21 @@ export const CreateProviderInputBody = Type.Object(
   },
   { $id: 'CreateProviderInputBody', additionalProperties: false },
 );
+export const PatchProviderInputBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    apiKey: Type.Optional(Type.String({ maxLength: 1000, description: 'Empty removes the key' })),
+    baseUrl: Type.Optional(Type.String({ maxLength: 500, description: 'Empty removes the base URL' })),
+  },
+  { $id: 'PatchProviderInputBody', additionalProperties: false },
+);
+export const TestProviderInputBody = Type.Object({ modelId: Type.String({ minLength: 1, maxLength: 100 }) }, { $id: 'TestProviderInputBody', additionalProperties: false });
+export const TestProviderOutputBody = Type.Object(
+  { ok: Type.Boolean(), latencyMs: Type.Integer(), reply: Type.Optional(Type.String()), error: Type.Optional(Type.String()) },
+  { $id: 'TestProviderOutputBody', additionalProperties: false },
+);
+export const ModelsEnabledInputBody = Type.Object({ enabled: Type.Boolean() }, { $id: 'ModelsEnabledInputBody', additionalProperties: false });
+export const ModelsEnabledOutputBody = Type.Object({ changed: Type.Integer({ description: 'How many models changed' }) }, { $id: 'ModelsEnabledOutputBody', additionalProperties: false });
 export const CreateProviderOutputBody = Type.Object({ id: Type.String(), sync: SyncResult }, { $id: 'CreateProviderOutputBody', additionalProperties: false });
 
 export const ModelDto = Type.Object(
@@ -51,7 +69,13 @@ export const CreateModelInputBody = Type.Object(
   { $id: 'CreateModelInputBody', additionalProperties: false },
 );
 export const PatchModelInputBody = Type.Object(
-  { enabled: Type.Optional(Type.Boolean()), label: Type.Optional(Type.String({ maxLength: 100 })), price: Type.Optional(Price) },
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    label: Type.Optional(Type.String({ maxLength: 100 })),
+    price: Type.Optional(Price),
+    caps: Type.Optional(Caps),
+    followCatalog: Type.Optional(Type.Boolean({ description: 'Editing label, price or caps turns it off unless given' })),
+  },
   { $id: 'PatchModelInputBody', additionalProperties: false },
 );
 
@@ -72,27 +96,5 @@ export const FakeResponse = Type.Object(
 );
 export const FakeScriptBody = Type.Object({ responses: Type.Array(FakeResponse, { maxItems: 1000 }), reset: Type.Optional(Type.Boolean()) }, { $id: 'FakeScriptBody', additionalProperties: false });
 
-
-export const SettingsDto = Type.Object(
-  {
-    agentModelId: Nullable(Type.String()),
-    utilityModelId: Nullable(Type.String()),
-    reflectionModelId: Nullable(Type.String()),
-    defaultImage: Nullable(Type.String()),
-    defaultLimits: Type.Object(
-      {
-        timeoutSeconds: Type.Integer(limitBounds.timeoutSeconds), maxTurns: Type.Integer(limitBounds.maxTurns), maxCostUsd: Type.Number(limitBounds.maxCostUsd),
-        cpus: Type.Number(limitBounds.cpus), memoryMb: Type.Integer(limitBounds.memoryMb), pidsLimit: Type.Integer(limitBounds.pidsLimit),
-      },
-      { additionalProperties: false },
-    ),
-    dailySpendLimitUsd: Type.Number({ minimum: 0 }),
-    retentionDays: Type.Integer({ minimum: 1, maximum: 3650 }),
-  },
-  { $id: 'SettingsDto', additionalProperties: false },
-);
-export type SettingsDto = Static<typeof SettingsDto>;
-export const SettingsPatch = Type.Partial(SettingsDto, { $id: 'SettingsPatch', additionalProperties: false });
-export type SettingsPatch = Static<typeof SettingsPatch>;
 
 export const ProviderListQuery = Type.Object({ ...listQueryProperties }, { additionalProperties: false });

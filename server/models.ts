@@ -1,21 +1,26 @@
+import { defaultModelKeys, settingsDecider, settingsStreamId, withDefaults, type DefaultModelKey } from '../domain/settings.js';
+import type { ProjectionEngine } from '../projections/engine.js';
 import { modelsCollection, providersCollection, settingsCollection, type ModelDoc, type ProviderDoc, type SettingsDoc } from '../projections/providers.js';
-import type { SettingsDto } from '../schemas/provider.js';
+import type { ModelDto } from '../schemas/provider.js';
+import type { SettingsDto, SettingsPatch } from '../schemas/settings.js';
 import { createModelClient } from '../runner/models/client.js';
-import type { ModelClient, Price } from '../runner/models/types.js';
+import type { ModelClient, Price, ProviderConfig } from '../runner/models/types.js';
 import type { DocumentStore } from '../store/document-store.js';
+import type { CommandBus, CommandContext } from './commands.js';
 import type { Keys } from './keys.js';
 
-/** BEHAVIOUR §9.2 defaults. */
-export const defaultSettings: SettingsDto = {
-  agentModelId: null,
-  utilityModelId: null,
-  reflectionModelId: null,
-  defaultImage: null,
-  defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256 },
-  dailySpendLimitUsd: 0,
-  retentionDays: 90,
-};
+export { defaultSettings } from '../domain/settings.js';
 
+/** Which default a call is for (BEHAVIOUR §9.2). */
+export type ModelPurpose = 'agent' | 'utility' | 'reflection';
+
+/** A model ready to be called: its record and its provider with the opened key. Only the host ever holds this. */
+export interface ModelChoice {
+  model: ModelDto;
+  provider: ProviderConfig;
+}
+
+/** The shape the runner's ports take (runner/executor.ts AgentModel). */
 export interface ResolvedModel {
   id: string;
   client: ModelClient;
@@ -26,32 +31,95 @@ export interface ResolvedModel {
 
 /** Settings and model resolution for runs, on the host: provider keys are decrypted only here, only when used. */
 export class Models {
-  constructor(private readonly docs: DocumentStore, private readonly keys: Keys) {}
+  constructor(
+    private readonly bus: CommandBus,
+    private readonly docs: DocumentStore,
+    private readonly engine: ProjectionEngine,
+    private readonly keys: Keys,
+  ) {}
 
-  async settings(workspaceId: string): Promise<SettingsDto> {
+  /** The workspace's settings with the defaults filled in; read on every call, never cached (BEHAVIOUR §9.2). */
+  async settingsFor(workspaceId: string): Promise<SettingsDto> {
     const stored = await this.docs.collection<SettingsDoc>(settingsCollection).findOne({ _id: workspaceId });
     const { _id, ...rest } = stored ?? { _id: workspaceId };
-    const merged = { ...defaultSettings, ...(rest as Partial<SettingsDto>) };
-    return { ...merged, defaultLimits: { ...defaultSettings.defaultLimits, ...(merged.defaultLimits ?? {}) } };
+    return withDefaults(rest as Partial<SettingsDto>);
   }
 
-  /** An enabled, listed model of the workspace, ready to call; null when there is none. */
-  async load(workspaceId: string, modelId: string | null): Promise<ResolvedModel | null> {
+  /** Same as `settingsFor` (the name the runner's wiring uses). */
+  settings(workspaceId: string): Promise<SettingsDto> {
+    return this.settingsFor(workspaceId);
+  }
+
+  /**
+   * Applies a settings patch. Default models must be enabled, listed models of the workspace; `secretNames` are the
+   * workspace's secret names the caller found for `notifySecret`. Answers the settings after the change.
+   */
+  async changeSettings(ctx: CommandContext, workspaceId: string, patch: SettingsPatch, secretNames: string[] = []): Promise<SettingsDto> {
+    const usableModelIds: string[] = [];
+    for (const key of defaultModelKeys) {
+      const id = patch[key];
+      if (typeof id === 'string' && id !== '' && (await this.usable(workspaceId, id))) usableModelIds.push(id);
+    }
+    const r = await this.bus.execute(settingsStreamId(workspaceId), settingsDecider, { type: 'ChangeSettings', patch, usableModelIds, secretNames, now: Date.now() }, ctx);
+    await this.engine.waitFor(r.position);
+    return this.settingsFor(workspaceId);
+  }
+
+  /** The first workspace default (agent, utility, reflection) that is one of `modelIds`, or null. */
+  async defaultUsing(workspaceId: string, modelIds: string[]): Promise<{ key: DefaultModelKey; modelId: string } | null> {
+    const s = await this.settingsFor(workspaceId);
+    for (const key of defaultModelKeys) {
+      const id = s[key];
+      if (id && modelIds.includes(id)) return { key, modelId: id };
+    }
+    return null;
+  }
+
+  /** Unsets every default that points at one of `modelIds` (their provider is gone). */
+  async clearDefaults(ctx: CommandContext, workspaceId: string, modelIds: string[]): Promise<void> {
+    const s = await this.settingsFor(workspaceId);
+    const patch: SettingsPatch = {};
+    for (const key of defaultModelKeys) if (s[key] && modelIds.includes(s[key]!)) patch[key] = null;
+    if (Object.keys(patch).length) await this.changeSettings(ctx, workspaceId, patch);
+  }
+
+  private async usable(workspaceId: string, modelId: string): Promise<boolean> {
+    const m = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: modelId, workspaceId, enabled: true });
+    return m !== null && m.unlistedAt === null;
+  }
+
+  /** An enabled, listed model of the workspace with its provider; null when there is none. */
+  async choice(workspaceId: string, modelId: string | null): Promise<ModelChoice | null> {
     if (!modelId) return null;
-    const model = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: modelId, workspaceId, enabled: true });
-    if (!model || model.unlistedAt !== null) return null;
-    const provider = await this.docs.collection<ProviderDoc>(providersCollection).findOne({ _id: model.providerId });
-    if (!provider) return null;
-    const apiKey = provider.apiKeySealed ? this.keys.decrypt('providers', provider.apiKeySealed) : null;
-    return { id: model._id, name: model.model, price: model.price, contextWindow: model.contextWindow, client: createModelClient({ id: provider._id, kind: provider.kind, apiKey, baseUrl: provider.baseUrl }) };
+    const m = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: modelId, workspaceId, enabled: true });
+    if (!m || m.unlistedAt !== null) return null;
+    const p = await this.docs.collection<ProviderDoc>(providersCollection).findOne({ _id: m.providerId, workspaceId });
+    if (!p) return null;
+    const apiKey = p.apiKeySealed ? this.keys.decrypt('providers', p.apiKeySealed) : null;
+    const model: ModelDto = {
+      id: m._id, providerId: m.providerId, providerName: m.providerName, providerKind: m.providerKind, model: m.model, label: m.label, price: m.price,
+      contextWindow: m.contextWindow, caps: m.caps, enabled: m.enabled, synced: m.synced, followCatalog: m.followCatalog, unlistedAt: m.unlistedAt,
+    };
+    return { model, provider: { id: p._id, kind: p.kind, apiKey, baseUrl: p.baseUrl } };
   }
 
-  /** agent: the job's model when still usable, else the workspace's; utility and reflection fall back to the run's. */
-  async resolve(workspaceId: string, purpose: 'agent' | 'utility' | 'reflection', runModelId: string | null): Promise<ResolvedModel | null> {
-    const s = await this.settings(workspaceId);
-    const agent = (await this.load(workspaceId, runModelId)) ?? (await this.load(workspaceId, s.agentModelId));
-    if (purpose === 'agent') return agent;
-    const own = await this.load(workspaceId, purpose === 'utility' ? s.utilityModelId : s.reflectionModelId);
-    return own ?? agent;
+  /**
+   * BEHAVIOUR §9.1/§9.2: agent = the job's model while it is enabled and listed, else the workspace agent model;
+   * utility = the workspace utility model, else the run's (agent) model; reflection = the workspace reflection
+   * model, else the run's (agent) model. Null when nothing usable is configured.
+   */
+  async resolveModel(workspaceId: string, purpose: ModelPurpose, jobModelId: string | null): Promise<ModelChoice | null> {
+    const s = await this.settingsFor(workspaceId);
+    if (purpose !== 'agent') {
+      const own = await this.choice(workspaceId, purpose === 'utility' ? s.utilityModelId : s.reflectionModelId);
+      if (own) return own;
+    }
+    return (await this.choice(workspaceId, jobModelId)) ?? (await this.choice(workspaceId, s.agentModelId));
+  }
+
+  /** `resolveModel` with a client, in the shape the runner takes. */
+  async resolve(workspaceId: string, purpose: ModelPurpose, jobModelId: string | null): Promise<ResolvedModel | null> {
+    const c = await this.resolveModel(workspaceId, purpose, jobModelId);
+    return c && { id: c.model.id, name: c.model.model, price: c.model.price, contextWindow: c.model.contextWindow, client: createModelClient(c.provider) };
   }
 }

@@ -52,9 +52,9 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const cache = new ReadCache(engine, config.roles.has('projector'));
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const runs = new Runs(bus, stores.events, stores.docs);
-  const models = new Models(stores.docs, keys);
+  const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
-  const secrets = new Secrets(bus, stores.events, stores.docs, engine, keys);
+  const secrets = new Secrets(bus, stores.docs, engine, keys);
   return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, jobState, runner: null, log };
 }
 
@@ -160,9 +160,9 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
   const runs = new Runs(bus, stores.events, stores.docs);
-  const models = new Models(stores.docs, keys);
+  const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
-  const secrets = new Secrets(bus, stores.events, stores.docs, engine, keys);
+  const secrets = new Secrets(bus, stores.docs, engine, keys);
   const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, jobState, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();

@@ -2,22 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { DomainError } from '../../domain/decider.js';
-import { secretNamePattern } from '../../domain/secret.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { secretsCollection, type SecretDoc } from '../../projections/secrets.js';
-import { Envelope, IdParams, listQueryProperties } from '../../schemas/common.js';
+import { IdParams, listQueryProperties } from '../../schemas/common.js';
+import { CreateSecretInputBody, JobSecret, SecretDto, SecretIdOutputBody, SecretListEnvelope, SecretValueBody } from '../../schemas/secret.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { parseListQuery } from '../list-query.js';
 
-const SecretDto = Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.Integer(), updatedAt: Type.Integer() }, { $id: 'SecretDto', additionalProperties: false });
-const CreateSecretBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100, pattern: secretNamePattern.source }), value: Type.String({ maxLength: 65536 }) }, { $id: 'CreateInputBody1', additionalProperties: false });
-const ValueBody = Type.Object({ value: Type.String({ maxLength: 65536 }) }, { $id: 'SecretValueBody', additionalProperties: false });
-const JobSecret = Type.Object(
-  { secretId: Type.String({ minLength: 1, maxLength: 100 }), envName: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), secretName: Type.Optional(Type.String({ description: 'Read-only' })) },
-  { $id: 'JobSecret', additionalProperties: false },
-);
 const toDto = (d: SecretDoc) => ({ id: d._id, name: d.name, createdAt: d.createdAt, updatedAt: d.updatedAt });
 
 /** Secrets (SPEC §2.11): values are accepted, sealed and never returned. */
@@ -25,7 +18,7 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const secrets = () => deps.stores.docs.collection<SecretDoc>(secretsCollection);
 
-  app.get('/api/secrets', { schema: { summary: 'List secrets (names only)', tags: ['secrets'], querystring: Type.Object({ ...listQueryProperties }, { additionalProperties: false }), response: { 200: Envelope(SecretDto, 'SecretListEnvelope') } } }, async (request) => {
+  app.get('/api/secrets', { schema: { summary: 'List secrets (names only)', tags: ['secrets'], querystring: Type.Object({ ...listQueryProperties }, { additionalProperties: false }), response: { 200: SecretListEnvelope } } }, async (request) => {
     const p = principalOf(request);
     const list = parseListQuery(request.query, { sortKeys: { name: 'name', createdAt: 'createdAt', updatedAt: 'updatedAt' }, defaultSort: 'name', searchFields: ['name'] });
     const filter = { workspaceId: p.workspaceId };
@@ -33,13 +26,13 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
     return { items: items.map(toDto), page: list.page, pageSize: list.pageSize, total };
   });
 
-  app.post('/api/secrets', { schema: { summary: 'Create a secret', description: 'The value is encrypted at rest and never returned. Reference it in configuration as {{secret:NAME}}.', tags: ['secrets'], body: CreateSecretBody, response: { 201: Type.Object({ id: Type.String() }, { additionalProperties: false }) } } }, async (request, reply) => {
+  app.post('/api/secrets', { schema: { summary: 'Create a secret', description: 'The value is encrypted at rest and never returned. Reference it in configuration as {{secret:NAME}}.', tags: ['secrets'], body: CreateSecretInputBody, response: { 201: SecretIdOutputBody } } }, async (request, reply) => {
     const p = principalOf(request);
     const id = await deps.secrets.create(requestContext(request), p.workspaceId, request.body.name, request.body.value);
     return reply.status(201).send({ id });
   });
 
-  app.put('/api/secrets/:id', { schema: { summary: "Replace a secret's value", tags: ['secrets'], params: IdParams, body: ValueBody, response: { 200: SecretDto } } }, async (request) => {
+  app.put('/api/secrets/:id', { schema: { summary: "Replace a secret's value", tags: ['secrets'], params: IdParams, body: SecretValueBody, response: { 200: SecretDto } } }, async (request) => {
     const p = principalOf(request);
     await deps.secrets.change(requestContext(request), p.workspaceId, request.params.id, request.body.value);
     return toDto((await secrets().findOne({ _id: request.params.id }))!);
