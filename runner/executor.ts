@@ -1,3 +1,4 @@
+import { dailySpendError, utcDayStart } from '../domain/spend.js';
 import { redactor, redactValue } from '../domain/redact.js';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -55,7 +56,9 @@ export interface ExecutorPorts {
   openSession(request: SessionRequest): BrokerSession;
   agentModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
   utilityModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
-  settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null }>;
+  settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null; dailySpendLimitUsd: number }>;
+  /** Micro-USD spent by the workspace's runs queued since `since`. */
+  spentSince(workspaceId: string, since: number): Promise<number>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
   secretValues(workspaceId: string): Promise<string[]>;
   jobState: {
@@ -151,6 +154,8 @@ export class RunExecutor {
 
       const model = await this.ports.agentModel(ws, run.modelId);
       if (!model) return await finish('failed', noModelMessage);
+      const overSpend = dailySpendError(settings.dailySpendLimitUsd, settings.dailySpendLimitUsd > 0 ? await this.ports.spentSince(ws, utcDayStart(this.clock())) : 0);
+      if (overSpend) return await finish('failed', overSpend);
 
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const token = randomBytes(32).toString('base64url');

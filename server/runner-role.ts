@@ -61,6 +61,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
     settings: (ws) => s.models.settings(ws),
+    spentSince: (ws, since) => s.runs.spentSince(ws, since),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },

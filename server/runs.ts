@@ -40,6 +40,15 @@ export class Runs {
     private readonly clock: () => number = Date.now,
   ) {}
 
+  /**
+   * What the workspace's runs queued since `since` cost, reflection and verification included (micro-USD). Runs still
+   * in flight count what they have recorded so far, which is nothing until they finish (BEHAVIOUR §1.3, a known gap).
+   */
+  async spentSince(workspaceId: string, since: number): Promise<number> {
+    const runs = await this.docs.collection<RunDoc>(runsCollection).find({ workspaceId, queuedAt: { $gte: since } });
+    return runs.reduce((sum, r) => sum + (r.cost ?? 0) + (r.reflectionCost ?? 0) + (r.verifyCost ?? 0), 0);
+  }
+
   async trigger(workspaceId: string, jobId: string, req: TriggerRequest, ctx: CommandContext): Promise<TriggerAnswer> {
     const { state: job } = await this.bus.load(jobStreamId(jobId), jobDecider);
     if (job.status !== 'active' || job.workspaceId !== workspaceId) throw DomainError.notFound('Job');

@@ -130,6 +130,26 @@ describe('agent loop', () => {
     assert.equal(run.tokIn, 10);
     assert.equal(run.tokOut, 10);
   });
+
+  it('refuses to start a run once the workspace reached its daily spend limit, before any model cost', async () => {
+    const priced = await api.post('/api/models', { providerId, model: 'fake-daily', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    const spent = (await api.get('/api/runs?pageSize=100')).body.items.reduce((sum: number, r: { cost: number }) => sum + r.cost, 0) as number;
+    // Just above what today's runs cost: one more priced run (40,000 micro-USD) crosses it.
+    const limit = Math.ceil((spent + 10_000) / 10_000) / 100;
+    assert.equal((await api.patch('/api/settings', { dailySpendLimitUsd: limit })).status, 200);
+    try {
+      const paid = await execute('x', [{ ...finish(), usage: { input: 20, output: 20 } }], { modelId: priced.body.id });
+      assert.equal(paid.run.status, 'succeeded');
+      assert.equal(paid.run.cost, 40_000);
+      const refused = await execute('x', [finish()], { modelId: priced.body.id });
+      assert.equal(refused.run.status, 'failed');
+      assert.equal(refused.run.error, `The workspace reached its daily spend limit of $${limit.toFixed(2)}`);
+      assert.equal(refused.run.turns, 0);
+      assert.equal(refused.events.some((e) => e.type === 'sandbox.create'), false, 'no sandbox was made');
+    } finally {
+      await api.patch('/api/settings', { dailySpendLimitUsd: 0 });
+    }
+  });
 });
 
 async function run2nudge() {
