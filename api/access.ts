@@ -38,6 +38,7 @@ export const accessTable: Record<string, AccessRule> = {
   'POST /api/runs/:id/cancel': member,
   'POST /api/runs/:id/retry': member,
   'GET /api/runs/:id/events': member,
+  'GET /api/runs/:id/events/:seq': member,
   'GET /api/runs/:id/stream': member,
   'GET /api/runs/:id/artifacts': member,
   'GET /api/runs/:id/artifact': member,

@@ -1,3 +1,4 @@
+import type { RunFiles } from '../server/run-files.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { ReadCache } from '../projections/read-cache.js';
 import type { CommandBus } from '../server/commands.js';
@@ -31,5 +32,5 @@ export interface AppDeps {
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
   /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */
-  artifactsDir: string;
+  runFiles: RunFiles;
 }

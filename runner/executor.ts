@@ -1,3 +1,4 @@
+import type { RunFiles } from '../server/run-files.js';
 import { dailySpendError, utcDayStart } from '../domain/spend.js';
 import { redactor, redactValue } from '../domain/redact.js';
 import { randomBytes } from 'node:crypto';
@@ -81,7 +82,7 @@ export class RunExecutor {
     private readonly events: EventStore,
     private readonly runs: Runs,
     private readonly ports: ExecutorPorts,
-    private readonly artifactsDir: string,
+    private readonly files: RunFiles,
     private readonly log: Pick<Logger, 'error' | 'info'>,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -93,7 +94,7 @@ export class RunExecutor {
     const ctx: CommandContext = { workspaceId: ws, actor: { type: 'run', id: runId }, requestId: null, correlationId: runId };
     const secretValues = await this.ports.secretValues(ws).catch(() => []);
     const redact = redactor(secretValues);
-    const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock);
+    const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock, this.files);
     const startedAt = run.startedAt ?? this.clock();
     let sandbox: Sandbox | null = null;
     let session: BrokerSession | null = null;
@@ -255,9 +256,7 @@ export class RunExecutor {
       const { files, truncated } = await sandbox.readDir('/svc/outputs', artifactCap);
       const kept = files.filter((f) => f.name !== '.keep');
       for (const f of kept) {
-        const target = join(this.artifactsDir, runId, f.name);
-        mkdirSync(dirname(target), { recursive: true });
-        writeFileSync(target, f.content);
+        await this.files.saveArtifact(runId, f.name, f.content);
       }
       const note = truncated ? ' (the 50 MiB cap left some out)' : '';
       if (kept.length > 0 || truncated) void timeline.append('log', { message: `Collected ${kept.length} artifact(s)${note}`, artifacts: kept.map((f) => ({ name: f.name, size: f.size })) });

@@ -1,3 +1,4 @@
+import { RunFiles } from './run-files.js';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -65,7 +66,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
-  }, join(s.config.dataDir, 'artifacts'), s.log);
+  }, new RunFiles(s.config.dataDir), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
   const info = () => ({ ...backend.info(), error: backendError });

@@ -1,3 +1,4 @@
+import { RunFiles } from './run-files.js';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -73,7 +74,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     models: s.models,
     secrets: s.secrets,
     jobState: s.jobState,
-    artifactsDir: join(s.config.dataDir, 'artifacts'),
+    runFiles: new RunFiles(s.config.dataDir),
   };
 }
 

@@ -1,13 +1,16 @@
 import { redactValue } from '../domain/redact.js';
 import { Subject } from 'rxjs';
+import type { RunFiles } from './run-files.js';
 import type { EventDto } from '../schemas/run.js';
 import type { Actor, EventStore, RecordedEvent } from '../store/event-store.js';
 
 /** The run timeline lives in a stream of its own per run; an entry's seq is its revision + 1 (DESIGN §1). */
 export const timelineStreamId = (runId: string) => `timeline-${runId}`;
 
-interface TimelineData {
+export interface TimelineData {
   payload: unknown;
+  /** The whole payload's file name under the run's events, when `payload` is shortened. */
+  stored?: string;
   spanId: string | null;
   parentSpanId: string | null;
   ms: number | null;
@@ -26,14 +29,17 @@ export interface LiveDelta {
 }
 export const liveDeltas = new Subject<LiveDelta>();
 
-const maxInlineString = 16 * 1024;
+/** A payload above this size (serialized) is stored whole beside the run and kept shortened inline (BEHAVIOUR §3.6). */
+export const inlinePayloadBytes = 16 * 1024;
+/** Strings of a shortened payload keep their head and tail. */
+const shortenedStringChars = 2 * 1024;
 
-/** Long strings are cut in the middle so a payload keeps its shape and stays small in the log. */
+/** Long strings are cut in the middle so a payload keeps its shape. */
 function shorten(value: unknown): unknown {
   if (typeof value === 'string') {
-    if (value.length <= maxInlineString) return value;
-    const half = maxInlineString / 2;
-    return `${value.slice(0, half)}\n[… ${value.length - maxInlineString} characters left out …]\n${value.slice(-half)}`;
+    if (value.length <= shortenedStringChars) return value;
+    const half = shortenedStringChars / 2;
+    return `${value.slice(0, half)}\n[… ${value.length - shortenedStringChars} characters left out …]\n${value.slice(-half)}`;
   }
   if (Array.isArray(value)) return value.map(shorten);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v)]));
@@ -53,20 +59,26 @@ export class TimelineWriter {
     private readonly workspaceId: string,
     private readonly redact: (text: string) => string = (t) => t,
     private readonly clock: () => number = Date.now,
+    private readonly files: Pick<RunFiles, 'savePayload'> | null = null,
   ) {}
 
   append(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): Promise<void> {
     const ts = this.clock();
+    const redacted = redactValue(payload, this.redact);
+    const json = JSON.stringify(redacted);
+    const big = Buffer.byteLength(json) > inlinePayloadBytes;
     const data: TimelineData = {
-      payload: shorten(redactValue(payload, this.redact)),
+      payload: big ? shorten(redacted) : redacted,
       spanId: options.spanId ?? null,
       parentSpanId: options.parentSpanId ?? null,
       ms: options.ms === undefined || options.ms === null ? null : Math.round(options.ms),
     };
     const actor: Actor = { type: 'run', id: this.runId };
-    const next = this.chain.then(() =>
-      this.events.append(timelineStreamId(this.runId), [{ type, data, metadata: { workspaceId: this.workspaceId, actor, requestId: null, correlationId: this.runId, causationId: null, ts } }], 'any'),
-    );
+    const next = this.chain.then(async () => {
+      // Without storage (tests of the broker alone) the shortened payload is all there is.
+      if (big && this.files) data.stored = await this.files.savePayload(this.runId, json);
+      return this.events.append(timelineStreamId(this.runId), [{ type, data, metadata: { workspaceId: this.workspaceId, actor, requestId: null, correlationId: this.runId, causationId: null, ts } }], 'any');
+    });
     this.chain = next.catch(() => undefined);
     return next.then(() => undefined);
   }

@@ -13,7 +13,7 @@ import { Mode } from '../../schemas/job.js';
 import { ArtifactDto, ArtifactQuery, EventDto, EventsQuery, RunDto, RunListEnvelope, RunListQuery, Trigger, TriggerRunBody, TriggerRunOutput } from '../../schemas/run.js';
 import type { Filter } from '../../store/document-store.js';
 import type { RecordedEvent } from '../../store/event-store.js';
-import { liveDeltas, timelineStreamId, toEventDto } from '../../server/timeline.js';
+import { liveDeltas, timelineStreamId, toEventDto, type TimelineData } from '../../server/timeline.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -130,6 +130,24 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     return recorded.map(toEventDto);
   });
 
+  app.get('/api/runs/:id/events/:seq', {
+    schema: {
+      summary: 'One timeline entry, whole',
+      description: 'The events route keeps payloads over 16 KiB shortened (long strings cut in the middle); this answers the entry with its payload as it was recorded (secrets redacted).',
+      tags: ['runs'],
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), seq: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+      response: { 200: EventDto },
+    },
+  }, async (request) => {
+    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+    const [recorded] = await deps.stores.events.readStream(timelineStreamId(run._id), { fromRevision: request.params.seq - 1, limit: 1 });
+    if (!recorded) throw DomainError.notFound('Timeline entry');
+    const event = toEventDto(recorded);
+    const stored = (recorded.data as TimelineData).stored;
+    if (stored) event.payload = (await deps.runFiles.readPayload(run._id, stored)) ?? event.payload;
+    return event;
+  });
+
   app.get('/api/runs/:id/stream', {
     schema: { summary: 'Follow a run live (server-sent events)', description: 'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.', tags: ['runs'], params: IdParams, querystring: Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }) },
   }, async (request, reply) => {
@@ -191,7 +209,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     schema: { summary: 'Files the run left in /svc/outputs', tags: ['runs'], params: IdParams, response: { 200: Type.Array(ArtifactDto) } },
   }, async (request) => {
     const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const root = join(deps.artifactsDir, run._id);
+    const root = deps.runFiles.artifactsDir(run._id);
     if (!existsSync(root)) return [];
     const out: ArtifactDto[] = [];
     const walk = (dir: string) => {
@@ -209,10 +227,9 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
   }, async (request, reply) => {
     const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const root = resolve(deps.artifactsDir, run._id);
-    const file = resolve(root, request.query.path.replace(/^\/+/, ''));
     // Confined to the run's own folder: `..` or an absolute path never leaves it.
-    if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
+    const file = deps.runFiles.artifactPath(run._id, request.query.path.replace(/^\/+/, ''));
+    if (!file || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
     const name = basename(file).replace(/["\\\r\n]/g, '_');
     return reply
       .type(contentTypeOf(name))

@@ -131,6 +131,27 @@ describe('agent loop', () => {
     assert.equal(run.tokOut, 10);
   });
 
+  it('keeps a payload over 16 KiB shortened on the timeline and whole beside the run', async () => {
+    const command = "printf 'start-'; head -c 30000 /dev/zero | tr '\\0' m; printf -- '-middle-'; head -c 30000 /dev/zero | tr '\\0' n; printf -- '-end'";
+    const { run, events } = await execute('x', [{ toolCalls: [{ name: 'bash', args: { command } }] }, finish()]);
+    assert.equal(run.status, 'succeeded', run.error);
+    const index = events.findIndex((e) => e.type === 'tool.result');
+    const inline = events[index]!;
+    const inlineSize = JSON.stringify(inline.payload).length;
+    assert.ok(inlineSize < 16 * 1024, `the inline payload is shortened (${inlineSize} bytes)`);
+    assert.match(inline.payload.content, /^exit code: 0\nstart-m+\n\[… \d+ characters left out …\]\nn+-end\n/s);
+    const whole = await api.get(`/api/runs/${run.id}/events/${index + 1}`);
+    assert.equal(whole.status, 200, whole.text);
+    assert.equal(whole.body.type, 'tool.result');
+    // What the model was shown (the agent's own output cap applies before the timeline's).
+    assert.ok(whole.body.payload.content.length > 20_000, 'the stored payload is whole');
+    assert.match(whole.body.payload.content, /^exit code: 0\nstart-m{5000}/);
+    assert.match(whole.body.payload.content, /n{20000}-end\n\[the output had 60018 bytes/);
+    assert.equal((await api.get(`/api/runs/${run.id}/events/${events.length + 5}`)).status, 404);
+    const small = await api.get(`/api/runs/${run.id}/events/1`);
+    assert.deepEqual(small.body, events[0]);
+  });
+
   it('refuses to start a run once the workspace reached its daily spend limit, before any model cost', async () => {
     const priced = await api.post('/api/models', { providerId, model: 'fake-daily', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
     const spent = (await api.get('/api/runs?pageSize=100')).body.items.reduce((sum: number, r: { cost: number }) => sum + r.cost, 0) as number;

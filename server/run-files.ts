@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+
+/**
+ * A run's files on the host (BEHAVIOUR §1.3, §3.6): `runs/<id>/artifacts/<relative path>` for what the run left in
+ * /svc/outputs, `runs/<id>/events/<uuid>.json` for timeline payloads too large to keep inline.
+ */
+export class RunFiles {
+  constructor(private readonly root: string) {}
+
+  /** The run's artifacts directory (it may not exist). */
+  artifactsDir(runId: string): string {
+    return resolve(this.root, 'runs', runId, 'artifacts');
+  }
+
+  /** `relative` inside the run's artifacts, or null when it would leave them. */
+  artifactPath(runId: string, relative: string): string | null {
+    const base = this.artifactsDir(runId);
+    const target = resolve(base, relative);
+    return target.startsWith(base + sep) ? target : null;
+  }
+
+  async saveArtifact(runId: string, relative: string, content: Buffer): Promise<void> {
+    const target = this.artifactPath(runId, relative);
+    if (!target) throw new Error(`${relative} is outside the run's outputs`);
+    await mkdir(join(target, '..'), { recursive: true });
+    await writeFile(target, content);
+  }
+
+  /** Stores a whole payload; answers its name for `readPayload`. */
+  async savePayload(runId: string, json: string): Promise<string> {
+    const name = `${randomUUID()}.json`;
+    const dir = resolve(this.root, 'runs', runId, 'events');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, name), json);
+    return name;
+  }
+
+  async readPayload(runId: string, name: string): Promise<unknown | null> {
+    if (!/^[0-9a-f-]{36}\.json$/.test(name)) return null;
+    try {
+      return JSON.parse(await readFile(resolve(this.root, 'runs', runId, 'events', name), 'utf8')) as unknown;
+    } catch {
+      return null;
+    }
+  }
+}
