@@ -16,7 +16,7 @@ import type { EventMetadata } from '../store/event-store.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
-import { runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
+import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -155,6 +155,8 @@ log('job list');
 results.jobList = await listBenchmark();
 log('sandboxes and svc');
 results.sandbox = await sandboxBenchmarks(root, quick);
+log('docker sandboxes');
+results.docker = await dockerProvisioning(root, quick);
 log('runs');
 results.runs = await runBenchmarks(root, quick);
 log('SSE fan-out');
@@ -167,6 +169,7 @@ const targets = {
   rssUnder150Mb: (results.server as { rssAfterStartMb: number }).rssAfterStartMb < 150,
   bwrapProvisionP50: (results.sandbox as { bwrapProvisionMs: { p50: number } }).bwrapProvisionMs.p50 <= 30,
   svcRoundTripP50: (results.sandbox as { svcStateSetRoundTripMs: { perCallIncludingProcessStart: number } }).svcStateSetRoundTripMs.perCallIncludingProcessStart <= 5,
+  dockerProvisionP50: 'dockerProvisionMs' in (results.docker as object) ? (results.docker as { dockerProvisionMs: { p50: number } }).dockerProvisionMs.p50 <= 300 : null,
   triggerToRunningP50: (results.runs as { triggerToRunningMs: { p50: number } }).triggerToRunningMs.p50 <= 100,
   sseDeliveryP99: (results.sse as { deliveryMs: { p99: number } }).deliveryMs.p99 <= 100,
 };

@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { Broker } from '../broker/server.js';
 import { runStreamId } from '../domain/run.js';
 import { BwrapBackend } from '../runner/sandbox/bwrap.js';
-import { svcBinaryPath } from '../runner/sandbox/select.js';
+import { DockerBackend } from '../runner/sandbox/docker.js';
+import { dockerClient, svcBinaryPath } from '../runner/sandbox/select.js';
 import type { SandboxSpec } from '../runner/sandbox/types.js';
 import { FakeClient } from '../runner/models/fake.js';
 import { loadConfig } from '../server/config.js';
@@ -70,6 +71,43 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
     bwrapProvisionMs: summarize(samples),
     svcStateSetRoundTripMs: { calls, perCallIncludingProcessStart: perCallNs / 1e6, processStartOnly: spawnNs / 1e6, requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3 },
   };
+}
+
+/**
+ * Docker provisioning: create (with the layout copied in) and first exec. Uses SVC_DOCKER_HOST, or starts a private
+ * engine as the tests do; answers why not when there is none.
+ */
+export async function dockerProvisioning(root: string, quick: boolean): Promise<{ dockerProvisionMs: ReturnType<typeof summarize> } | { skipped: string }> {
+  let host = process.env.SVC_DOCKER_HOST;
+  let engine: { stop(): Promise<void> } = { stop: async () => {} };
+  if (!host) {
+    const { startDockerd } = await import('../scripts/dockerd.mjs');
+    const started = await startDockerd();
+    if (!started.host) return { skipped: started.reason ?? 'no Docker engine' };
+    host = started.host;
+    engine = started;
+  }
+  const dir = runtime(root);
+  const socket = join(dir, 'idle-docker.sock');
+  const idle = createServer((_q, r) => r.end('{}')).listen(socket);
+  chmodSync(socket, 0o666);
+  try {
+    const backend = new DockerBackend(dockerClient(host), svcBinaryPath(), 'svc-base:bookworm', `bench-${process.pid}`);
+    await backend.prepare();
+    const samples: number[] = [];
+    for (let i = 0; i < (quick ? 5 : 20); i++) {
+      const t0 = performance.now();
+      const sb = await backend.create(spec(`bench-docker-${process.pid}-${i}`, socket));
+      const r = await sb.exec({ cmd: ['true'] });
+      samples.push(performance.now() - t0);
+      await sb.destroy();
+      if (r.exitCode !== 0) throw new Error(`docker sandbox exec failed: ${r.output.toString()}`);
+    }
+    return { dockerProvisionMs: summarize(samples) };
+  } finally {
+    idle.close();
+    await engine.stop();
+  }
 }
 
 export async function runBenchmarks(root: string, quick: boolean) {
