@@ -69,6 +69,12 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/jobs/:id/state/:key': member,
   'PUT /api/jobs/:id/state/:key': member,
   'DELETE /api/jobs/:id/state/:key': member,
+  'GET /api/jobs/:id/playbook': member,
+  'PUT /api/jobs/:id/playbook': member,
+  'GET /api/jobs/:id/playbook/versions': member,
+  'GET /api/jobs/:id/playbook/versions/:version': member,
+  'POST /api/jobs/:id/playbook/rollback': member,
+  'GET /api/jobs/:id/stats': member,
   // Authenticated by the job's webhook token inside the handler, not by a session or an API token.
   'POST /hooks/:jobId': pub,
 

@@ -11,6 +11,8 @@ import docsRoutes from './routes/docs.js';
 import jobRoutes from './routes/jobs.js';
 import hookRoutes from './routes/hooks.js';
 import jobStateRoutes from './routes/job-state.js';
+import playbookRoutes from './routes/playbook.js';
+import statsRoutes from './routes/stats.js';
 import memberRoutes from './routes/members.js';
 import providerRoutes from './routes/providers.js';
 import secretRoutes from './routes/secrets.js';
@@ -77,6 +79,8 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   providerRoutes(app, deps);
   settingsRoutes(app, deps);
   jobStateRoutes(app, deps);
+  playbookRoutes(app, deps);
+  statsRoutes(app, deps);
   secretRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);

@@ -1,9 +1,10 @@
 import { apiTokensProjector, membersProjector, usersProjector, workspacesProjector } from './identity.js';
 import { jobsProjector } from './jobs.js';
+import { playbooksProjector } from './playbooks.js';
 import { providersProjector } from './providers.js';
 import { runsProjector } from './runs.js';
 import { secretsProjector } from './secrets.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
-export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, runsProjector, jobsProjector];
+export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, runsProjector, jobsProjector, playbooksProjector];

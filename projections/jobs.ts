@@ -7,6 +7,7 @@ import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
 import type { RunEvent } from '../domain/run.js';
 import { runsCollection, type RunDoc } from './runs.js';
+import { isEmptyPlaybook, type PlaybookEvent } from '../domain/playbook.js';
 
 export const jobsCollection = 'jobs';
 
@@ -40,7 +41,7 @@ function configFields(config: Partial<JobConfig>): Record<string, DocValue> {
 
 export const jobsProjector: Projector = {
   name: 'jobs',
-  version: 3,
+  version: 4,
   collections: [jobsCollection],
   indexes: [
     { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['sortName', 1]] },
@@ -56,6 +57,7 @@ export const jobsProjector: Projector = {
       // A late firing (the service was down) is not replayed: the next occurrence counts from when it fired.
       return [nextRunAt(jobId, Math.max(occurrence, firedAt))];
     }
+    if (recorded.type === 'PlaybookVersionSaved') return playbookFields(recorded as unknown as PlaybookEvent);
     if (!recorded.streamId.startsWith('job-')) return [];
     const event = recorded as unknown as JobEvent;
     const _id = recorded.streamId.slice('job-'.length);
@@ -116,6 +118,14 @@ function nextRunAt(jobId: string, after: number): DocOp {
       return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: { nextRunAt: next } } }];
     },
   };
+}
+
+/** A playbook version was saved: the job's version and what nextMode reads of it (BEHAVIOUR §2.1, §2.3). */
+function playbookFields(event: PlaybookEvent): DocOp[] {
+  const { jobId, version, content, graduated } = event.data;
+  const fields: Record<string, DocValue> = { playbookVersion: version, playbookEmpty: isEmptyPlaybook(content), playbookHasMain: content.main !== null };
+  if (graduated) fields.graduatedVersion = version;
+  return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
 }
 
 /** A run changed: the job's run fields are recomputed from the runs read model (projected just before). */
