@@ -113,6 +113,7 @@ export class RunSession {
   private keptActions = 0;
   private stateSet = false;
   private overflowNoted = false;
+  private readonly actionList: Array<{ server: string; tool: string; args: string; ok: boolean }> = [];
 
   constructor(
     readonly options: RunSessionOptions,
@@ -137,6 +138,17 @@ export class RunSession {
   }
   get steps(): { count: number; last: string | null } {
     return { count: this.stepCount, last: this.lastStep };
+  }
+  /** MCP calls of tools not marked read-only, in order (the first 200), for the brief of a fallback. */
+  get actions(): ReadonlyArray<{ server: string; tool: string; args: string; ok: boolean }> {
+    return this.actionList;
+  }
+  noteAction(server: string, tool: string, args: string, ok: boolean): void {
+    if (this.actionList.length < brokerLimits.actionCalls) this.actionList.push({ server, tool, args: args.slice(0, 300), ok });
+  }
+  /** The agent taking over from a main script that called `svc fail` starts without that failure. */
+  clearFail(): void {
+    this.failText = null;
   }
   /** micro-USD spent by `svc llm`, in-flight calls not included until they settle (or the session closes). */
   get llmSpend(): number {

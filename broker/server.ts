@@ -178,7 +178,15 @@ export class Broker {
       // Until the server says the tool is read-only, a call counts as an action (refusals included).
       rec.extra = { server, tool };
       rec.kind = 'action';
-      const result = await hooks.mcpCall(server, tool, args);
+      const argsText = JSON.stringify(args) ?? '{}';
+      let result: Awaited<ReturnType<typeof hooks.mcpCall>>;
+      try {
+        result = await hooks.mcpCall(server, tool, args);
+      } catch (err) {
+        s.noteAction(server, tool, argsText, false);
+        throw err;
+      }
+      if (!result.readOnly) s.noteAction(server, tool, argsText, !result.isError);
       rec.extra = { server, tool, isError: result.isError, result: result.output.slice(0, brokerLimits.mcpResultChars) };
       rec.kind = result.readOnly ? 'plain' : 'action';
       return { output: result.output, isError: result.isError };

@@ -49,6 +49,8 @@ export type RunEvent =
   | DomainEvent<'RunClaimed', { runId: string; jobId: string; runnerId: string; startedAt: number }>
   | DomainEvent<'RunStarted', { runId: string; jobId: string; sandbox: { id: string; backend: string } }>
   | DomainEvent<'RunVerifying', { runId: string; jobId: string }>
+  /** A scripted run whose main script fell short goes back to running, now with the agent (BEHAVIOUR §2.6 step 9). */
+  | DomainEvent<'RunFellBack', { runId: string; jobId: string; reason: string }>
   | DomainEvent<'RunCancelRequested', { runId: string; jobId: string; requestedAt: number }>
   | DomainEvent<'RunFinished', RunOutcome & { runId: string; jobId: string; msTotal: number | null }>;
 
@@ -69,6 +71,7 @@ export type RunCommand =
   | { type: 'ClaimRun'; runnerId: string; now: number }
   | { type: 'StartRun'; sandbox: { id: string; backend: string } }
   | { type: 'VerifyRun' }
+  | { type: 'FallBackRun'; reason: string }
   | { type: 'CancelRun'; now: number }
   | { type: 'FinishRun'; outcome: RunOutcome };
 
@@ -103,6 +106,8 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         return { ...state, status: 'running' };
       case 'RunVerifying':
         return { ...state, status: 'verifying' };
+      case 'RunFellBack':
+        return { ...state, status: 'running' };
       case 'RunCancelRequested':
         return { ...state, cancelRequested: true };
       case 'RunFinished':
@@ -138,6 +143,11 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         const s = live(state);
         if (s.status !== 'running') throw notRunning();
         return [{ type: 'RunVerifying', data: { runId: s.runId, jobId: s.jobId } }];
+      }
+      case 'FallBackRun': {
+        const s = live(state);
+        if (s.status !== 'verifying') throw notRunning();
+        return [{ type: 'RunFellBack', data: { runId: s.runId, jobId: s.jobId, reason: command.reason } }];
       }
       case 'CancelRun': {
         const s = live(state);

@@ -1,3 +1,4 @@
+import { isDemoted } from '../domain/graduation.js';
 import type { JobConfig, JobEvent } from '../domain/job.js';
 import { describeCron, nextOccurrence } from '../domain/cron.js';
 import type { ScheduleEvent } from '../domain/schedule.js';
@@ -124,7 +125,8 @@ function nextRunAt(jobId: string, after: number): DocOp {
 function playbookFields(event: PlaybookEvent): DocOp[] {
   const { jobId, version, content, graduated } = event.data;
   const fields: Record<string, DocValue> = { playbookVersion: version, playbookEmpty: isEmptyPlaybook(content), playbookHasMain: content.main !== null };
-  if (graduated) fields.graduatedVersion = version;
+  // A graduation starts the demotion count again: no scripted run is at or after the new version yet.
+  if (graduated) Object.assign(fields, { graduatedVersion: version, demoted: false });
   return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
 }
 
@@ -138,13 +140,15 @@ function runFields(event: RunEvent): DocOp[] {
       collection: jobsCollection,
       async derive(docs) {
         const runs = docs.collection<RunDoc>(runsCollection);
-        const [recent, runCount] = await Promise.all([runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }), runs.count({ jobId })]);
+        const [recent, runCount, job] = await Promise.all([runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }), runs.count({ jobId }), docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId })]);
+        const ended = await runs.find({ jobId, mode: 'scripted', status: { $in: ['succeeded', 'failed', 'timed_out'] }, playbookVersion: { $gte: job?.graduatedVersion ?? 0 } }, { sort: [['number', -1]], limit: 2 });
         const recentRuns: LastRun[] = recent.map((r) => ({ id: r._id, number: r.number, status: r.status, queuedAt: r.queuedAt }));
         const fields: Record<string, DocValue> = {
           runCount,
           recentRuns: recentRuns.length === 0 ? null : (recentRuns as unknown as DocValue),
           lastRun: (recentRuns[0] ?? null) as unknown as DocValue,
           lastMode: recent[0]?.mode ?? null,
+          demoted: isDemoted(ended, job?.graduatedVersion ?? null),
         };
         return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
       },

@@ -82,6 +82,8 @@ export const runsProjector: Projector = {
         return set({ status: 'running', sandboxId: event.data.sandbox.id });
       case 'RunVerifying':
         return set({ status: 'verifying' });
+      case 'RunFellBack':
+        return set({ status: 'running', fellBack: true });
       case 'RunCancelRequested':
         return set({ cancelRequested: true });
       case 'RunFinished': {

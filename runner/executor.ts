@@ -1,3 +1,8 @@
+import { emptyContent, isEmptyPlaybook } from '../domain/playbook.js';
+import { playbookFiles, renderWithinBudget } from '../domain/playbook-render.js';
+import { fallbackBrief } from '../domain/verify-run.js';
+import { versionContent } from '../server/playbooks.js';
+import { runScripted } from './scripted.js';
 import type { RunFiles } from '../server/run-files.js';
 import { dailySpendError, utcDayStart } from '../domain/spend.js';
 import { redactor, redactValue } from '../domain/redact.js';
@@ -23,6 +28,11 @@ export interface BrokerSession {
   readonly outputs: Record<string, unknown>;
   readonly summary: string | null;
   readonly failReason: string | null;
+  readonly steps: { count: number; last: string | null };
+  /** Non-read-only MCP calls made through the broker, for a fallback's brief. */
+  readonly actions: ReadonlyArray<{ server: string; tool: string; args: string; ok: boolean }>;
+  /** Forgets an `svc fail` of the main script when the agent takes over. */
+  clearFail(): void;
   readonly llmSpend: number;
   readonly llmUsage: { input: number; output: number };
   close(): { llmSpend: number };
@@ -130,8 +140,8 @@ export class RunExecutor {
         turns,
         tokIn: usage.input + usage.cacheRead + usage.cacheWrite + (session?.llmUsage.input ?? 0),
         tokOut: usage.output + (session?.llmUsage.output ?? 0),
-        fellBack: false,
-        verifyCost: 0,
+        fellBack: extra.fellBack ?? false,
+        verifyCost: extra.verifyCost ?? 0,
         reflection: 'skipped',
         finishedAt: this.clock(),
       };
@@ -191,9 +201,11 @@ export class RunExecutor {
       }
       const info = this.ports.backend.info();
       void timeline.append('sandbox.create', { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation }, { ms: this.clock() - t0 });
+      // The playbook version the run was pinned to when it was queued; a missing one counts as empty.
+      const playbook = (await versionContent(this.events, ws, run.jobId, run.playbookVersion)) ?? emptyContent();
       await sandbox.putFiles([
         { path: '/svc/input.json', content: JSON.stringify(run.input ?? {}) },
-        { path: '/svc/PLAYBOOK.md', content: 'This job has not learned anything yet.\n' },
+        ...playbookFiles(playbook),
         { path: '/svc/outputs/.keep', content: '' },
         { path: '/svc/candidates/.keep', content: '' },
         { path: '/svc/logs/.keep', content: '' },
@@ -205,11 +217,49 @@ export class RunExecutor {
       const notes: string[] = [];
       const user = job.config.runAsRoot ? 'root' : 'agent';
       const s = sandbox;
+      const spec = job.config.spec as { outputs?: Array<{ name: string }>; successCriteria?: string[] };
+      let brief: string | null = null;
+      let fellBack = false;
+      let verifyCost = 0;
+      if (run.mode === 'scripted' && playbook.main !== null) {
+        const openSession = session;
+        const scripted = await runScripted({
+          sandbox: s, user, timeline, session: openSession, signal: controller.signal, clock: this.clock,
+          remainingMs: () => deadline - this.clock(),
+          stopReason: () => (stopReason === 'deadline' ? { status: 'timed_out', error: 'the run exceeded its time limit' } : { status: 'failed', error: 'run was stopped' }),
+          declaredOutputs: (spec.outputs ?? []).map((o) => o.name),
+          verify: playbook.verify,
+          instruction: job.config.instruction,
+          successCriteria: spec.successCriteria ?? [],
+          verdictModel: utility,
+          onVerifying: async () => {
+            await this.bus.execute(runStreamId(runId), runDecider, { type: 'VerifyRun' }, ctx);
+            await timeline.append('run.status', { status: 'verifying' });
+          },
+        });
+        if (scripted.kind === 'stopped') {
+          await this.collectArtifacts(s, runId, timeline);
+          return await finish(scripted.status, scripted.error, { outputs: scripted.outputs });
+        }
+        verifyCost = scripted.verifyCost;
+        if (scripted.kind === 'passed') {
+          await this.collectArtifacts(s, runId, timeline);
+          return await finish('succeeded', null, { summary: scripted.summary, outputs: scripted.outputs, verifyCost });
+        }
+        // Fell short: the agent takes over in the same sandbox, told what the script did (BEHAVIOUR §2.6 step 9, §2.7).
+        const reason = scripted.reason.charAt(0).toUpperCase() + scripted.reason.slice(1);
+        await timeline.append('fallback', { reason });
+        await this.bus.execute(runStreamId(runId), runDecider, { type: 'FallBackRun', reason: scripted.reason }, ctx);
+        await timeline.append('run.status', { status: 'running' });
+        fellBack = true;
+        openSession.clearFail();
+        brief = fallbackBrief({ reason: scripted.reason, lastStep: openSession.steps.last, exitCode: scripted.exitCode, output: scripted.output, outputs: openSession.outputs, actions: openSession.actions });
+      }
       const result = await runAgent({
         client: model.client,
         model: { name: model.name, price: model.price, contextWindow: model.contextWindow },
-        system: systemPrompt(job.config.instruction, job.config.spec, null),
-        firstMessage: firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions }),
+        system: systemPrompt(job.config.instruction, job.config.spec, isEmptyPlaybook(playbook) && playbook.dockerfile === null && playbook.setup === null ? null : renderWithinBudget(playbook)),
+        firstMessage: [brief, firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions })].filter(Boolean).join('\n\n'),
         tools: builtinTools,
         toolContext: {
           sandbox: s, user, env: {}, signal: controller.signal,
@@ -239,9 +289,9 @@ export class RunExecutor {
       const outputs = { ...(session.outputs ?? {}), ...result.outputs };
       if (result.status === 'succeeded' && session.failReason) {
         void timeline.append('error', { message: session.failReason });
-        return await finish('failed', session.failReason, { summary: result.summary, outputs });
+        return await finish('failed', session.failReason, { summary: result.summary, outputs, fellBack, verifyCost });
       }
-      return await finish(result.status, result.error, { summary: result.summary, outputs });
+      return await finish(result.status, result.error, { summary: result.summary, outputs, fellBack, verifyCost });
     } catch (err) {
       this.log.error({ err, runId }, 'run failed unexpectedly');
       await finish('failed', `The run failed unexpectedly: ${(err as Error).message}`).catch((e: unknown) => this.log.error({ err: e, runId }, 'could not finish the run'));

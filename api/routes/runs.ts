@@ -52,6 +52,8 @@ function announced(e: RecordedEvent): string | null {
       return 'running';
     case 'RunVerifying':
       return 'verifying';
+    case 'RunFellBack':
+      return 'running';
     case 'RunFinished':
       return (e.data as { status: string }).status;
     default:

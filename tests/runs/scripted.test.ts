@@ -1,0 +1,125 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
+
+/** Scripted runs, verification, fallback and demotion (BEHAVIOUR §2.2, §2.6, §2.7), through the public API. */
+let t: TestServer;
+let api: Client;
+let providerId: string;
+
+before(async () => {
+  t = await startTestServer({ SVC_ROLES: 'api,projector,runner' });
+  api = await adminSession(t);
+  providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+  const modelId = (await api.get('/api/models')).body.items[0].id;
+  await api.patch('/api/settings', { agentModelId: modelId });
+});
+after(async () => t?.stop());
+
+type Event = { seq: number; type: string; payload: Record<string, any> };
+
+async function runOnce(jobId: string) {
+  const created = await api.post(`/api/jobs/${jobId}/runs`, {});
+  assert.equal(created.status, 201, created.text);
+  const runId = created.body.runId as string;
+  for (let i = 0; i < 600; i++) {
+    const r = (await api.get(`/api/runs/${runId}`)).body;
+    if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status)) {
+      const events = (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Event[];
+      return { run: r, events };
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error('the run did not end');
+}
+
+async function job(main: string, verify: unknown = null, instruction = 'Report it with `svc output set answer 42`.') {
+  const id = (await api.post('/api/jobs', { name: `scripted ${Math.random()}`, instruction, spec: { outputs: [{ name: 'answer', type: 'number' }] } })).body.id as string;
+  const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, verify } });
+  assert.equal(saved.status, 200, saved.text);
+  return id;
+}
+
+const statuses = (events: Event[]) => events.filter((e) => e.type === 'run.status').map((e) => e.payload.status);
+
+describe('scripted runs', () => {
+  it('runs the main script without the model, verifies it, and summarises its output', async () => {
+    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    const id = await job('#!/bin/sh\nsvc output set answer 42\necho all done\n', { checks: ['output.answer == 42', 'stdout contains "all done"'] });
+    const before = (await api.get(`/api/jobs/${id}`)).body;
+    assert.equal(before.nextMode, 'scripted');
+    assert.equal(before.graduatedVersion, 1, 'a first main graduates the job');
+    const { run, events } = await runOnce(id);
+    assert.equal(run.status, 'succeeded', run.error);
+    assert.equal(run.mode, 'scripted');
+    assert.equal(run.turns, 0, 'no model call');
+    assert.equal(run.cost, 0);
+    assert.equal(run.fellBack, false);
+    assert.deepEqual(run.outputs, { answer: 42 });
+    assert.equal(run.summary, 'The main script did the job.\n\n```\nall done\n\n```');
+    assert.deepEqual(statuses(events), ['provisioning', 'running', 'verifying', 'succeeded']);
+    const verify = events.find((e) => e.type === 'verify.result')!;
+    assert.equal(verify.payload.passed, true);
+    assert.deepEqual(verify.payload.checks.map((c: { check: string }) => c.check), ['exit_code == 0', 'output.answer exists', 'output.answer == 42', 'stdout contains "all done"']);
+    assert.equal(events.some((e) => e.type === 'llm.call'), false);
+    const pending = (await api.post(`/api/providers/${providerId}/script`, { responses: [] })).body.pending;
+    assert.equal(pending, 0);
+  });
+
+  it('falls back to the agent in the same sandbox when a check fails, and demotes the job after two fallbacks', async () => {
+    const id = await job('#!/bin/sh\necho half way > /workspace/progress\nsvc step upload\nexit 3\n');
+    const first = await runOnce(id);
+    assert.equal(first.run.status, 'succeeded', first.run.error);
+    assert.equal(first.run.fellBack, true);
+    assert.deepEqual(first.run.outputs, { answer: 42 }, 'the agent ran the quoted command');
+    assert.deepEqual(statuses(first.events), ['provisioning', 'running', 'verifying', 'running', 'succeeded']);
+    const fallback = first.events.find((e) => e.type === 'fallback')!;
+    assert.equal(fallback.payload.reason, 'The check "exit_code == 0" failed: the exit code was 3');
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.demoted, false, 'one fallback does not demote');
+    const second = await runOnce(id);
+    assert.equal(second.run.fellBack, true);
+    const after = (await api.get(`/api/jobs/${id}`)).body;
+    assert.equal(after.demoted, true);
+    assert.equal(after.nextMode, 'assisted');
+    const third = await runOnce(id);
+    assert.equal(third.run.mode, 'assisted');
+    // A repair of main (a later version) does not lift the demotion; a pin to scripted overrides it.
+    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main: '#!/bin/sh\nsvc output set answer 42\n' } });
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.demoted, true);
+    await api.patch(`/api/jobs/${id}`, { modePin: 'scripted' });
+    const pinned = await runOnce(id);
+    assert.equal(pinned.run.mode, 'scripted');
+    assert.equal(pinned.run.fellBack, false);
+  });
+
+  it('treats svc fail in the main script as a failed verification, and the agent starts without it', async () => {
+    const id = await job('#!/bin/sh\nsvc output set answer 41\nsvc fail "the upstream API is down"\n');
+    const { run, events } = await runOnce(id);
+    assert.equal(run.fellBack, true);
+    assert.equal(run.status, 'succeeded', run.error);
+    assert.equal(events.find((e) => e.type === 'fallback')!.payload.reason, 'The script reported a failure: the upstream API is down');
+    assert.deepEqual(run.outputs, { answer: 42 }, 'the agent\'s value replaces the script\'s');
+  });
+
+  it('asks the utility model for a verdict when verify.llm is set, and counts its cost apart', async () => {
+    const priced = await api.post('/api/models', { providerId, model: 'fake-verifier', price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    await api.patch('/api/settings', { utilityModelId: priced.body.id });
+    try {
+      const id = await job('#!/bin/sh\nsvc output set answer 42\n', { checks: [], llm: true });
+      await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: '{"pass":true,"reason":"the answer is reported","summary":"Reported 42."}', usage: { input: 100, output: 20 } }], reset: true });
+      const good = await runOnce(id);
+      assert.equal(good.run.status, 'succeeded', good.run.error);
+      assert.equal(good.run.summary, 'Reported 42.');
+      assert.equal(good.run.verifyCost, 120);
+      assert.equal(good.run.cost, 0, 'verification is not the run\'s own cost');
+      assert.equal(good.events.find((e) => e.type === 'verify.result')!.payload.llm.pass, true);
+
+      await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: '{"pass":false,"reason":"42 is not plausible","summary":""}' }], reset: true });
+      const rejected = await runOnce(id);
+      assert.equal(rejected.run.fellBack, true);
+      assert.equal(rejected.events.find((e) => e.type === 'fallback')!.payload.reason, 'The verifier rejected the result: 42 is not plausible');
+    } finally {
+      await api.patch('/api/settings', { utilityModelId: null });
+    }
+  });
+});
