@@ -44,7 +44,8 @@ export const playbookStatsDecider: Decider<PlaybookStatsCommand, PlaybookStatsEv
   },
   decide(command, state) {
     if (command.type === 'CountLearningHits') {
-      const ids = [...new Map(command.ids.map((id) => [id.toLowerCase(), id])).values()];
+      // The first spelling of each id wins.
+      const ids = command.ids.filter((id, i) => command.ids.findIndex((other) => other.toLowerCase() === id.toLowerCase()) === i);
       if (ids.length === 0) return [];
       const learnings = state.learnings.map((l) => ({ ...l }));
       for (const id of ids) {
