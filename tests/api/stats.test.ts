@@ -1,0 +1,97 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { summarizeJobRuns } from '../../api/routes/stats.js';
+import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
+
+/** `GET /api/jobs/{id}/stats` (SPEC §2.14, BEHAVIOUR §10.2) over real runs of the fake provider. */
+let t: TestServer;
+let api: Client;
+
+before(async () => {
+  t = await startTestServer();
+  api = await adminSession(t);
+  const provider = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+  const model = (await api.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+  // A nominal price, so runs cost something: one micro-USD per token.
+  assert.equal((await api.patch(`/api/models/${model}`, { price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 } })).status, 200);
+  assert.equal((await api.patch('/api/settings', { agentModelId: model })).status, 200);
+});
+after(async () => t?.stop());
+
+async function finished(runId: string): Promise<Record<string, any>> {
+  for (let i = 0; i < 400; i++) {
+    const run = (await api.get(`/api/runs/${runId}`)).body;
+    if (!['queued', 'provisioning', 'running', 'verifying'].includes(run.status)) return run;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the run did not end');
+}
+
+describe('job stats', () => {
+  it('summarizes non-skipped runs with learning costs, and marks playbook versions', async () => {
+    const id = (await api.post('/api/jobs', { name: `stats ${Math.random()}`, instruction: 'Say it: `echo ok`', selfImprove: false })).body.id as string;
+    const first = await api.post(`/api/jobs/${id}/runs`, {});
+    const skipped = await api.post(`/api/jobs/${id}/runs`, {});
+    assert.equal(skipped.body.status, 'skipped');
+    const r1 = await finished(first.body.runId);
+    assert.equal(r1.status, 'succeeded', JSON.stringify(r1));
+    assert.equal((await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { learnings: [{ text: 'It says ok' }] } })).status, 200);
+    assert.equal((await api.patch(`/api/jobs/${id}`, { instruction: 'Fail: `false`' })).status, 200);
+    const r2 = await finished((await api.post(`/api/jobs/${id}/runs`, {})).body.runId);
+    assert.equal(r2.status, 'failed', JSON.stringify(r2));
+
+    const token = (await createToken(api)).client;
+    const res = await token.get(`/api/jobs/${id}/stats`);
+    assert.equal(res.status, 200, res.text);
+    const s = res.body;
+    assert.deepEqual(Object.keys(s).sort(), ['avgCost', 'p50Ms', 'runs', 'successRate', 'versions']);
+    assert.deepEqual(s.runs.map((p: { number: number }) => p.number), [1, 3]);
+    const point = (r: Record<string, any>) => ({
+      runId: r.id, number: r.number, queuedAt: r.queuedAt, status: r.status, mode: r.mode, cost: r.cost + r.reflectionCost + r.verifyCost, msTotal: r.msTotal, turns: r.turns, playbookVersion: r.playbookVersion,
+    });
+    assert.deepEqual(s.runs, [point(r1), point(r2)]);
+    assert.equal(s.runs[1].playbookVersion, 1);
+    assert.ok(r1.cost > 0);
+    assert.equal(s.successRate, 0.5);
+    assert.equal(s.avgCost, Math.round((point(r1).cost + point(r2).cost) / 2));
+    assert.equal(s.p50Ms, Math.min(r1.msTotal, r2.msTotal));
+    assert.equal(s.versions.length, 1);
+    assert.deepEqual([s.versions[0].version, s.versions[0].author], [1, 'user']);
+    assert.equal((await api.get(`/api/jobs/${id}/stats?range=7d`)).body.runs.length, 2);
+    assert.equal((await api.get(`/api/jobs/${id}/stats?range=90d`)).body.runs.length, 2);
+  });
+
+  it('answers zeros for a job without runs, 400 for other ranges, 404 and 401 as everywhere', async () => {
+    const id = (await api.post('/api/jobs', { name: `idle ${Math.random()}`, instruction: 'Nothing' })).body.id as string;
+    assert.deepEqual((await api.get(`/api/jobs/${id}/stats`)).body, { runs: [], versions: [], successRate: 0, avgCost: 0, p50Ms: 0 });
+    for (const range of ['24h', '1y', '']) {
+      const bad = await api.get(`/api/jobs/${id}/stats?range=${range}`);
+      assert.equal(bad.status, 400, `${range}: ${bad.text}`);
+      assert.equal(bad.body.code, 'validation_failed');
+    }
+    assert.equal((await api.get('/api/jobs/nope/stats')).status, 404);
+    assert.equal((await new Client(t.url).get(`/api/jobs/${id}/stats`)).status, 401);
+  });
+});
+
+describe('job stats rules', () => {
+  const run = (n: number, status: string, msTotal: number | null, cost = 10) => ({
+    _id: `r${n}`, number: n, queuedAt: n, status, mode: 'explore', cost, reflectionCost: 1, verifyCost: 2, msTotal, turns: 1, playbookVersion: 0,
+  }) as Parameters<typeof summarizeJobRuns>[0][number];
+
+  it('counts timed out runs as failures, leaves cancelled and live ones out of the rate, and takes the lower median', () => {
+    const s = summarizeJobRuns([run(1, 'succeeded', 400), run(2, 'timed_out', 100), run(3, 'cancelled', 300), run(4, 'running', null), run(5, 'succeeded', 200)]);
+    assert.equal(s.successRate, 2 / 3);
+    assert.equal(s.avgCost, 13);
+    // Sorted 100, 200, 300, 400: offset ⌊(4 − 1) / 2⌋ = 1.
+    assert.equal(s.p50Ms, 200);
+  });
+
+  it('keeps the newest 500 runs, oldest first', () => {
+    const many = Array.from({ length: 620 }, (_, i) => run(i + 1, 'succeeded', 10));
+    const s = summarizeJobRuns(many);
+    assert.equal(s.runs.length, 500);
+    assert.deepEqual([s.runs[0]!.number, s.runs[499]!.number], [121, 620]);
+    assert.equal(s.avgCost, 13);
+  });
+});
