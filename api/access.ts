@@ -65,6 +65,16 @@ export const accessTable: Record<string, AccessRule> = {
   'DELETE /api/secrets/:id': member,
   'GET /api/jobs/:id/secrets': member,
   'PUT /api/jobs/:id/secrets': member,
+  // MCP servers: any member, as BEHAVIOUR §12 lists them; stdio servers run only inside sandboxes, HTTP ones
+  // through the address guard.
+  'GET /api/mcp-servers': member,
+  'POST /api/mcp-servers': member,
+  'GET /api/mcp-servers/:id': member,
+  'PUT /api/mcp-servers/:id': member,
+  'DELETE /api/mcp-servers/:id': member,
+  'POST /api/mcp-servers/:id/test': member,
+  'GET /api/jobs/:id/mcp-servers': member,
+  'PUT /api/jobs/:id/mcp-servers': member,
   'GET /api/jobs/:id/state': member,
   'GET /api/jobs/:id/state/:key': member,
   'PUT /api/jobs/:id/state/:key': member,

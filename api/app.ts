@@ -14,6 +14,7 @@ import jobStateRoutes from './routes/job-state.js';
 import playbookRoutes from './routes/playbook.js';
 import statsRoutes from './routes/stats.js';
 import memberRoutes from './routes/members.js';
+import mcpServerRoutes from './routes/mcp-servers.js';
 import providerRoutes from './routes/providers.js';
 import secretRoutes from './routes/secrets.js';
 import settingsRoutes from './routes/settings.js';
@@ -82,6 +83,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   playbookRoutes(app, deps);
   statsRoutes(app, deps);
   secretRoutes(app, deps);
+  mcpServerRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);
   authRoutes(app, deps);

@@ -8,6 +8,7 @@ import type { Runs } from '../server/runs.js';
 import type { Keys } from '../server/keys.js';
 import type { Models } from '../server/models.js';
 import type { Secrets } from '../server/secrets.js';
+import type { McpServers } from '../server/mcp-servers.js';
 import type { JobStateStore } from '../server/job-state.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
@@ -28,6 +29,7 @@ export interface AppDeps {
   keys: Keys;
   models: Models;
   secrets: Secrets;
+  mcp: McpServers;
   jobState: JobStateStore;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;

@@ -17,6 +17,7 @@ import { Keys } from './keys.js';
 import { Runs } from './runs.js';
 import { Models } from './models.js';
 import { Secrets } from './secrets.js';
+import { McpServers } from './mcp-servers.js';
 import { JobStateStore } from './job-state.js';
 import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
 import type { Scheduler } from '../runner/scheduler.js';
@@ -34,6 +35,7 @@ export interface Services {
   runs: Runs;
   models: Models;
   secrets: Secrets;
+  mcp: McpServers;
   jobState: JobStateStore;
   /** Set when this process has the runner role. */
   runner: RunnerRole | null;
@@ -56,10 +58,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, jobState, runner: null, log };
+  const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, runner: null, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'jobState' | 'runner'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'runner'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -73,6 +76,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     keys: s.keys,
     models: s.models,
     secrets: s.secrets,
+    mcp: s.mcp,
     jobState: s.jobState,
     runFiles: new RunFiles(s.config.dataDir),
   };
@@ -164,7 +168,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, jobState, runner: null }));
+  const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

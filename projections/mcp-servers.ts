@@ -1,0 +1,61 @@
+import type { JobMcpEvent, McpGrant } from '../domain/mcp-grants.js';
+import type { McpServerConfig, McpServerEvent, McpTestResult, McpToolInfo } from '../domain/mcp-server.js';
+import type { Doc, DocValue } from '../store/document-store.js';
+import type { RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+export interface McpServerDoc extends Doc {
+  workspaceId: string;
+  name: string;
+  /** Lowercased name, for sorting and for the case-insensitive lookups of runs and compile. */
+  nameLower: string;
+  config: McpServerConfig;
+  tools: Array<Omit<McpToolInfo, 'inputSchema'> & { inputSchema: { [key: string]: DocValue } }> | null;
+  toolsCachedAt: number | null;
+  lastTest: Omit<McpTestResult, 'tools'> | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface JobMcpDoc extends Doc {
+  grants: McpGrant[];
+}
+
+export const mcpServersCollection = 'mcp_servers';
+export const jobMcpCollection = 'job_mcp_servers';
+
+const json = (v: unknown) => v as DocValue;
+
+export const mcpServersProjector: Projector = {
+  name: 'mcp-servers',
+  version: 1,
+  collections: [mcpServersCollection, jobMcpCollection],
+  indexes: [{ collection: mcpServersCollection, keys: [['workspaceId', 1], ['nameLower', 1]] }],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (recorded.type === 'JobMcpServersSet') {
+      const d = (recorded as unknown as JobMcpEvent).data;
+      return [{ kind: 'update', collection: jobMcpCollection, filter: { _id: d.jobId }, update: { $set: { grants: json(d.grants) } }, upsert: true }];
+    }
+    if (!recorded.streamId.startsWith('mcpserver-')) return [];
+    const _id = recorded.streamId.slice('mcpserver-'.length);
+    const e = recorded as unknown as McpServerEvent;
+    const c = mcpServersCollection;
+    switch (e.type) {
+      case 'McpServerCreated': {
+        const { config, workspaceId, createdAt } = e.data;
+        return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: { workspaceId, name: config.name, nameLower: config.name.toLowerCase(), config: json(config), tools: null, toolsCachedAt: null, lastTest: null, createdAt, updatedAt: createdAt } }, upsert: true }];
+      }
+      case 'McpServerChanged':
+        return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: { name: e.data.config.name, nameLower: e.data.config.name.toLowerCase(), config: json(e.data.config), updatedAt: e.data.updatedAt } } }];
+      case 'McpServerTested': {
+        const { tools, ...lastTest } = e.data;
+        const set: Record<string, DocValue> = { lastTest: json(lastTest) };
+        // A failed test keeps the last good listing: a server that is down for a minute keeps its grants checkable.
+        if (tools !== null) Object.assign(set, { tools: json(tools), toolsCachedAt: e.data.testedAt });
+        return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: set } }];
+      }
+      case 'McpServerDeleted':
+        return [{ kind: 'delete', collection: c, filter: { _id } }];
+    }
+  },
+};

@@ -1,0 +1,141 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { McpServerConfig, McpToolInfo } from '../../domain/mcp-server.js';
+import { renderToolResult } from '../../domain/mcp-result.js';
+import type { Sandbox } from '../sandbox/types.js';
+import { AddressRefused } from './guarded-fetch.js';
+import { SandboxStdioTransport } from './sandbox-stdio.js';
+
+/** A server's config with every `{{secret:NAME}}` replaced by its value: it exists only in memory, on the host. */
+export type ResolvedConfig = McpServerConfig;
+
+export interface ConnectOptions {
+  /** For stdio servers: the sandbox the server runs in. */
+  sandbox: Sandbox | null;
+  /** For HTTP servers: the guarded fetch (runner/mcp/guarded-fetch.ts). */
+  fetch: FetchLike;
+  /** Connecting and listing, and each call: a server that hangs fails within these. */
+  connectTimeoutMs?: number;
+  callTimeoutMs?: number;
+}
+
+/** A refusal worth telling apart: the server wants a login (HTTP 401). */
+export class LoginRequired extends Error {
+  constructor(readonly challenge: string | null) {
+    super('login required: the server answered 401 Unauthorized');
+    this.name = 'LoginRequired';
+  }
+}
+
+const maxPages = 100;
+const clientInfo = { name: 'svc', version: '1' };
+
+/** The server's `tools/list`, every page (at most 100, stopping at a repeated cursor), names deduplicated. */
+async function listAll(client: Client, timeout: number): Promise<McpToolInfo[]> {
+  const tools = new Map<string, McpToolInfo>();
+  const cursors = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 0; page < maxPages; page++) {
+    const answer = await client.listTools(cursor ? { cursor } : {}, { timeout });
+    for (const t of answer.tools) {
+      if (tools.has(t.name)) continue;
+      const schema = t.inputSchema && typeof t.inputSchema === 'object' ? (t.inputSchema as Record<string, unknown>) : { type: 'object', properties: {} };
+      tools.set(t.name, {
+        name: t.name,
+        description: t.description ?? '',
+        inputSchema: schema,
+        readOnly: t.annotations?.readOnlyHint === true,
+        destructive: t.annotations?.destructiveHint !== false,
+      });
+    }
+    cursor = answer.nextCursor;
+    if (!cursor || cursors.has(cursor)) break;
+    cursors.add(cursor);
+  }
+  return [...tools.values()];
+}
+
+function status401(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown; name?: unknown };
+  return e?.code === 401 || e?.name === 'UnauthorizedError' || (typeof e?.message === 'string' && /\b401\b/.test(e.message));
+}
+
+function describe(err: unknown): string {
+  const e = err as Error & { cause?: unknown };
+  const cause = e?.cause instanceof Error ? `: ${e.cause.message}` : '';
+  return `${e?.message ?? String(err)}${cause}`;
+}
+
+/** One open connection to one server, for a run or for a test. */
+export class McpConnection {
+  private constructor(
+    readonly config: ResolvedConfig,
+    readonly kind: 'HTTP' | 'SSE' | 'stdio',
+    private readonly client: Client,
+    readonly tools: McpToolInfo[],
+    private readonly callTimeoutMs: number,
+  ) {}
+
+  /** Connects, initializes and lists the tools; throws with a message a person can act on. */
+  static async open(config: ResolvedConfig, options: ConnectOptions): Promise<McpConnection> {
+    const timeout = options.connectTimeoutMs ?? 30_000;
+    const callTimeout = options.callTimeoutMs ?? 60_000;
+    if (config.transport === 'stdio') {
+      if (!options.sandbox) throw new Error('a stdio server runs inside a sandbox, and none is available here');
+      const transport = new SandboxStdioTransport({ sandbox: options.sandbox, command: config.command ?? '', args: config.args, env: config.env });
+      const client = new Client(clientInfo);
+      try {
+        await client.connect(transport, { timeout });
+        return new McpConnection(config, 'stdio', client, await listAll(client, timeout), callTimeout);
+      } catch (err) {
+        await client.close().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 50));
+        const exit = transport.exit;
+        const why = exit ? ` (the server exited with status ${exit.code}${exit.stderr ? `; its stderr ends with:\n${exit.stderr}` : ''})` : '';
+        throw new Error(`could not start ${config.command}: ${describe(err)}${why}`);
+      }
+    }
+
+    const url = new URL(config.url ?? '');
+    const requestInit: RequestInit = { headers: config.headers };
+    const attempt = async (transport: Transport, kind: 'HTTP' | 'SSE') => {
+      const client = new Client(clientInfo);
+      try {
+        await client.connect(transport, { timeout });
+        return new McpConnection(config, kind, client, await listAll(client, timeout), callTimeout);
+      } catch (err) {
+        await client.close().catch(() => undefined);
+        throw err;
+      }
+    };
+    try {
+      return await attempt(new StreamableHTTPClientTransport(url, { requestInit, fetch: options.fetch }), 'HTTP');
+    } catch (first) {
+      if (first instanceof AddressRefused || (first as Error)?.cause instanceof AddressRefused) throw first;
+      if (status401(first)) throw new LoginRequired(null);
+      // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE (BEHAVIOUR §9.4).
+      try {
+        return await attempt(new SSEClientTransport(url, { requestInit, fetch: options.fetch }), 'SSE');
+      } catch (second) {
+        if (status401(second)) throw new LoginRequired(null);
+        throw new Error(`could not connect to ${url.origin}${url.pathname}: ${describe(first)} (and over the older SSE transport: ${describe(second)})`);
+      }
+    }
+  }
+
+  /** Calls a tool; a protocol error or a timeout comes back as an error result, not a throw. */
+  async call(tool: string, args: unknown, signal?: AbortSignal): Promise<{ output: string; isError: boolean }> {
+    try {
+      const result = await this.client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, { timeout: this.callTimeoutMs, ...(signal ? { signal } : {}) });
+      return renderToolResult(result);
+    } catch (err) {
+      return { output: `The MCP server ${this.config.name} failed the call of ${tool}: ${describe(err)}`, isError: true };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.close().catch(() => undefined);
+  }
+}
