@@ -19,7 +19,8 @@ import { TimelineWriter } from '../server/timeline.js';
 import type { EventStore } from '../store/event-store.js';
 import { runAgent } from './agent/loop.js';
 import { firstMessage, systemPrompt } from './agent/prompt.js';
-import { builtinTools } from './agent/tools.js';
+import { builtinTools, mcpAgentTools } from './agent/tools.js';
+import type { RunMcp } from './mcp/run-tools.js';
 import type { ModelClient, Price, Usage } from './models/types.js';
 import { brokerPort, proxyPort, type NetworkMode, type Sandbox, type SandboxBackend } from './sandbox/types.js';
 
@@ -50,6 +51,8 @@ export interface SessionRequest {
   /** `svc llm --model utility`: the workspace's utility model, else the run's own. */
   utilityModel: AgentModel;
   agentSpend(): number;
+  /** The run's MCP servers, for `svc mcp`; absent when the job has none. */
+  mcp?: RunMcp | null;
 }
 
 export interface AgentModel {
@@ -71,6 +74,8 @@ export interface ExecutorPorts {
   /** Micro-USD spent by the workspace's runs queued since `since`. */
   spentSince(workspaceId: string, since: number): Promise<number>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
+  /** The job's granted, enabled MCP servers with their secrets resolved on the host; null when it has none. */
+  mcp?(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null>;
   secretValues(workspaceId: string): Promise<string[]>;
   jobState: {
     get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
@@ -108,6 +113,7 @@ export class RunExecutor {
     const startedAt = run.startedAt ?? this.clock();
     let sandbox: Sandbox | null = null;
     let session: BrokerSession | null = null;
+    let mcp: RunMcp | null = null;
     let agentCost = 0;
     let usage: Usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
     let turns = 0;
@@ -126,6 +132,8 @@ export class RunExecutor {
         if (!error || /stopped/.test(error)) error = 'Cancelled';
       }
       const llm = session?.close() ?? { llmSpend: 0 };
+      // Stdio MCP servers run inside the sandbox: closed before it goes.
+      await mcp?.close().catch(() => undefined);
       if (sandbox) {
         const t0 = this.clock();
         await sandbox.destroy().catch((err: unknown) => this.log.error({ err, runId }, 'could not destroy the sandbox'));
@@ -171,8 +179,9 @@ export class RunExecutor {
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const token = randomBytes(32).toString('base64url');
       const maxCost = Math.round(limits.maxCostUsd * 1e6);
+      mcp = (await this.ports.mcp?.(ws, run.jobId, { shadow: false, runAsRoot: job.config.runAsRoot, timeline: (type, payload, ms) => void timeline.append(type, payload, { ms }) })) ?? null;
       session = this.ports.openSession({
-        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost,
+        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost, mcp,
         egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
       });
 
@@ -211,6 +220,8 @@ export class RunExecutor {
         { path: '/svc/logs/.keep', content: '' },
       ]);
 
+      // HTTP servers connect from the host, stdio servers start inside the sandbox; both before any script or the agent.
+      await mcp?.connect(sandbox);
       await this.bus.execute(runStreamId(runId), runDecider, { type: 'StartRun', sandbox: { id: sandbox.id, backend: info.backend } }, ctx);
       await timeline.append('run.status', { status: 'running' });
 
@@ -260,7 +271,7 @@ export class RunExecutor {
         model: { name: model.name, price: model.price, contextWindow: model.contextWindow },
         system: systemPrompt(job.config.instruction, job.config.spec, isEmptyPlaybook(playbook) && playbook.dockerfile === null && playbook.setup === null ? null : renderWithinBudget(playbook)),
         firstMessage: [brief, firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions })].filter(Boolean).join('\n\n'),
-        tools: builtinTools,
+        tools: [...builtinTools, ...mcpAgentTools(mcp)],
         toolContext: {
           sandbox: s, user, env: {}, signal: controller.signal,
           stopReason: () => (stopReason === 'deadline' ? 'the run exceeded its time limit' : 'the run was stopped'),

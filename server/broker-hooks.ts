@@ -15,6 +15,11 @@ export interface HookSources {
   /** The workspace's utility model, else the run's own. */
   utilityModel: HookModel;
   agentSpend(): number;
+  /** The run's MCP servers (runner/mcp/run-tools.ts); absent when the job has none, so the broker answers 404. */
+  mcp?: {
+    tools(server: string | null): Promise<unknown[]>;
+    call(server: string, tool: string, args: unknown): Promise<{ output: string; isError: boolean; readOnly: boolean }>;
+  } | null;
 }
 
 function parseJson(text: string): unknown | null {
@@ -27,10 +32,11 @@ function parseJson(text: string): unknown | null {
 
 /**
  * The runner's side of a broker session: timeline entries go to the run's timeline, `svc llm` calls to the run's
- * model or the utility model through the model port, priced with the model's price. No MCP servers yet.
+ * model or the utility model through the model port, priced with the model's price; `svc mcp` to the run's MCP servers.
  */
 export function runSessionHooks(src: HookSources): RunSessionHooks {
   const model = (which: LlmWhich) => (which === 'agent' ? src.agentModel : src.utilityModel);
+  const mcp = src.mcp ?? null;
   return {
     timeline(type, payload, ms) {
       src.timeline.append(type, payload, { ms }).catch(() => undefined);
@@ -57,5 +63,6 @@ export function runSessionHooks(src: HookSources): RunSessionHooks {
     },
     worstCost: (which, inputTokens, outputTokens) => costOf({ input: inputTokens, output: outputTokens, cacheRead: 0, cacheWrite: 0 }, model(which).price),
     agentSpend: () => src.agentSpend(),
+    ...(mcp ? { mcpTools: (server: string | null) => mcp.tools(server), mcpCall: (server: string, tool: string, args: unknown) => mcp.call(server, tool, args) } : {}),
   };
 }

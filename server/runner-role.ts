@@ -51,6 +51,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   const proxySocket = join(dir, 'proxy.sock');
   await broker.start(brokerSocket);
   await proxy.start(proxySocket);
+  // Stdio MCP servers are tested in a sandbox of their own, on this backend.
+  s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
 
   const executor = new RunExecutor(s.bus, s.stores.events, s.runs, {
     backend,
@@ -64,6 +66,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     settings: (ws) => s.models.settings(ws),
     spentSince: (ws, since) => s.runs.spentSince(ws, since),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
+    mcp: (ws, jobId, options) => s.mcp.forRun(ws, jobId, options),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, new RunFiles(s.config.dataDir), s.log);

@@ -216,3 +216,30 @@ const finish: Tool = {
 
 /** The built-in tools, sorted by name so the tool list the model sees is byte-stable. */
 export const builtinTools: Tool[] = [bash, editFileTool, finish, readFileTool, remember, stateGet, stateSet, writeFileTool].sort((a, b) => a.spec.name.localeCompare(b.spec.name));
+
+/** A run's MCP tools as the agent may call them (runner/mcp/run-tools.ts `RunMcp`). */
+export interface McpAgentAccess {
+  agentTools(): Array<{ agentName: string; server: string; name: string; description: string; inputSchema: Record<string, unknown>; readOnly: boolean }>;
+  call(server: string, tool: string, args: unknown, signal?: AbortSignal): Promise<{ output: string; isError: boolean; readOnly: boolean }>;
+}
+
+/**
+ * MCP tools named `<server>__<tool>` (BEHAVIOUR §3.1). They go through the same grants as `svc mcp call`; a refusal
+ * (an ungranted tool, a shadow run's action) comes back as an error result the model can read.
+ */
+export function mcpAgentTools(mcp: McpAgentAccess | null): Tool[] {
+  if (!mcp) return [];
+  return mcp.agentTools().map((t) => ({
+    readOnly: t.readOnly,
+    spec: { name: t.agentName, description: `${t.description || t.name} (MCP server ${t.server})`.slice(0, 4000), inputSchema: t.inputSchema },
+    async run(args, _callId, ctx) {
+      const meta = { server: t.server, tool: t.name, readOnly: t.readOnly };
+      try {
+        const r = await mcp.call(t.server, t.name, args, ctx.signal);
+        return { content: r.output, isError: r.isError, meta };
+      } catch (err) {
+        return { content: (err as Error).message, isError: true, meta };
+      }
+    },
+  }));
+}
