@@ -10,6 +10,7 @@ import authRoutes from './routes/auth.js';
 import docsRoutes from './routes/docs.js';
 import jobRoutes from './routes/jobs.js';
 import hookRoutes from './routes/hooks.js';
+import imageRoutes from './routes/images.js';
 import jobStateRoutes from './routes/job-state.js';
 import playbookRoutes from './routes/playbook.js';
 import statsRoutes from './routes/stats.js';
@@ -80,6 +81,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   providerRoutes(app, deps);
   settingsRoutes(app, deps);
   jobStateRoutes(app, deps);
+  imageRoutes(app, deps);
   playbookRoutes(app, deps);
   statsRoutes(app, deps);
   secretRoutes(app, deps);

@@ -10,6 +10,7 @@ import type { Models } from '../server/models.js';
 import type { Secrets } from '../server/secrets.js';
 import type { McpServers } from '../server/mcp-servers.js';
 import type { JobStateStore } from '../server/job-state.js';
+import type { Images } from '../server/images.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
 
@@ -31,6 +32,7 @@ export interface AppDeps {
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;
+  images: Images;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
   /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */

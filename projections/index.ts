@@ -1,4 +1,5 @@
 import { apiTokensProjector, membersProjector, usersProjector, workspacesProjector } from './identity.js';
+import { imagesProjector } from './images.js';
 import { jobsProjector } from './jobs.js';
 import { mcpServersProjector } from './mcp-servers.js';
 import { playbooksProjector } from './playbooks.js';
@@ -8,4 +9,4 @@ import { secretsProjector } from './secrets.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
-export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, mcpServersProjector, runsProjector, jobsProjector, playbooksProjector];
+export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, mcpServersProjector, runsProjector, jobsProjector, playbooksProjector, imagesProjector];

@@ -16,6 +16,7 @@ import type { Limits } from '../schemas/job.js';
 import type { CommandBus, CommandContext } from '../server/commands.js';
 import type { Runs } from '../server/runs.js';
 import { TimelineWriter } from '../server/timeline.js';
+import { RunImageError, type RunImageRequest } from '../server/images.js';
 import type { EventStore } from '../store/event-store.js';
 import { runAgent } from './agent/loop.js';
 import { firstMessage, systemPrompt } from './agent/prompt.js';
@@ -74,6 +75,11 @@ export interface ExecutorPorts {
   /** Micro-USD spent by the workspace's runs queued since `since`. */
   spentSince(workspaceId: string, since: number): Promise<number>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
+  /**
+   * The image the run's sandbox starts from (BEHAVIOUR §6.3): the fallback when the playbook has no Dockerfile, else a
+   * build of that Dockerfile, waited for. Rejects with RunImageError (the run's error), or with the signal's reason.
+   */
+  runImage(request: Omit<RunImageRequest, 'canBuild'>): Promise<string | null>;
   /** The job's granted, enabled MCP servers with their secrets resolved on the host; null when it has none. */
   mcp?(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null>;
   secretValues(workspaceId: string): Promise<string[]>;
@@ -175,6 +181,9 @@ export class RunExecutor {
       if (!model) return await finish('failed', noModelMessage);
       const overSpend = dailySpendError(settings.dailySpendLimitUsd, settings.dailySpendLimitUsd > 0 ? await this.ports.spentSince(ws, utcDayStart(this.clock())) : 0);
       if (overSpend) return await finish('failed', overSpend);
+      const resolved = await this.resolveImage(run, job.config.image ?? settings.defaultImage, controller.signal, () => stopReason, timeline);
+      if ('status' in resolved) return await finish(resolved.status, resolved.error);
+      const image = resolved.image;
 
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const token = randomBytes(32).toString('base64url');
@@ -196,7 +205,6 @@ export class RunExecutor {
       }
 
       const t0 = this.clock();
-      const image = job.config.image ?? settings.defaultImage;
       try {
         sandbox = await this.ports.backend.create({
           id: `run-${runId}`, labels: { runId, jobId: run.jobId, workspaceId: ws }, image,
@@ -309,6 +317,38 @@ export class RunExecutor {
     } finally {
       if (deadlineTimer) clearTimeout(deadlineTimer);
       cancel.removeEventListener('abort', onCancel);
+    }
+  }
+
+  /** BEHAVIOUR §1.3 step 5: the run's image, with `sandbox.image_wait` entries when it has to wait for a build. */
+  private async resolveImage(
+    run: { workspaceId: string; jobId: string; playbookVersion: number },
+    fallback: string | null,
+    signal: AbortSignal,
+    stopReason: () => 'cancel' | 'deadline' | null,
+    timeline: TimelineWriter,
+  ): Promise<{ image: string | null } | { status: FinalStatus; error: string }> {
+    let waitedSince: number | null = null;
+    const waitEnded = (done: boolean) => {
+      if (waitedSince !== null) void timeline.append('sandbox.image_wait', { done }, { ms: this.clock() - waitedSince });
+    };
+    try {
+      const image = await this.ports.runImage({
+        workspaceId: run.workspaceId, jobId: run.jobId, playbookVersion: run.playbookVersion, fallback, signal,
+        onWait: (message) => {
+          waitedSince = this.clock();
+          void timeline.append('sandbox.image_wait', { message });
+        },
+      });
+      waitEnded(true);
+      return { image };
+    } catch (err) {
+      waitEnded(false);
+      if (signal.aborted) {
+        return stopReason() === 'deadline' ? { status: 'timed_out', error: 'the run exceeded its time limit while waiting for the job image' } : { status: 'cancelled', error: 'run was stopped' };
+      }
+      if (err instanceof RunImageError) return { status: 'failed', error: err.message };
+      throw err;
     }
   }
 

@@ -9,6 +9,9 @@ import { EgressProxy } from '../broker/egress-proxy.js';
 import { runSessionHooks } from './broker-hooks.js';
 import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
 import { Dispatcher } from '../runner/dispatcher.js';
+import { ImageBuilder } from '../runner/image-builder.js';
+import { RunImageError } from './images.js';
+import { newId } from './ids.js';
 import { RunExecutor } from '../runner/executor.js';
 import { Scheduler } from '../runner/scheduler.js';
 import { selectBackend } from '../runner/sandbox/select.js';
@@ -19,6 +22,8 @@ type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
 export interface RunnerRole {
   sandboxInfo(): SandboxInfoDto;
   dispatcher: Dispatcher;
+  /** Builds job images; null when the backend cannot build them (bwrap) or is not usable. */
+  imageBuilder: ImageBuilder | null;
   stop(): Promise<void>;
 }
 
@@ -54,6 +59,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   // Stdio MCP servers are tested in a sandbox of their own, on this backend.
   s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
 
+  const imageBuilder = backend.images && backendError === null ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log) : null;
   const executor = new RunExecutor(s.bus, s.stores.events, s.runs, {
     backend,
     brokerSocket,
@@ -66,17 +72,29 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     settings: (ws) => s.models.settings(ws),
     spentSince: (ws, since) => s.runs.spentSince(ws, since),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
+    runImage: async (req) => {
+      const resolved = await s.images.resolveRunImage({ ...req, canBuild: imageBuilder !== null });
+      if (resolved.build && imageBuilder) {
+        await imageBuilder.ensureLocal(resolved.build, req.jobId).catch((err: unknown) => {
+          throw new RunImageError(`Could not rebuild the job image on this runner: ${(err as Error).message}`);
+        });
+      }
+      return resolved.image;
+    },
     mcp: (ws, jobId, options) => s.mcp.forRun(ws, jobId, options),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, new RunFiles(s.config.dataDir), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
+  await imageBuilder?.start();
   const info = () => ({ ...backend.info(), error: backendError });
   return {
     sandboxInfo: info,
     dispatcher,
+    imageBuilder,
     async stop() {
+      await imageBuilder?.stop();
       await dispatcher.stop();
       await proxy.stop();
       await broker.stop();

@@ -19,6 +19,7 @@ import { Models } from './models.js';
 import { Secrets } from './secrets.js';
 import { McpServers } from './mcp-servers.js';
 import { JobStateStore } from './job-state.js';
+import { ImageLogs, Images } from './images.js';
 import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
 import type { Scheduler } from '../runner/scheduler.js';
 import { version } from './version.js';
@@ -37,6 +38,8 @@ export interface Services {
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;
+  /** Job images: builds of playbook Dockerfiles, their reads, and the image a run starts from. */
+  images: Images;
   /** Set when this process has the runner role. */
   runner: RunnerRole | null;
   log: Logger;
@@ -59,10 +62,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, runner: null, log };
+  const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir));
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, runner: null, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'runner'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'runner'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -78,6 +82,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     secrets: s.secrets,
     mcp: s.mcp,
     jobState: s.jobState,
+    images: s.images,
     runFiles: new RunFiles(s.config.dataDir),
   };
 }
@@ -169,7 +174,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, runner: null }));
+  const images = new Images(bus, stores.docs, new ImageLogs(''));
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, images, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

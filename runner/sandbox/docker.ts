@@ -1,10 +1,10 @@
 import Docker from 'dockerode';
 import { readdirSync, readFileSync } from 'node:fs';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
 import { OutputCollector } from './output.js';
 import { pack, unpack } from './tar.js';
-import type { ExecOptions, ExecResult, FileIn, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
+import type { ExecOptions, ExecResult, FileIn, ImageBuildRequest, ImageBuilds, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
 
 const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
 const writable = ['/workspace', '/svc', '/tmp'];
@@ -57,6 +57,12 @@ export class DockerBackend implements SandboxBackend {
     private readonly defaultImage: string,
     private readonly instance: string,
   ) {}
+
+  private builds: DockerImages | null = null;
+
+  get images(): ImageBuilds {
+    return (this.builds ??= new DockerImages(this.docker, this.instance));
+  }
 
   async prepare(): Promise<void> {
     const v = await this.docker.version();
@@ -129,6 +135,94 @@ export class DockerBackend implements SandboxBackend {
       await this.docker.getContainer(`svc-${id}`).remove({ force: true });
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    }
+  }
+}
+
+/** One line of the engine's build progress stream. */
+interface BuildMessage {
+  stream?: string;
+  status?: string;
+  progress?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { ID?: string };
+}
+
+const isNotFound = (err: unknown) => (err as { statusCode?: number }).statusCode === 404;
+
+/** Job images through the engine's builder; the build context is a tar holding only the Dockerfile. */
+class DockerImages implements ImageBuilds {
+  constructor(
+    private readonly docker: Docker,
+    private readonly instance: string,
+  ) {}
+
+  async build(request: ImageBuildRequest): Promise<{ id: string; sizeBytes: number }> {
+    const context = pack([{ name: 'Dockerfile', type: 'file', mode: 0o644, uid: 0, gid: 0, content: Buffer.from(request.dockerfile) }]);
+    let error: string | null = null;
+    try {
+      const stream = await this.docker.buildImage(Readable.from([context]), {
+        t: request.tag, dockerfile: 'Dockerfile', rm: true, forcerm: true, labels: { ...request.labels, 'svc.instance': this.instance }, abortSignal: request.signal,
+      });
+      let rest = '';
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        rest += chunk.toString('utf8');
+        for (let cut = rest.indexOf('\n'); cut >= 0; cut = rest.indexOf('\n')) {
+          const line = rest.slice(0, cut).trim();
+          rest = rest.slice(cut + 1);
+          if (line === '') continue;
+          let message: BuildMessage;
+          try {
+            message = JSON.parse(line) as BuildMessage;
+          } catch {
+            request.onLog(`${line}\n`);
+            continue;
+          }
+          if (message.stream) request.onLog(message.stream);
+          else if (message.status) request.onLog(`${message.status}${message.progress ? ` ${message.progress}` : ''}\n`);
+          // The engine reports a failed step in the stream and still answers 200.
+          if (message.error) error = message.errorDetail?.message ?? message.error;
+        }
+      }
+    } catch (err) {
+      if (request.signal.aborted) throw request.signal.reason;
+      throw err;
+    }
+    if (request.signal.aborted) throw request.signal.reason;
+    if (error) throw new Error(error);
+    const info = await this.docker.getImage(request.tag).inspect();
+    return { id: info.Id, sizeBytes: info.Size };
+  }
+
+  async resolveDigest(image: string, signal: AbortSignal): Promise<string> {
+    try {
+      const found = await this.docker.getImage(image).distribution({ abortSignal: AbortSignal.any([signal, AbortSignal.timeout(20_000)]) });
+      return found.Descriptor.digest;
+    } catch (err) {
+      // No registry answer: an image pulled earlier still knows the digest it came with.
+      const local = await this.docker.getImage(image).inspect().catch(() => null);
+      const digest = local?.RepoDigests?.[0]?.split('@')[1];
+      if (digest) return digest;
+      throw new Error((err as { json?: { message?: string } }).json?.message ?? (err as Error).message);
+    }
+  }
+
+  async exists(ref: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(ref).inspect();
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  async remove(ref: string): Promise<void> {
+    try {
+      await this.docker.getImage(ref).remove();
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
     }
   }
 }

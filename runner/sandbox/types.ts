@@ -122,8 +122,32 @@ export interface SandboxInfo {
   imageBuilds: boolean;
 }
 
+export interface ImageBuildRequest {
+  /** The whole build context: nothing but this Dockerfile is sent. */
+  dockerfile: string;
+  tag: string;
+  labels: Record<string, string>;
+  /** Aborting stops the build; the engine removes its intermediate containers. */
+  signal: AbortSignal;
+  /** Build output as it arrives. */
+  onLog(text: string): void;
+}
+
+/** Job image builds (BEHAVIOUR §6.3): only a backend whose `imageBuilds` is true has them. */
+export interface ImageBuilds {
+  /** Builds and tags; throws with the engine's message when the build fails. Answers the engine's image id and size. */
+  build(request: ImageBuildRequest): Promise<{ id: string; sizeBytes: number }>;
+  /** The digest (`sha256:…`) a base image reference stands for now; throws when it cannot be told. */
+  resolveDigest(image: string, signal: AbortSignal): Promise<string>;
+  exists(ref: string): Promise<boolean>;
+  /** Idempotent. */
+  remove(ref: string): Promise<void>;
+}
+
 export interface SandboxBackend {
   readonly kind: 'bwrap' | 'docker';
+  /** Present when the backend builds images from Dockerfiles. */
+  readonly images?: ImageBuilds;
   /** Checks prerequisites once (binaries, engine, cgroups, base image); throws with a clear message when unusable. */
   prepare(): Promise<void>;
   info(): SandboxInfo;
