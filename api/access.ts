@@ -75,6 +75,7 @@ export const accessTable: Record<string, AccessRule> = {
   'POST /api/mcp-servers/:id/test': member,
   'GET /api/jobs/:id/mcp-servers': member,
   'PUT /api/jobs/:id/mcp-servers': member,
+  'POST /api/jobs/compile': member,
   'GET /api/jobs/:id/state': member,
   'GET /api/jobs/:id/state/:key': member,
   'PUT /api/jobs/:id/state/:key': member,

@@ -211,8 +211,8 @@ export class McpServers {
   }
 
   /** Names of the workspace's servers, for compile. */
-  async names(workspaceId: string): Promise<Array<{ name: string; description: string; enabled: boolean }>> {
-    return (await this.servers.find({ workspaceId }, { sort: [['nameLower', 1]] })).map((s) => ({ name: s.name, description: s.config.description, enabled: s.config.enabled }));
+  async names(workspaceId: string): Promise<Array<{ id: string; name: string; description: string; enabled: boolean }>> {
+    return (await this.servers.find({ workspaceId }, { sort: [['nameLower', 1]] })).map((s) => ({ id: s._id, name: s.name, description: s.config.description, enabled: s.config.enabled }));
   }
 
   /**

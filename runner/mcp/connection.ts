@@ -29,6 +29,9 @@ export class LoginRequired extends Error {
   }
 }
 
+/** The server accepted the connection and never answered: trying the older transport would only wait again. */
+class NoAnswer extends Error {}
+
 const maxPages = 100;
 const clientInfo = { name: 'svc', version: '1' };
 
@@ -102,12 +105,23 @@ export class McpConnection {
     const requestInit: RequestInit = { headers: config.headers };
     const attempt = async (transport: Transport, kind: 'HTTP' | 'SSE') => {
       const client = new Client(clientInfo);
+      let timer: NodeJS.Timeout | undefined;
+      // The SDK times out requests, but not the wait for the SSE stream's first event: one deadline covers it all.
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new NoAnswer(`${url.host} did not answer within ${Math.round(timeout / 1000)} s`)), timeout);
+      });
       try {
-        await client.connect(transport, { timeout });
-        return new McpConnection(config, kind, client, await listAll(client, timeout), callTimeout);
+        const open = (async () => {
+          await client.connect(transport, { timeout });
+          return new McpConnection(config, kind, client, await listAll(client, timeout), callTimeout);
+        })();
+        open.catch(() => undefined);
+        return await Promise.race([open, deadline]);
       } catch (err) {
         await client.close().catch(() => undefined);
         throw err;
+      } finally {
+        clearTimeout(timer);
       }
     };
     try {
@@ -115,6 +129,7 @@ export class McpConnection {
     } catch (first) {
       if (first instanceof AddressRefused || (first as Error)?.cause instanceof AddressRefused) throw first;
       if (status401(first)) throw new LoginRequired(null);
+      if (first instanceof NoAnswer) throw new Error(`could not connect to ${url.origin}${url.pathname}: ${first.message}`);
       // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE (BEHAVIOUR §9.4).
       try {
         return await attempt(new SSEClientTransport(url, { requestInit, fetch: options.fetch }), 'SSE');

@@ -1,4 +1,7 @@
+import { reflectionSchemaName } from '../../domain/reflection.js';
+import { fakeReflection } from './fake-reflection.js';
 import { instructionHeading } from '../agent/prompt.js';
+import { compileSchemaName } from '../../domain/compile.js';
 import { ModelError, type Message, type ModelClient, type ModelRequest, type ModelResponse, type ToolCall } from './types.js';
 
 /** One scripted answer of the fake provider (DESIGN §6). */
@@ -90,8 +93,63 @@ function minimalFor(schema: Record<string, unknown>): unknown {
   }
 }
 
+const weekdays = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
+
+/** The schedule a sentence states in plain words, as cron: "every day at 7am", "every monday", "every 15 minutes"… */
+function scheduleOf(sentence: string): { cron: string; human: string } | null {
+  const s = sentence.toLowerCase();
+  const at = /\bat (\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b/.exec(s);
+  let hour = at ? Number(at[1]) % 24 : 9;
+  if (at?.[3] === 'pm' && hour < 12) hour += 12;
+  if (at?.[3] === 'am' && hour === 12) hour = 0;
+  const minute = at?.[2] ? Number(at[2]) : 0;
+  const time = `${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
+  const every = /\bevery (\d+) minutes?\b/.exec(s);
+  if (every) return { cron: `*/${every[1]} * * * *`, human: `every ${every[1]} minutes` };
+  if (/\b(every|each) hour\b|\bhourly\b/.test(s)) return { cron: '0 * * * *', human: 'every hour' };
+  const day = weekdays.findIndex((d) => new RegExp(`\\b(every|each|on) ${d}s?\\b`).test(s));
+  if (day >= 0) return { cron: `${minute} ${hour} * * ${day}`, human: `every ${weekdays[day]} at ${time}` };
+  if (/\b(every|each) weekday\b|\bon weekdays\b/.test(s)) return { cron: `${minute} ${hour} * * 1-5`, human: `weekdays at ${time}` };
+  if (/\b(every|each) (day|morning|evening|night)\b|\bdaily\b/.test(s)) return { cron: `${minute} ${hour} * * *`, human: `every day at ${time}` };
+  return null;
+}
+
+/**
+ * Compile without a model (BEHAVIOUR §7.4 answer shape), deterministic in the sentence: a name from its first words,
+ * a schedule from plain words, a timezone when one is named, the sites it names as an allow-list, and the
+ * configured MCP servers it mentions (or `<name> MCP`), so a fresh install can try compile offline.
+ */
+function compileFrom(message: string): Record<string, unknown> {
+  const sentence = message.split('\n\nToday is ')[0]!.trim();
+  const configured = /^Configured MCP servers: (.*)\.$/m.exec(message)?.[1] ?? '';
+  const names = configured === 'none configured' ? [] : configured.split(', ').filter(Boolean);
+  const words = sentence.replace(/[^\p{L}\p{N}\s-]/gu, ' ').split(/\s+/).filter(Boolean);
+  const name = words.slice(0, 6).join(' ').replace(/^./, (c) => c.toUpperCase()).slice(0, 60) || 'New job';
+  const when = scheduleOf(sentence);
+  const timezone = /\b([A-Z][a-z]+\/[A-Z][A-Za-z_]+)\b/.exec(sentence)?.[1] ?? 'UTC';
+  const domains = [...new Set([...sentence.matchAll(/\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b/gi)].map((m) => m[1]!.toLowerCase()))];
+  const offline = /\b(offline|no network|without (the )?(network|internet))\b/i.test(sentence);
+  const mentioned = names.filter((n) => new RegExp(`\\b${n.replace(/[-]/g, '\\-')}\\b`, 'i').test(sentence));
+  const asked = [...sentence.matchAll(/\b([A-Za-z0-9_-]+) MCP\b/gi)].map((m) => m[1]!).filter((n) => !mentioned.some((x) => x.toLowerCase() === n.toLowerCase()));
+  return {
+    name, title: name, goal: sentence,
+    schedule: when ? { ...when, timezone } : null,
+    successCriteria: ['The run finishes with a summary of what it did.'],
+    inputs: [], outputs: [],
+    mcp: [...mentioned, ...asked].map((server) => ({ server, why: `The instruction mentions ${server}.` })),
+    network: offline ? 'none' : domains.length ? 'allowlist' : 'internet',
+    allowedDomains: offline ? [] : domains,
+    dockerfile: null, sideEffects: [], warnings: [],
+  };
+}
+
 /** With an empty queue: run the quoted commands one bash call at a time, then finish with their output. */
 function deterministic(req: ModelRequest): { text: string; toolCalls: Array<{ name: string; args: unknown }> } {
+  if (req.jsonSchema?.name === compileSchemaName) {
+    const first = req.messages.find((m) => m.role === 'user');
+    return { text: JSON.stringify(compileFrom(first?.role === 'user' ? first.text : '')), toolCalls: [] };
+  }
+  if (req.jsonSchema?.name === reflectionSchemaName) return { text: fakeReflection(req, quotedCommands), toolCalls: [] };
   if (req.jsonSchema) return { text: JSON.stringify(minimalFor(req.jsonSchema.schema)), toolCalls: [] };
   const commands = quotedCommands(instructionFrom(req.system));
   const calls = req.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls : [])).filter((c) => c.name === 'bash');

@@ -1,0 +1,35 @@
+import Type from 'typebox';
+import { Nullable } from './common.js';
+import { Spec } from './job.js';
+
+/** SPEC §2.7 CompileInputBody. */
+export const CompileInputBody = Type.Object(
+  { instruction: Type.String({ minLength: 1, maxLength: 20000, description: 'The sentence to compile' }) },
+  { $id: 'CompileInputBody', additionalProperties: false },
+);
+
+/** An MCP need matched against the registry: `serverId` is null when no server of that name is configured. */
+export const CompiledMcpNeed = Type.Object(
+  { server: Type.String(), why: Type.String(), serverId: Nullable(Type.String()) },
+  { $id: 'CompiledMcpNeed', additionalProperties: false },
+);
+
+/**
+ * A proposed job (BEHAVIOUR §7.4), nothing saved: `spec` as the job keeps it, and the job fields it implies (name,
+ * instruction, cron, timezone, network, allowed domains), ready for `POST /api/jobs`.
+ */
+export const CompileOutputBody = Type.Object(
+  {
+    name: Type.String(),
+    instruction: Type.String(),
+    spec: Spec,
+    cron: Nullable(Type.String()),
+    timezone: Nullable(Type.String()),
+    scheduleHuman: Nullable(Type.String()),
+    network: Type.Union([Type.Literal('none'), Type.Literal('internet'), Type.Literal('allowlist')]),
+    allowedDomains: Nullable(Type.Array(Type.String())),
+    mcp: Type.Array(CompiledMcpNeed),
+    warnings: Type.Array(Type.String()),
+  },
+  { $id: 'CompileOutputBody', additionalProperties: false },
+);
