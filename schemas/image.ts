@@ -19,14 +19,14 @@ const imageFields = {
 export const ImageDto = Type.Object(imageFields, { $id: 'ImageDto', additionalProperties: false });
 export type ImageDto = Static<typeof ImageDto>;
 
-/** SPEC §2.8 GetOutputBody: an image with its Dockerfile and build log. */
+/** SPEC §2.8 GetOutputBody (the component keeps the spec's name): an image with its Dockerfile and build log. */
 export const ImageGetOutputBody = Type.Object(
   {
     ...imageFields,
     dockerfile: Type.String(),
     log: Type.String({ description: 'The build log; beyond 4 MiB only its last 2 MiB are kept' }),
   },
-  { $id: 'ImageGetOutputBody', additionalProperties: false },
+  { $id: 'GetOutputBody', additionalProperties: false },
 );
 export type ImageGetOutputBody = Static<typeof ImageGetOutputBody>;
 
