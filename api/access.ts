@@ -37,6 +37,7 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/runs/:id': member,
   'POST /api/runs/:id/cancel': member,
   'POST /api/runs/:id/retry': member,
+  'POST /api/runs/:id/learn': member,
   'GET /api/runs/:id/events': member,
   'GET /api/runs/:id/events/:seq': member,
   'GET /api/runs/:id/stream': member,

@@ -1,5 +1,6 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { Mode, RunStatus } from '../schemas/job.js';
+import type { AppliedOp } from '../schemas/playbook.js';
 
 export type Trigger = 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';
 export type Reflection = 'skipped' | 'pending' | 'done' | 'failed';
@@ -52,7 +53,26 @@ export type RunEvent =
   /** A scripted run whose main script fell short goes back to running, now with the agent (BEHAVIOUR §2.6 step 9). */
   | DomainEvent<'RunFellBack', { runId: string; jobId: string; reason: string }>
   | DomainEvent<'RunCancelRequested', { runId: string; jobId: string; requestedAt: number }>
-  | DomainEvent<'RunFinished', RunOutcome & { runId: string; jobId: string; msTotal: number | null }>;
+  | DomainEvent<'RunFinished', RunOutcome & { runId: string; jobId: string; msTotal: number | null }>
+  /** "Learn from this run" (or a finished run that wants reflection): `key` names this request. */
+  | DomainEvent<'RunReflectionRequested', { runId: string; jobId: string; key: string; requestedAt: number }>
+  /** A reflector took the request; a request started three times without an end fails. */
+  | DomainEvent<'RunReflectionStarted', { runId: string; jobId: string; key: string; attempt: number; startedAt: number; runnerId: string }>
+  /** `totalCost`: what every reflection of this run has cost so far, this one included. */
+  | DomainEvent<'RunReflected', ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number }>;
+
+export interface ReflectionResult {
+  status: 'done' | 'failed';
+  error: string | null;
+  summary: string | null;
+  ops: AppliedOp[] | null;
+  /** The playbook version it saved, or null when it applied nothing. */
+  version: number | null;
+  cost: number;
+}
+
+/** Attempts of one reflection request before it is failed (BEHAVIOUR §4.1: max 3). */
+export const maxReflectionAttempts = 3;
 
 export type RunState =
   | { status: 'none' }
@@ -62,6 +82,10 @@ export type RunState =
       runnerId: string | null;
       startedAt: number | null;
       cancelRequested: boolean;
+      reflection: Reflection;
+      reflectionKey: string | null;
+      reflectionAttempts: number;
+      reflectionCost: number;
     });
 
 export type RunCommand =
@@ -73,7 +97,10 @@ export type RunCommand =
   | { type: 'VerifyRun' }
   | { type: 'FallBackRun'; reason: string }
   | { type: 'CancelRun'; now: number }
-  | { type: 'FinishRun'; outcome: RunOutcome };
+  | { type: 'FinishRun'; outcome: RunOutcome }
+  | { type: 'RequestReflection'; key: string; now: number }
+  | { type: 'StartReflection'; key: string; now: number; runnerId: string }
+  | { type: 'FinishReflection'; key: string; result: ReflectionResult };
 
 export const runStreamId = (runId: string) => `run-${runId}`;
 export const notRunning = () => new DomainError('conflict', 'The run is not running');
@@ -90,9 +117,9 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
   evolve(state, event) {
     switch (event.type) {
       case 'RunQueued':
-        return { ...event.data, status: 'queued', runnerId: null, startedAt: null, cancelRequested: false };
+        return { ...event.data, status: 'queued', runnerId: null, startedAt: null, cancelRequested: false, reflection: 'skipped', reflectionKey: null, reflectionAttempts: 0, reflectionCost: 0 };
       case 'RunSkipped':
-        return { ...event.data, status: 'skipped', submitted: false, runnerId: null, startedAt: null, cancelRequested: false };
+        return { ...event.data, status: 'skipped', submitted: false, runnerId: null, startedAt: null, cancelRequested: false, reflection: 'skipped', reflectionKey: null, reflectionAttempts: 0, reflectionCost: 0 };
       default:
         break;
     }
@@ -111,7 +138,13 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
       case 'RunCancelRequested':
         return { ...state, cancelRequested: true };
       case 'RunFinished':
-        return { ...state, status: event.data.status };
+        return { ...state, status: event.data.status, reflection: event.data.reflection, reflectionKey: event.data.reflection === 'pending' ? autoReflectionKey(state.runId) : null, reflectionAttempts: 0 };
+      case 'RunReflectionRequested':
+        return { ...state, reflection: 'pending', reflectionKey: event.data.key, reflectionAttempts: 0 };
+      case 'RunReflectionStarted':
+        return { ...state, reflectionAttempts: event.data.attempt };
+      case 'RunReflected':
+        return { ...state, reflection: event.data.status, reflectionKey: null, reflectionCost: event.data.totalCost };
       default:
         return state;
     }
@@ -162,9 +195,30 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         if (!isLive(s.status)) throw notRunning();
         return [finished(s, command.outcome)];
       }
+      case 'RequestReflection': {
+        const s = live(state);
+        if (!learnable.includes(s.status)) throw new DomainError('conflict', 'Only a succeeded, failed or timed-out run can be learned from');
+        if (s.reflection === 'pending') throw new DomainError('conflict', 'A reflection of this run is in progress');
+        return [{ type: 'RunReflectionRequested', data: { runId: s.runId, jobId: s.jobId, key: command.key, requestedAt: command.now } }];
+      }
+      case 'StartReflection': {
+        const s = live(state);
+        if (s.reflection !== 'pending' || s.reflectionKey !== command.key) throw new DomainError('conflict', 'This reflection request is no longer pending');
+        return [{ type: 'RunReflectionStarted', data: { runId: s.runId, jobId: s.jobId, key: command.key, attempt: s.reflectionAttempts + 1, startedAt: command.now, runnerId: command.runnerId } }];
+      }
+      case 'FinishReflection': {
+        const s = live(state);
+        if (s.reflection !== 'pending' || s.reflectionKey !== command.key) throw new DomainError('conflict', 'This reflection request is no longer pending');
+        return [{ type: 'RunReflected', data: { ...command.result, runId: s.runId, jobId: s.jobId, key: command.key, totalCost: s.reflectionCost + command.result.cost } }];
+      }
     }
   },
 };
+
+const learnable: RunStatus[] = ['succeeded', 'failed', 'timed_out'];
+
+/** The key of the reflection a run asks for when it finishes (BEHAVIOUR §4.1, automatic). */
+export const autoReflectionKey = (runId: string) => `auto-${runId}`;
 
 export function emptyOutcome(now: number): RunOutcome {
   return { status: 'failed', error: null, summary: null, outputs: {}, cost: 0, turns: 0, tokIn: 0, tokOut: 0, fellBack: false, verifyCost: 0, reflection: 'skipped', finishedAt: now };

@@ -1,8 +1,8 @@
 import { apiTokensProjector, membersProjector, usersProjector, workspacesProjector } from './identity.js';
 import { imagesProjector } from './images.js';
 import { jobsProjector } from './jobs.js';
-import { mcpServersProjector } from './mcp-servers.js';
 import { playbooksProjector } from './playbooks.js';
+import { mcpServersProjector } from './mcp-servers.js';
 import { providersProjector } from './providers.js';
 import { runsProjector } from './runs.js';
 import { secretsProjector } from './secrets.js';

@@ -8,7 +8,7 @@ import type { DocOp, Projector } from './projector.js';
 export const runsCollection = 'runs';
 
 /** One document per run: the RunDto plus what lists filter and sort by. */
-export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs'> {
+export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs' | 'reflectionError' | 'reflectionSummary' | 'reflectionOps' | 'reflectionVersion'> {
   input: DocValue;
   outputs: { [key: string]: DocValue };
   workspaceId: string;
@@ -21,17 +21,27 @@ export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs'> {
   /** tokIn + tokOut. */
   tokens: number;
   sortJob: string;
+  reflectionError?: string | null;
+  reflectionSummary?: string | null;
+  reflectionOps?: DocValue;
+  reflectionVersion?: number | null;
+  /** When the pending reflection was asked for: reflectors take the oldest first. */
+  reflectionRequestedAt?: number | null;
+  /** The runner working on the pending reflection, and how many times one started it. */
+  reflectionRunnerId?: string | null;
+  reflectionAttempts?: number;
 }
 
 const listKeys = ['queuedAt', 'startedAt', 'finishedAt', 'duration', 'cost', 'turns', 'status', 'sortJob', 'number', 'tokens'];
 
 export const runsProjector: Projector = {
   name: 'runs',
-  version: 1,
+  version: 2,
   collections: [runsCollection],
   indexes: [
     { collection: runsCollection, keys: [['jobId', 1], ['number', 1]] },
     { collection: runsCollection, keys: [['status', 1], ['submitted', 1], ['queuedAt', 1]] },
+    { collection: runsCollection, keys: [['reflection', 1], ['reflectionRequestedAt', 1]] },
     ...listKeys.map((k) => ({ collection: runsCollection, keys: [['workspaceId', 1], [k, 1]] as Array<[string, 1 | -1]> })),
   ],
   project(recorded: RecordedEvent): DocOp[] {
@@ -67,6 +77,13 @@ export const runsProjector: Projector = {
           fellBack: false,
           reflection: 'skipped',
           reflectionCost: 0,
+          reflectionError: null,
+          reflectionSummary: null,
+          reflectionOps: null,
+          reflectionVersion: null,
+          reflectionRequestedAt: null,
+          reflectionRunnerId: null,
+          reflectionAttempts: 0,
           verifyCost: 0,
           runnerId: null,
           cancelRequested: false,
@@ -88,7 +105,15 @@ export const runsProjector: Projector = {
         return set({ cancelRequested: true });
       case 'RunFinished': {
         const { runId: _r, jobId: _j, outputs, ...o } = event.data;
-        return set({ ...(o as unknown as Record<string, DocValue>), outputs: outputs as DocValue, duration: o.msTotal, tokens: o.tokIn + o.tokOut });
+        return set({ ...(o as unknown as Record<string, DocValue>), outputs: outputs as DocValue, duration: o.msTotal, tokens: o.tokIn + o.tokOut, reflectionRequestedAt: o.reflection === 'pending' ? o.finishedAt : null });
+      }
+      case 'RunReflectionRequested':
+        return set({ reflection: 'pending', reflectionRequestedAt: event.data.requestedAt, reflectionError: null, reflectionRunnerId: null, reflectionAttempts: 0 });
+      case 'RunReflectionStarted':
+        return set({ reflectionRunnerId: event.data.runnerId, reflectionAttempts: event.data.attempt });
+      case 'RunReflected': {
+        const r = event.data;
+        return set({ reflection: r.status, reflectionError: r.error, reflectionSummary: r.summary, reflectionOps: r.ops as unknown as DocValue, reflectionVersion: r.version, reflectionRequestedAt: null, reflectionCost: r.totalCost });
       }
       default:
         return [];

@@ -161,17 +161,22 @@ export class Dispatcher {
     return destroyed;
   }
 
+  /** A runner is gone when it has no heartbeat document, its process on this host is dead, or it is silent for a minute. */
+  async runnerGone(runnerId: string): Promise<boolean> {
+    if (runnerId === this.runnerId) return false;
+    const runner = await this.runners.findOne({ _id: runnerId });
+    // Same host: a pid that is gone, or that is now this process (a restarted container is pid 1 again).
+    const sameHostDead = runner !== null && runner.host === hostname() && (runner.pid === process.pid || !processAlive(runner.pid));
+    return !runner || sameHostDead || this.clock() - runner.heartbeatAt > staleMs;
+  }
+
   /** Ends live runs whose runner is gone: a dead process on this host at once, any other after a minute of silence. */
   async reconcile(): Promise<number> {
     const live = await this.docs.collection<RunDoc>(runsCollection).find({ status: { $in: ['provisioning', 'running', 'verifying'] } });
     let ended = 0;
     for (const run of live) {
       if (!run.runnerId || run.runnerId === this.runnerId) continue;
-      const runner = await this.runners.findOne({ _id: run.runnerId });
-      // Same host: a pid that is gone, or that is now this process (a restarted container is pid 1 again).
-      const sameHostDead = runner !== null && runner.host === hostname() && (runner.pid === process.pid || !processAlive(runner.pid));
-      const dead = !runner || sameHostDead || this.clock() - runner.heartbeatAt > staleMs;
-      if (!dead) continue;
+      if (!(await this.runnerGone(run.runnerId))) continue;
       this.log.info({ runId: run._id, runnerId: run.runnerId }, 'ending a run whose runner stopped');
       await this.runs.interrupt(run.jobId, run._id, interruptedMessage);
       ended++;

@@ -1,3 +1,4 @@
+import { wantsReflection } from '../domain/reflection.js';
 import { emptyContent, isEmptyPlaybook } from '../domain/playbook.js';
 import { playbookFiles, renderWithinBudget } from '../domain/playbook-render.js';
 import { fallbackBrief } from '../domain/verify-run.js';
@@ -75,13 +76,13 @@ export interface ExecutorPorts {
   /** Micro-USD spent by the workspace's runs queued since `since`. */
   spentSince(workspaceId: string, since: number): Promise<number>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
+  /** The job's granted, enabled MCP servers with their secrets resolved on the host; null when it has none. */
+  mcp?(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null>;
   /**
    * The image the run's sandbox starts from (BEHAVIOUR §6.3): the fallback when the playbook has no Dockerfile, else a
    * build of that Dockerfile, waited for. Rejects with RunImageError (the run's error), or with the signal's reason.
    */
   runImage(request: Omit<RunImageRequest, 'canBuild'>): Promise<string | null>;
-  /** The job's granted, enabled MCP servers with their secrets resolved on the host; null when it has none. */
-  mcp?(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null>;
   secretValues(workspaceId: string): Promise<string[]>;
   jobState: {
     get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
@@ -131,6 +132,8 @@ export class RunExecutor {
     };
     cancel.addEventListener('abort', onCancel, { once: true });
     let deadlineTimer: NodeJS.Timeout | null = null;
+    let selfImprove = false;
+    let mainRan = false;
 
     const finish = async (status: FinalStatus, error: string | null, extra: Partial<RunOutcome> = {}) => {
       if (cancel.aborted && status !== 'succeeded') {
@@ -156,7 +159,7 @@ export class RunExecutor {
         tokOut: usage.output + (session?.llmUsage.output ?? 0),
         fellBack: extra.fellBack ?? false,
         verifyCost: extra.verifyCost ?? 0,
-        reflection: 'skipped',
+        reflection: wantsReflection({ selfImprove, status, mode: run.mode, turns, fellBack: extra.fellBack ?? false, mainRan, setupFailed: false }) ? 'pending' : 'skipped',
         finishedAt: this.clock(),
       };
       // Streams end when they see the final status, so the timeline is complete before the run's final event.
@@ -169,6 +172,7 @@ export class RunExecutor {
       await timeline.append('run.status', { status: 'provisioning' });
       const { state: job } = await this.bus.load(jobStreamId(run.jobId), jobDecider);
       if (job.status === 'none') return await finish('failed', 'The job does not exist');
+      selfImprove = job.config.selfImprove;
       const settings = await this.ports.settings(ws);
       const limits: Limits = { ...settings.defaultLimits, ...job.config.limits } as Limits;
       const deadline = startedAt + limits.timeoutSeconds * 1000;
@@ -241,6 +245,7 @@ export class RunExecutor {
       let fellBack = false;
       let verifyCost = 0;
       if (run.mode === 'scripted' && playbook.main !== null) {
+        mainRan = true;
         const openSession = session;
         const scripted = await runScripted({
           sandbox: s, user, timeline, session: openSession, signal: controller.signal, clock: this.clock,

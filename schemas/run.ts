@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Envelope, Nullable, listQueryProperties } from './common.js';
 import { Mode, RunStatus } from './job.js';
+import { AppliedOp } from './playbook.js';
 
 export const Trigger = Type.Union(['manual', 'schedule', 'webhook', 'api', 'retry'].map((t) => Type.Literal(t)), { $id: 'Trigger' });
 
@@ -32,6 +33,10 @@ export const RunDto = Type.Object(
     fellBack: Type.Boolean(),
     reflection: Type.Union(['skipped', 'pending', 'done', 'failed'].map((t) => Type.Literal(t))),
     reflectionCost: Type.Integer(),
+    reflectionError: Nullable(Type.String({ description: 'Why the last reflection failed' })),
+    reflectionSummary: Nullable(Type.String({ description: 'What the last reflection learned' })),
+    reflectionVersion: Nullable(Type.Integer({ description: 'The playbook version the last reflection saved; null when it applied nothing' })),
+    reflectionOps: Nullable(Type.Array(AppliedOp, { description: 'What became of each op the last reflection proposed' })),
     verifyCost: Type.Integer(),
     playbookVersion: Type.Integer(),
     modelId: Nullable(Type.String()),

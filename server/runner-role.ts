@@ -1,3 +1,4 @@
+import { Reflector } from '../runner/reflector.js';
 import { RunFiles } from './run-files.js';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
@@ -72,6 +73,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     settings: (ws) => s.models.settings(ws),
     spentSince: (ws, since) => s.runs.spentSince(ws, since),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
+    mcp: (ws, jobId, options) => s.mcp.forRun(ws, jobId, options),
     runImage: async (req) => {
       const resolved = await s.images.resolveRunImage({ ...req, canBuild: imageBuilder !== null });
       if (resolved.build && imageBuilder) {
@@ -81,19 +83,28 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       }
       return resolved.image;
     },
-    mcp: (ws, jobId, options) => s.mcp.forRun(ws, jobId, options),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, new RunFiles(s.config.dataDir), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
   await imageBuilder?.start();
+  const reflector = new Reflector({
+    bus: s.bus, events: s.stores.events, docs: s.stores.docs, runs: s.runs, playbooks: s.playbooks, runnerId: dispatcher.runnerId,
+    runnerGone: (id) => dispatcher.runnerGone(id),
+    reflectionModel: (ws, modelId) => s.models.resolve(ws, 'reflection', modelId),
+    settings: (ws) => s.models.settings(ws),
+    secretValues: (ws) => s.secrets.valuesFor(ws),
+    log: s.log,
+  });
+  reflector.start();
   const info = () => ({ ...backend.info(), error: backendError });
   return {
     sandboxInfo: info,
     dispatcher,
     imageBuilder,
     async stop() {
+      await reflector.stop();
       await imageBuilder?.stop();
       await dispatcher.stop();
       await proxy.stop();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Subject } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import { jobDecider, jobStreamId } from '../domain/job.js';
@@ -89,6 +90,16 @@ export class Runs {
     return this.trigger(workspaceId, run.jobId, { trigger: 'retry', triggeredBy, input: run.input, instructions: run.instructions }, ctx);
   }
 
+  /** "Learn from this run": marks its reflection pending for a reflector to take (BEHAVIOUR §4.1). */
+  readonly reflectable = new Subject<string>();
+
+  async requestReflection(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
+    await this.find(workspaceId, runId);
+    const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'RequestReflection', key: randomUUID(), now: this.clock() }, ctx);
+    this.reflectable.next(runId);
+    return result.position;
+  }
+
   /** Queued: ends at once. Live: asks its runner to stop it. Final: 409. */
   async cancel(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
     const run = await this.find(workspaceId, runId);
@@ -116,6 +127,7 @@ export class Runs {
   async finish(jobId: string, runId: string, outcome: RunOutcome, ctx: CommandContext): Promise<Position | null> {
     const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'FinishRun', outcome }, ctx);
     await this.release(jobId, runId, ctx);
+    if (outcome.reflection === 'pending') this.reflectable.next(runId);
     return result.position;
   }
 

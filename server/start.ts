@@ -1,3 +1,4 @@
+import { Playbooks } from './playbooks.js';
 import { RunFiles } from './run-files.js';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,6 +39,7 @@ export interface Services {
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;
+  playbooks: Playbooks;
   /** Job images: builds of playbook Dockerfiles, their reads, and the image a run starts from. */
   images: Images;
   /** Set when this process has the runner role. */
@@ -63,7 +65,8 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
   const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir));
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, runner: null, log };
+  const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, playbooks, runner: null, log };
 }
 
 export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'runner'>): AppDeps {

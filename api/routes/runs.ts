@@ -35,7 +35,8 @@ export function toRunDto(d: RunDoc): RunDto {
     id: d._id, jobId: d.jobId, jobName: d.jobName, jobDeleted: d.jobDeleted, number: d.number, status: d.status, mode: d.mode, trigger: d.trigger,
     triggeredBy: d.triggeredBy, input: d.input, instructions: d.instructions, summary: d.summary, outputs: d.outputs, error: d.error, cost: d.cost,
     turns: d.turns, tokIn: d.tokIn, tokOut: d.tokOut, queuedAt: d.queuedAt, startedAt: d.startedAt, finishedAt: d.finishedAt, msTotal: d.msTotal,
-    fellBack: d.fellBack, reflection: d.reflection, reflectionCost: d.reflectionCost, verifyCost: d.verifyCost, playbookVersion: d.playbookVersion, modelId: d.modelId,
+    fellBack: d.fellBack, reflection: d.reflection, reflectionCost: d.reflectionCost,
+    reflectionError: d.reflectionError ?? null, reflectionSummary: d.reflectionSummary ?? null, reflectionVersion: d.reflectionVersion ?? null, reflectionOps: (d.reflectionOps ?? null) as RunDto['reflectionOps'], verifyCost: d.verifyCost, playbookVersion: d.playbookVersion, modelId: d.modelId,
   };
 }
 
@@ -124,6 +125,20 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     return reply.status(201).send({ runId: answer.runId, status: answer.status });
   });
 
+  app.post('/api/runs/:id/learn', {
+    schema: {
+      summary: 'Learn from this run',
+      description: 'Asks for a reflection on a succeeded, failed or timed-out run, whatever the job\'s selfImprove says. 409 for other runs or while one is pending.',
+      tags: ['runs'], params: IdParams,
+      response: { 202: Type.Object({ reflection: Type.Literal('pending') }, { additionalProperties: false }) },
+    },
+  }, async (request, reply) => {
+    const p = principalOf(request);
+    const position = await deps.runs.requestReflection(p.workspaceId, request.params.id, requestContext(request));
+    await deps.engine.waitFor(position);
+    return reply.status(202).send({ reflection: 'pending' as const });
+  });
+
   app.get('/api/runs/:id/events', {
     schema: { summary: 'Timeline of a run', description: 'Oldest first. Page forward with `after` = the last seq received.', tags: ['runs'], params: IdParams, querystring: EventsQuery, response: { 200: Type.Array(EventDto) } },
   }, async (request) => {
@@ -201,8 +216,11 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     const sub = deps.stores.events.subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } }).subscribe((e) => {
       if (e.metadata.workspaceId !== p.workspaceId) return;
       const status = announced(e);
-      const data = e.data as { runId: string; jobId: string };
+      const data = e.data as { runId: string; jobId: string; reflection?: string; status?: string };
       if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
+      // A reflection is announced when it becomes pending (asked for, or wanted by a finished run) and when it ends.
+      const reflection = e.type === 'RunReflectionRequested' || (e.type === 'RunFinished' && data.reflection === 'pending') ? 'pending' : e.type === 'RunReflected' ? data.status : null;
+      if (reflection) sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
     });
     sse.onClose(() => sub.unsubscribe());
   });

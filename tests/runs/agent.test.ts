@@ -21,7 +21,7 @@ async function execute(instruction: string, script: unknown[], fields: Record<st
   const pushed = await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true });
   assert.equal(pushed.status, 200, pushed.text);
   assert.equal(pushed.body.pending, script.length);
-  const job = (await api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, ...fields })).body.id as string;
+  const job = (await api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, selfImprove: false, ...fields })).body.id as string;
   const runId = (await api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
   for (let i = 0; i < 600; i++) {
     const r = (await api.get(`/api/runs/${runId}`)).body;

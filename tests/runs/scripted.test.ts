@@ -34,7 +34,7 @@ async function runOnce(jobId: string) {
 }
 
 async function job(main: string, verify: unknown = null, instruction = 'Report it with `svc output set answer 42`.') {
-  const id = (await api.post('/api/jobs', { name: `scripted ${Math.random()}`, instruction, spec: { outputs: [{ name: 'answer', type: 'number' }] } })).body.id as string;
+  const id = (await api.post('/api/jobs', { name: `scripted ${Math.random()}`, instruction, selfImprove: false, spec: { outputs: [{ name: 'answer', type: 'number' }] } })).body.id as string;
   const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, verify } });
   assert.equal(saved.status, 200, saved.text);
   return id;

@@ -1,0 +1,307 @@
+import { Subscription, merge } from 'rxjs';
+import { DomainError } from '../domain/decider.js';
+import { graduationBlocker, type GraduationRun, type ToolCallRecord } from '../domain/graduation.js';
+import { jobDecider, jobStreamId } from '../domain/job.js';
+import { emptyContent, type PlaybookContent } from '../domain/playbook.js';
+import { applyOps, tokensOverBudget, type PlaybookOp } from '../domain/playbook-ops.js';
+import { redactor } from '../domain/redact.js';
+import { parseReflectionAnswer, reflectionPrompt, reflectionSchema, reflectionSchemaName, reflectionSystem, secondAttemptMessage, type GraduationSection, type PromptRun, type ReflectionAnswer } from '../domain/reflection.js';
+import { maxReflectionAttempts, runDecider, runStreamId, type ReflectionResult } from '../domain/run.js';
+import { dailySpendError, utcDayStart } from '../domain/spend.js';
+import { jobsCollection, type JobDoc } from '../projections/jobs.js';
+import { runsCollection, type RunDoc } from '../projections/runs.js';
+import type { AppliedOp } from '../schemas/playbook.js';
+import type { CommandBus, CommandContext } from '../server/commands.js';
+import { versionContent, type Playbooks } from '../server/playbooks.js';
+import type { Runs } from '../server/runs.js';
+import { timelineStreamId } from '../server/timeline.js';
+import type { DocumentStore } from '../store/document-store.js';
+import type { EventStore, RecordedEvent } from '../store/event-store.js';
+import { costOf, ModelError, type Message, type ModelClient, type Price } from './models/types.js';
+
+export interface ReflectionModel {
+  client: ModelClient;
+  name: string;
+  price: Price;
+}
+
+export interface ReflectorPorts {
+  bus: CommandBus;
+  events: EventStore;
+  docs: DocumentStore;
+  runs: Runs;
+  playbooks: Playbooks;
+  runnerId: string;
+  /** Whether the runner that started a reflection is gone (then another may take it over). */
+  runnerGone(runnerId: string): Promise<boolean>;
+  reflectionModel(workspaceId: string, jobModelId: string | null): Promise<ReflectionModel | null>;
+  settings(workspaceId: string): Promise<{ dailySpendLimitUsd: number }>;
+  secretValues(workspaceId: string): Promise<string[]>;
+  log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  clock?: () => number;
+  /** Pause before retrying a transient model failure (5 s, 20 s, 60 s by default). */
+  retryDelaysMs?: readonly number[];
+}
+
+const callTimeoutMs = 5 * 60_000;
+const transcriptChars = 40_000;
+export const noReflectionModel = 'no model is configured for reflection';
+
+/**
+ * Takes pending reflections one at a time (BEHAVIOUR §4.1 pool of 1): claims the request on the run's stream with an
+ * expected-revision append, asks the reflection model for ops, applies them to the playbook on a scratch copy, saves
+ * a version and records the result on the run. A request whose reflector died is taken over, at most three times.
+ */
+export class Reflector {
+  private subscription: Subscription | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private readonly clock: () => number;
+
+  constructor(private readonly ports: ReflectorPorts) {
+    this.clock = ports.clock ?? Date.now;
+  }
+
+  start(): void {
+    this.subscription = merge(this.ports.runs.reflectable, this.ports.runs.startable).subscribe(() => this.poke());
+    this.timer = setInterval(() => this.poke(), 2000);
+    this.poke();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.subscription?.unsubscribe();
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Runs a pass now, or once more after the current one. */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err: unknown) => this.ports.log.error({ err }, 'reflection pass failed'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.poke();
+        }
+      });
+  }
+
+  private async pass(): Promise<void> {
+    const pending = await this.ports.docs.collection<RunDoc>(runsCollection).find({ reflection: 'pending' }, { sort: [['reflectionRequestedAt', 1]], limit: 20 });
+    for (const doc of pending) {
+      if (this.stopped) return;
+      const owner = doc.reflectionRunnerId ?? null;
+      if (owner !== null && (owner === this.ports.runnerId || !(await this.ports.runnerGone(owner)))) continue;
+      await this.take(doc);
+    }
+  }
+
+  private async take(doc: RunDoc): Promise<void> {
+    const ctx: CommandContext = { workspaceId: doc.workspaceId, actor: { type: 'system', id: this.ports.runnerId }, requestId: null, correlationId: doc._id };
+    const { state } = await this.ports.bus.load(runStreamId(doc._id), runDecider);
+    if (state.status === 'none' || state.reflection !== 'pending' || state.reflectionKey === null) return;
+    const key = state.reflectionKey;
+    if (state.reflectionAttempts >= maxReflectionAttempts) {
+      await this.finish(doc._id, key, { status: 'failed', error: `the reflection was interrupted ${state.reflectionAttempts} times`, summary: null, ops: null, version: null, cost: 0 }, ctx);
+      return;
+    }
+    try {
+      await this.ports.bus.execute(runStreamId(doc._id), runDecider, { type: 'StartReflection', key, now: this.clock(), runnerId: this.ports.runnerId }, ctx);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'conflict') return; // another reflector took it first
+      throw err;
+    }
+    let result: ReflectionResult;
+    try {
+      result = await this.reflect(doc, ctx);
+    } catch (err) {
+      this.ports.log.error({ err, runId: doc._id }, 'reflection failed unexpectedly');
+      result = { status: 'failed', error: `the reflection failed unexpectedly: ${(err as Error).message}`, summary: null, ops: null, version: null, cost: 0 };
+    }
+    await this.finish(doc._id, key, result, ctx);
+  }
+
+  private async finish(runId: string, key: string, result: ReflectionResult, ctx: CommandContext): Promise<void> {
+    try {
+      await this.ports.bus.execute(runStreamId(runId), runDecider, { type: 'FinishReflection', key, result }, ctx);
+    } catch (err) {
+      // A newer request replaced this one meanwhile: its own reflection will record the outcome.
+      if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
+    }
+  }
+
+  /** One reflection on one run; never throws for a failure it can word. */
+  private async reflect(doc: RunDoc, ctx: CommandContext): Promise<ReflectionResult> {
+    const ws = doc.workspaceId;
+    const failed = (error: string, cost = 0): ReflectionResult => ({ status: 'failed', error, summary: null, ops: null, version: null, cost });
+    const { state: job } = await this.ports.bus.load(jobStreamId(doc.jobId), jobDecider);
+    if (job.status === 'none') return failed('the job does not exist any more');
+    const model = await this.ports.reflectionModel(ws, job.config.modelId);
+    if (!model) return failed(noReflectionModel);
+    const settings = await this.ports.settings(ws);
+    if (settings.dailySpendLimitUsd > 0) {
+      const over = dailySpendError(settings.dailySpendLimitUsd, await this.ports.runs.spentSince(ws, utcDayStart(this.clock())));
+      if (over) return failed(over);
+    }
+
+    const secretValues = await this.ports.secretValues(ws).catch(() => []);
+    const redact = redactor(secretValues);
+    const baseVersion = await this.ports.playbooks.latestVersion(doc.jobId);
+    const original = (await versionContent(this.ports.events, ws, doc.jobId, baseVersion)) ?? emptyContent();
+    const jobDoc = await this.ports.docs.collection<JobDoc>(jobsCollection).findOne({ _id: doc.jobId });
+    const runDocs = this.ports.docs.collection<RunDoc>(runsCollection);
+    const earlier = await runDocs.find({ jobId: doc.jobId, number: { $lt: doc.number } }, { sort: [['number', -1]], limit: 5 });
+    const [latest] = await runDocs.find({ jobId: doc.jobId }, { sort: [['number', -1]], limit: 1 });
+    const timeline = await this.ports.events.readStream(timelineStreamId(doc._id), { fromRevision: 0 });
+    const spec = job.config.spec as { successCriteria?: string[]; inputs?: Array<{ name: string; type: string; description?: string }>; outputs?: Array<{ name: string; type: string; description?: string }> };
+
+    const graduationRuns: GraduationRun[] = [];
+    for (const r of [doc, ...earlier.slice(0, 2)]) {
+      const events = r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
+      graduationRuns.push({ number: r.number, status: r.status, mode: r.mode, toolCalls: toolCalls(events) });
+    }
+    const demoted = jobDoc?.demoted ?? false;
+    const blocker = graduationBlocker({ hasMain: original.main !== null, demoted, run: graduationRuns[0]!, latestNumber: latest?.number ?? doc.number, previous: graduationRuns.slice(1) });
+    const fallbackReason = payloads(timeline, 'fallback')[0]?.reason;
+    let graduation: GraduationSection;
+    if (original.main !== null && doc.fellBack && !demoted) graduation = { kind: 'main_failed', reason: String(fallbackReason ?? doc.error ?? 'it fell short') };
+    else if (demoted && blocker !== null) graduation = { kind: 'demoted', reason: `The job is demoted: its last two scripted runs fell back${fallbackReason ? ` (the last: ${String(fallbackReason)})` : ''}` };
+    else if (blocker === null) graduation = { kind: 'eligible', steps: graduationRuns[0]!.toolCalls.map((c) => (c.name === 'bash' ? `bash: ${c.command ?? ''}` : c.name)) };
+    else graduation = { kind: 'off', reason: `Graduation is not possible yet: ${blocker}` };
+
+    const asRun = (r: RunDoc): PromptRun => ({ number: r.number, status: r.status, mode: r.mode, turns: r.turns, msTotal: r.msTotal, cost: r.cost, input: r.input, error: r.error, summary: r.summary, outputs: r.outputs });
+    const prompt = redact(reflectionPrompt({
+      job: { instruction: job.config.instruction, successCriteria: spec.successCriteria ?? [], inputs: spec.inputs ?? [], outputs: spec.outputs ?? [], image: job.config.image },
+      playbook: original,
+      run: asRun(doc),
+      notes: payloads(timeline, 'tool.call').filter((p) => p.name === 'remember').map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
+      setupMs: [],
+      graduation,
+      candidates: [],
+      earlier: earlier.map(asRun),
+      transcript: transcript(timeline),
+    }));
+
+    const opContext = { runId: doc._id, secretValues, declaresInputs: (spec.inputs ?? []).length > 0, jobImage: job.config.image, graduationBlocked: blocker };
+    const messages: Message[] = [{ role: 'user', text: prompt }];
+    let cost = 0;
+    const ask = async (): Promise<ReflectionAnswer | { error: string }> => {
+      const answer = await this.call(model, messages);
+      cost += answer.cost;
+      if ('error' in answer) return answer;
+      messages.push({ role: 'assistant', text: answer.text, toolCalls: [] });
+      return parseReflectionAnswer(answer.text);
+    };
+
+    let answer = await ask();
+    if ('error' in answer) return failed(answer.error, cost);
+    let applied = applyOps(original, answer.ops, opContext);
+    let over = tokensOverBudget(applied.content);
+    if (over > 0 || applied.results.some((r) => r.status === 'rejected')) {
+      messages.push({ role: 'user', text: secondAttemptMessage(applied.results, over, null) });
+      const second = await ask();
+      if ('error' in second) return failed(second.error, cost);
+      answer = second;
+      applied = applyOps(original, answer.ops, opContext);
+      over = tokensOverBudget(applied.content);
+      if (over > 0) return failed(`the playbook would be ${over} tokens over its budget`, cost);
+    }
+
+    await this.ports.playbooks.recordLearningHits(ctx, ws, doc.jobId, doc._id, [...new Set(answer.usedLearnings)]).catch((err: unknown) => this.ports.log.error({ err, runId: doc._id }, 'could not record learning hits'));
+    const summary = answer.summary.trim() || `Learned from run #${doc.number}`;
+    const kept = applied.results.filter((r) => r.status === 'applied');
+    if (kept.length === 0) return { status: 'done', error: null, summary, ops: applied.results, version: null, cost };
+    const version = await this.save(ctx, ws, doc, { content: applied.content, results: applied.results, summary, baseVersion, acceptedOps: answer.ops.filter((_, i) => applied.results[i]!.status === 'applied'), opContext });
+    return { status: 'done', error: null, summary, ops: applied.results, version, cost };
+  }
+
+  /** Saves the version; when a hand edit came first, re-applies only the accepted ops to it, once. */
+  private async save(ctx: CommandContext, ws: string, doc: RunDoc, s: { content: PlaybookContent; results: AppliedOp[]; summary: string; baseVersion: number; acceptedOps: PlaybookOp[]; opContext: Parameters<typeof applyOps>[2] }): Promise<number> {
+    const proposedMain = s.results.some((r) => r.op === 'propose_main' && r.status === 'applied');
+    const request = { content: s.content, baseVersion: s.baseVersion, summary: s.summary, author: 'reflection' as const, sourceRunId: doc._id, ops: s.results, proposedMain };
+    try {
+      return await this.ports.playbooks.save(ctx, ws, doc.jobId, request);
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
+      const base = await this.ports.playbooks.latestVersion(doc.jobId);
+      const current = (await versionContent(this.ports.events, ws, doc.jobId, base)) ?? emptyContent();
+      const again = applyOps(current, s.acceptedOps, s.opContext);
+      return this.ports.playbooks.save(ctx, ws, doc.jobId, { ...request, content: again.content, baseVersion: base, ops: again.results });
+    }
+  }
+
+  /** One structured call with the transient retries of BEHAVIOUR §4.2 (5 s, 20 s, 60 s). */
+  private async call(model: ReflectionModel, messages: Message[]): Promise<{ text: string; cost: number } | { error: string; cost: number }> {
+    const delays = this.ports.retryDelaysMs ?? [5000, 20_000, 60_000];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await model.client.complete({
+          model: model.name, system: [reflectionSystem()], messages, tools: [], maxTokens: 16_000, effort: 'medium',
+          jsonSchema: { name: reflectionSchemaName, schema: reflectionSchema }, signal: AbortSignal.timeout(callTimeoutMs),
+        });
+        return { text: res.text, cost: costOf(res.usage, model.price) };
+      } catch (err) {
+        const transient = err instanceof ModelError && err.transient;
+        if (!transient || attempt >= delays.length || this.stopped) return { error: `the reflection model call failed: ${(err as Error).message}`, cost: 0 };
+        await new Promise((r) => setTimeout(r, delays[attempt]));
+      }
+    }
+  }
+}
+
+function payloads(events: readonly RecordedEvent[], type: string): Array<Record<string, unknown>> {
+  return events.filter((e) => e.type === type).map((e) => ((e.data as { payload: Record<string, unknown> }).payload ?? {}));
+}
+
+/** The tool calls of a run's timeline, in order, with bash commands (for graduation). */
+export function toolCalls(events: readonly RecordedEvent[]): ToolCallRecord[] {
+  return payloads(events, 'tool.call').map((p) => {
+    const name = String(p.name ?? '');
+    const command = (p.args as { command?: unknown } | undefined)?.command;
+    return name === 'bash' && typeof command === 'string' ? { name, command } : { name };
+  });
+}
+
+/** The run as the reflection model reads it: what the model said and did, and what came back, clipped. */
+function transcript(events: readonly RecordedEvent[]): string {
+  const lines: string[] = [];
+  const clip = (v: unknown, n: number) => {
+    const s = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+    return s.length <= n ? s : `${s.slice(0, n)}…`;
+  };
+  for (const e of events) {
+    const p = (e.data as { payload: Record<string, unknown> }).payload ?? {};
+    switch (e.type) {
+      case 'llm.call':
+        if (typeof p.text === 'string' && p.text.trim()) lines.push(`[model] ${clip(p.text, 1500)}`);
+        if (p.error) lines.push(`[model error] ${clip(p.error, 500)}`);
+        break;
+      case 'tool.call':
+        lines.push(`[call ${String(p.name)}] ${clip(p.args, 1500)}`);
+        break;
+      case 'tool.result':
+        lines.push(`[result ${String(p.name)}${p.isError ? ', error' : ''}] ${clip(p.content, 2000)}`);
+        break;
+      case 'fallback':
+      case 'verify.result':
+      case 'error':
+      case 'log':
+      case 'run.status':
+        lines.push(`[${e.type}] ${clip(p, 1000)}`);
+        break;
+      default:
+        break;
+    }
+  }
+  const text = lines.join('\n');
+  return text.length <= transcriptChars ? text : `${text.slice(0, transcriptChars / 4)}\n[… ${text.length - transcriptChars} characters left out …]\n${text.slice(-(transcriptChars * 3) / 4)}`;
+}

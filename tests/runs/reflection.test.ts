@@ -1,0 +1,149 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
+
+/**
+ * Reflection and graduation through the public API (BEHAVIOUR §2, §4.1 to §4.3), with the fake provider's
+ * deterministic reflection: a job goes from explore to assisted to scripted.
+ */
+let t: TestServer;
+let api: Client;
+let providerId: string;
+
+before(async () => {
+  t = await startTestServer({ SVC_ROLES: 'api,projector,runner' });
+  api = await adminSession(t);
+  providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+  const modelId = (await api.get('/api/models')).body.items[0].id;
+  await api.patch('/api/settings', { agentModelId: modelId });
+});
+after(async () => t?.stop());
+
+const final = (s: string) => !['queued', 'provisioning', 'running', 'verifying'].includes(s);
+
+async function settled(runId: string) {
+  for (let i = 0; i < 1200; i++) {
+    const r = (await api.get(`/api/runs/${runId}`)).body;
+    if (final(r.status) && r.reflection !== 'pending') return r;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error(`run ${runId} did not settle`);
+}
+
+async function runAndReflect(jobId: string) {
+  const created = await api.post(`/api/jobs/${jobId}/runs`, {});
+  assert.equal(created.status, 201, created.text);
+  return settled(created.body.runId);
+}
+
+const newJob = async (fields: Record<string, unknown> = {}) =>
+  (await api.post('/api/jobs', { name: `learning ${Math.random()}`, instruction: 'Report it with `svc output set answer 42`.', ...fields })).body.id as string;
+
+describe('reflection and graduation', () => {
+  it('takes a job from explore through assisted runs to a scripted run that costs nothing on the model', async () => {
+    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    const id = await newJob();
+    const first = await runAndReflect(id);
+    assert.equal(first.mode, 'explore');
+    assert.equal(first.status, 'succeeded');
+    assert.equal(first.reflection, 'done', first.reflectionError);
+    assert.equal(first.reflectionVersion, 1);
+    assert.deepEqual(first.reflectionOps.map((o: { op: string; status: string }) => `${o.op}:${o.status}`), ['upsert_script:applied', 'add_learning:applied']);
+    const v1 = (await api.get(`/api/jobs/${id}/playbook`)).body;
+    assert.equal(v1.version, 1);
+    assert.deepEqual(v1.content.toolkit.map((s: { name: string }) => s.name), ['steps']);
+    assert.equal((await api.get(`/api/jobs/${id}/playbook/versions/1`)).body.author, 'reflection');
+
+    const modes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await runAndReflect(id);
+      assert.equal(r.status, 'succeeded');
+      assert.equal(r.reflection, 'done', r.reflectionError);
+      modes.push(r.mode);
+    }
+    assert.deepEqual(modes, ['assisted', 'assisted', 'assisted']);
+    const job = (await api.get(`/api/jobs/${id}`)).body;
+    assert.equal(job.playbookVersion, 2, 'the third assisted run graduated the job');
+    assert.equal(job.graduatedVersion, 2);
+    assert.equal(job.nextMode, 'scripted');
+    const v2 = (await api.get(`/api/jobs/${id}/playbook`)).body.content;
+    assert.match(v2.main, /\/svc\/toolkit\/steps/);
+    assert.deepEqual(v2.verify, { checks: ['exit_code == 0'], llm: false, varies: [] });
+
+    const scripted = await runAndReflect(id);
+    assert.equal(scripted.mode, 'scripted');
+    assert.equal(scripted.status, 'succeeded', scripted.error);
+    assert.equal(scripted.turns, 0);
+    assert.equal(scripted.cost, 0);
+    assert.deepEqual(scripted.outputs, { answer: 42 });
+    assert.equal(scripted.reflection, 'skipped', 'a clean scripted success never reflects');
+
+    // Rolling back to version 0 sends the job back to explore.
+    const rolled = await api.post(`/api/jobs/${id}/playbook/rollback`, { version: 0 });
+    assert.equal(rolled.status, 200, rolled.text);
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.nextMode, 'explore');
+  });
+
+  it('learns on request whatever selfImprove says, and refuses a second request while one is pending', async () => {
+    const id = await newJob({ selfImprove: false });
+    const run = await runAndReflect(id);
+    assert.equal(run.reflection, 'skipped');
+    // The reflection answer waits a little, so the second request finds the first pending.
+    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: '{"summary":"Nothing new.","usedLearnings":[],"ops":[]}', delayMs: 800 }], reset: true });
+    const learn = await api.post(`/api/runs/${run.id}/learn`, {});
+    assert.equal(learn.status, 202, learn.text);
+    assert.deepEqual(learn.body, { reflection: 'pending' });
+    const again = await api.post(`/api/runs/${run.id}/learn`, {});
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'conflict');
+    const done = await settled(run.id);
+    assert.equal(done.reflection, 'done');
+    assert.equal(done.reflectionSummary, 'Nothing new.');
+    assert.equal(done.reflectionVersion, null, 'no applied op, no version');
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.playbookVersion, 0);
+  });
+
+  it('fails cleanly on an answer that is not JSON, and tries a second time after rejected ops', async () => {
+    const id = await newJob({ selfImprove: false });
+    const run = await runAndReflect(id);
+    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: 'I think the run went well.' }], reset: true });
+    await api.post(`/api/runs/${run.id}/learn`, {});
+    const broken = await settled(run.id);
+    assert.equal(broken.reflection, 'failed');
+    assert.equal(broken.reflectionError, 'the reflection model did not answer valid JSON');
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.playbookVersion, 0, 'the playbook stays as it was');
+
+    const bad = { op: 'retire_learning', rationale: 'r', id: 'L9', kind: null, text: null, when: null, name: null, content: null };
+    const good = { op: 'add_learning', rationale: 'r', id: null, kind: 'fact', text: 'The answer is reported as a number.', when: null, name: null, content: null };
+    await api.post(`/api/providers/${providerId}/script`, {
+      responses: [
+        { text: JSON.stringify({ summary: 'first', usedLearnings: [], ops: [bad] }) },
+        { text: JSON.stringify({ summary: 'second', usedLearnings: [], ops: [good] }) },
+      ],
+      reset: true,
+    });
+    await api.post(`/api/runs/${run.id}/learn`, {});
+    const fixed = await settled(run.id);
+    assert.equal(fixed.reflection, 'done', fixed.reflectionError);
+    assert.equal(fixed.reflectionSummary, 'second');
+    assert.equal(fixed.reflectionVersion, 1);
+    const content = (await api.get(`/api/jobs/${id}/playbook`)).body.content;
+    assert.deepEqual(content.learnings.map((l: { text: string }) => l.text), ['The answer is reported as a number.']);
+  });
+
+  it('holds ops that carry a secret value, and never stores the value', async () => {
+    const secret = 'hunter2-very-secret';
+    assert.equal((await api.post('/api/secrets', { name: 'REFLECT_TOKEN', value: secret })).status, 201);
+    const id = await newJob({ selfImprove: false });
+    const run = await runAndReflect(id);
+    const leak = { op: 'add_learning', rationale: 'r', id: null, kind: 'fact', text: `Log in with ${secret}.`, when: null, name: null, content: null };
+    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: JSON.stringify({ summary: 's', usedLearnings: [], ops: [leak] }) }], reset: true });
+    await api.post(`/api/runs/${run.id}/learn`, {});
+    const done = await settled(run.id);
+    assert.equal(done.reflection, 'done');
+    assert.equal(done.reflectionOps[0].status, 'held');
+    assert.ok(done.reflectionOps[0].flags.some((f: string) => f.startsWith('needs review')));
+    assert.equal(JSON.stringify(done).includes(secret), false);
+    assert.equal((await api.get(`/api/jobs/${id}`)).body.playbookVersion, 0);
+  });
+});
