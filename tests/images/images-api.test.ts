@@ -94,6 +94,9 @@ describe('images routes', () => {
     assert.equal(badSort.body.code, 'validation_failed');
     assert.equal(badSort.body.fields[0].field, 'sort');
     assert.equal((await admin.get(`/api/jobs/${jobId}/images?pageSize=101`)).status, 400);
+    const hash = newest.body.items[0].dockerfileHash as string;
+    const found = await admin.get(`/api/jobs/${jobId}/images?search=${hash.slice(0, 12).toUpperCase()}`);
+    assert.deepEqual(found.body.items.map((i: { id: string }) => i.id), [second], 'search covers the hash, case-insensitively');
   });
 
   it('rebuild answers 422 unsupported while the playbook has no Dockerfile, and 404 for an unknown job', async () => {

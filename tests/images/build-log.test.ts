@@ -1,0 +1,41 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BuildLog } from '../../runner/image-builder.js';
+import { ImageLogs } from '../../server/images.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-build-log-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('build log', () => {
+  it('is saved under images/<id>/build.log while the build runs', async () => {
+    const logs = new ImageLogs(dir);
+    const log = new BuildLog(logs, 'img-1');
+    log.start();
+    log.line('Step 1/2 : FROM svc-base:bookworm');
+    await new Promise((r) => setTimeout(r, 2300));
+    assert.equal(await logs.read('img-1'), 'Step 1/2 : FROM svc-base:bookworm\n', 'saved by the 2 s timer, before the end');
+    log.line('done');
+    await log.close();
+    assert.equal(await logs.read('img-1'), 'Step 1/2 : FROM svc-base:bookworm\ndone\n');
+    assert.equal(logs.path('img-1'), join(dir, 'images', 'img-1', 'build.log'));
+    assert.equal(await logs.read('missing'), '');
+    assert.throws(() => logs.path('../escape'));
+  });
+
+  it('keeps only the last 2 MiB once it passes 4 MiB', async () => {
+    const logs = new ImageLogs(dir);
+    const log = new BuildLog(logs, 'img-2');
+    const line = `${'x'.repeat(1023)}\n`;
+    for (let i = 0; i < 4 * 1024 + 1; i++) log.append(line);
+    log.line('the end');
+    await log.close();
+    const saved = await logs.read('img-2');
+    assert.ok(Buffer.byteLength(saved) <= 2 * 1024 * 1024 + 100, `kept ${Buffer.byteLength(saved)} bytes`);
+    assert.ok(Buffer.byteLength(saved) > 2 * 1024 * 1024 - 2048);
+    assert.match(saved, /^\[earlier output dropped: the log keeps its last 2 MiB\]\n/);
+    assert.ok(saved.endsWith('the end\n'));
+  });
+});
