@@ -1,3 +1,4 @@
+import { toolkitTools } from './agent/toolkit.js';
 import { wantsReflection } from '../domain/reflection.js';
 import { emptyContent, isEmptyPlaybook } from '../domain/playbook.js';
 import { playbookFiles, renderWithinBudget } from '../domain/playbook-render.js';
@@ -84,6 +85,8 @@ export interface ExecutorPorts {
    */
   runImage(request: Omit<RunImageRequest, 'canBuild'>): Promise<string | null>;
   secretValues(workspaceId: string): Promise<string[]>;
+  /** Toolkit calls and failures of a finished run, kept beside the playbook's versions. */
+  recordScriptCalls(ctx: CommandContext, workspaceId: string, jobId: string, runId: string, counts: Array<{ name: string; calls: number; failures: number }>): Promise<void>;
   jobState: {
     get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
     set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<void>;
@@ -134,6 +137,7 @@ export class RunExecutor {
     let deadlineTimer: NodeJS.Timeout | null = null;
     let selfImprove = false;
     let mainRan = false;
+    const scriptCalls = new Map<string, { calls: number; failures: number }>();
 
     const finish = async (status: FinalStatus, error: string | null, extra: Partial<RunOutcome> = {}) => {
       if (cancel.aborted && status !== 'succeeded') {
@@ -165,6 +169,10 @@ export class RunExecutor {
       // Streams end when they see the final status, so the timeline is complete before the run's final event.
       await timeline.append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) });
       await timeline.flush().catch(() => undefined);
+      if (scriptCalls.size > 0) {
+        const counts = [...scriptCalls].map(([name, c]) => ({ name, ...c }));
+        await this.ports.recordScriptCalls(ctx, ws, run.jobId, runId, counts).catch((err: unknown) => this.log.error({ err, runId }, 'could not record toolkit calls'));
+      }
       await this.runs.finish(run.jobId, runId, outcome, ctx);
     };
 
@@ -284,7 +292,7 @@ export class RunExecutor {
         model: { name: model.name, price: model.price, contextWindow: model.contextWindow },
         system: systemPrompt(job.config.instruction, job.config.spec, isEmptyPlaybook(playbook) && playbook.dockerfile === null && playbook.setup === null ? null : renderWithinBudget(playbook)),
         firstMessage: [brief, firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions })].filter(Boolean).join('\n\n'),
-        tools: [...builtinTools, ...mcpAgentTools(mcp)],
+        tools: [...builtinTools, ...toolkitTools(playbook.toolkit, (name, failed) => scriptCalls.set(name, { calls: (scriptCalls.get(name)?.calls ?? 0) + 1, failures: (scriptCalls.get(name)?.failures ?? 0) + (failed ? 1 : 0) })), ...mcpAgentTools(mcp)],
         toolContext: {
           sandbox: s, user, env: {}, signal: controller.signal,
           stopReason: () => (stopReason === 'deadline' ? 'the run exceeded its time limit' : 'the run was stopped'),

@@ -84,6 +84,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       return resolved.image;
     },
     secretValues: (ws) => s.secrets.valuesFor(ws),
+    recordScriptCalls: (ctx, ws, jobId, runId, counts) => s.playbooks.recordScriptCalls(ctx, ws, jobId, runId, counts),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   }, new RunFiles(s.config.dataDir), s.log);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));

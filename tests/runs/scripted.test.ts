@@ -123,3 +123,34 @@ describe('scripted runs', () => {
     }
   });
 });
+
+describe('toolkit tools', () => {
+  it('offers each toolkit script as toolkit__<name> with --name value flags, and counts its calls', async () => {
+    const id = (await api.post('/api/jobs', { name: `toolkit ${Math.random()}`, instruction: 'Greet.', selfImprove: false })).body.id as string;
+    const greet = '#!/bin/bash\n# svc:name greet.them\n# svc:description Greets someone\n# svc:args {"who": "string", "times": "integer?"}\necho "args: $*"\n[ "$2" != nobody ]\n';
+    const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { toolkit: [{ name: 'greet.them', content: greet }] } });
+    assert.equal(saved.status, 200, saved.text);
+    const call = (args: unknown) => ({ toolCalls: [{ name: 'toolkit__greet_them', args }] });
+    await api.post(`/api/providers/${providerId}/script`, {
+      responses: [call({ who: 'Ada Lovelace', times: 2 }), call({ times: 1 }), call({ who: 'nobody' }), { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'greeted' } }] }],
+      reset: true,
+    });
+    const { run, events } = await runOnce(id);
+    assert.equal(run.status, 'succeeded', run.error);
+    const results = events.filter((e) => e.type === 'tool.result').map((e) => e.payload);
+    assert.equal(results[0]!.content, 'exit code: 0\nargs: --times 2 --who Ada Lovelace\n');
+    assert.equal(results[0]!.isError, false);
+    assert.match(results[1]!.content, /missing required argument "who"/);
+    assert.equal(results[1]!.isError, true);
+    assert.equal(results[2]!.isError, true, 'the exit status is the script\'s');
+    for (let i = 0; i < 50; i++) {
+      const script = (await api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit[0];
+      if (script.calls === 2) {
+        assert.equal(script.failures, 1);
+        return;
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.fail('the toolkit calls were not counted');
+  });
+});
