@@ -77,6 +77,8 @@ describe('images routes', () => {
   it('filters by status, sorts by createdAt, status and sizeBytes, and refuses other keys', async () => {
     const jobId = await newJob();
     const first = await ensure(jobId, 'FROM svc-base:bookworm\nRUN true\n');
+    // Rows of the same millisecond tie on createdAt and fall back to their ids, which are random within a millisecond.
+    await new Promise((r) => setTimeout(r, 5));
     const second = await ensure(jobId, 'FROM svc-base:bookworm\nRUN false\n');
     const newest = await admin.get(`/api/jobs/${jobId}/images`);
     assert.deepEqual(newest.body.items.map((i: { id: string }) => i.id), [second, first], 'newest first by default');
