@@ -11,6 +11,7 @@ import type { Secrets } from '../server/secrets.js';
 import type { McpServers } from '../server/mcp-servers.js';
 import type { JobStateStore } from '../server/job-state.js';
 import type { Images } from '../server/images.js';
+import type { Playbooks } from '../server/playbooks.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
 
@@ -33,6 +34,7 @@ export interface AppDeps {
   mcp: McpServers;
   jobState: JobStateStore;
   images: Images;
+  playbooks: Playbooks;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
   /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */

@@ -95,6 +95,8 @@ export class Playbooks {
     private readonly docs: DocumentStore,
     private readonly engine: ProjectionEngine,
     private readonly clock: () => number = Date.now,
+    /** After every save: a Dockerfile gets its image build queued (BEHAVIOUR §4.4 step 5, §6.3 EnsureBuild). */
+    private readonly afterSave: (ctx: CommandContext, workspaceId: string, jobId: string, content: PlaybookContent) => Promise<void> = async () => undefined,
   ) {}
 
   private get versionDocs() {
@@ -146,6 +148,7 @@ export class Playbooks {
     };
     const result = await this.bus.execute(playbookStreamId(jobId), playbookDecider, command, { ...ctx, workspaceId });
     await this.engine.waitFor(result.position);
+    await this.afterSave(ctx, workspaceId, jobId, request.content);
     return result.state.version;
   }
 

@@ -1,4 +1,4 @@
-import { Playbooks } from './playbooks.js';
+import { Playbooks, versionContent } from './playbooks.js';
 import { RunFiles } from './run-files.js';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -64,12 +64,16 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
-  const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir));
-  const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
+  // A run builds the Dockerfile of the playbook version it was pinned to; a rebuild, the current one.
+  const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir), async (ws, jobId, version) =>
+    (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ?? null);
+  const playbooks = new Playbooks(bus, stores.events, stores.docs, engine, Date.now, async (ctx, ws, jobId, content) => {
+    if (content.dockerfile) await images.ensureBuild(ctx, ws, jobId, content.dockerfile);
+  });
   return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, playbooks, runner: null, log };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'runner'>): AppDeps {
+export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'playbooks' | 'runner'>): AppDeps {
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
     stores: s.stores,
@@ -86,6 +90,7 @@ export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine'
     mcp: s.mcp,
     jobState: s.jobState,
     images: s.images,
+    playbooks: s.playbooks,
     runFiles: new RunFiles(s.config.dataDir),
   };
 }
@@ -178,7 +183,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
   const images = new Images(bus, stores.docs, new ImageLogs(''));
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, images, runner: null }));
+  const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
+  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, images, playbooks, runner: null }));
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

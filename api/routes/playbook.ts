@@ -34,7 +34,7 @@ function versionFields(v: StoredVersion): Omit<PlaybookVersionDto, 'opCount'> {
  */
 export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const playbooks = new Playbooks(deps.bus, deps.stores.events, deps.stores.docs, deps.engine);
+  const playbooks = deps.playbooks;
 
   /** The job, when the caller's workspace has it and it is not archived. */
   async function findJob(request: FastifyRequest, jobId: string): Promise<JobDoc> {

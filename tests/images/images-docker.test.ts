@@ -149,6 +149,30 @@ if (!host) {
       assert.match(res.body.message, /no Dockerfile/);
     });
 
+    it('a playbook save with a Dockerfile queues its build, and the next run waits for it and runs inside it', async () => {
+      const provider = (await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })).body.id;
+      const model = (await admin.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+      await admin.patch('/api/settings', { agentModelId: model });
+      const job = await admin.post<{ id: string }>('/api/jobs', { name: `image run ${Math.random()}`, instruction: 'Report it with `svc output set marker "$(cat /opt/marker)"`.', selfImprove: false });
+      const saved = await admin.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { dockerfile: `FROM svc-base:bookworm\nRUN echo built-${Date.now()} > /opt/marker\n` } });
+      assert.equal(saved.status, 200, saved.text);
+      const listed = (await admin.get(`/api/jobs/${job.body.id}/images`)).body.items;
+      assert.equal(listed.length, 1, 'the save queued one build');
+      const run = await admin.post(`/api/jobs/${job.body.id}/runs`, {});
+      let r: Record<string, any> = {};
+      for (let i = 0; i < 1200; i++) {
+        r = (await admin.get(`/api/runs/${run.body.runId}`)).body;
+        if (['succeeded', 'failed', 'timed_out', 'cancelled'].includes(r.status)) break;
+        await new Promise((res) => setTimeout(res, 250));
+      }
+      assert.equal(r.status, 'succeeded', r.error);
+      assert.match(String(r.outputs.marker), /^built-\d+$/, 'the run ran inside the job image');
+      const image = await settled(job.body.id, listed[0].id);
+      assert.equal(image.status, 'ready');
+      const events = (await admin.get(`/api/runs/${run.body.runId}/events?limit=2000`)).body as Array<{ type: string; payload: Record<string, any> }>;
+      assert.equal(events.find((e) => e.type === 'sandbox.create')!.payload.image, image.ref);
+    });
+
     // Last: it stops this server's builder.
     it('puts a build interrupted by a shutdown back in the queue for another runner', async () => {
       const jobId = await newJob();

@@ -51,7 +51,7 @@ after(async () => {
 type Event = { type: string; payload: Record<string, any> };
 
 async function run(jobBody: Record<string, unknown>, grants: unknown[], script: unknown[]): Promise<{ run: Record<string, any>; events: Event[] }> {
-  const job = await api.post('/api/jobs', { name: `mcp ${Math.random()}`, ...jobBody });
+  const job = await api.post('/api/jobs', { name: `mcp ${Math.random()}`, selfImprove: false, ...jobBody });
   assert.equal(job.status, 201, job.text);
   const set = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, grants);
   assert.equal(set.status, 200, set.text);
