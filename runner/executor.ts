@@ -17,7 +17,7 @@ import { runDecider, runStreamId, type FinalStatus, type RunOutcome } from '../d
 import type { Limits } from '../schemas/job.js';
 import type { CommandBus, CommandContext } from '../server/commands.js';
 import type { Runs } from '../server/runs.js';
-import { TimelineWriter } from '../server/timeline.js';
+import { TimelineWriter, type Timeline } from '../server/timeline.js';
 import { RunImageError, type RunImageRequest } from '../server/images.js';
 import type { EventStore } from '../store/event-store.js';
 import { runAgent } from './agent/loop.js';
@@ -49,13 +49,15 @@ export interface SessionRequest {
   token: string;
   costLimit: number;
   egress: { network: NetworkMode; allowedDomains: string[] | null; allowPrivateNetwork: boolean };
-  timeline: TimelineWriter;
+  timeline: Timeline;
   agentModel: AgentModel;
   /** `svc llm --model utility`: the workspace's utility model, else the run's own. */
   utilityModel: AgentModel;
   agentSpend(): number;
   /** The run's MCP servers, for `svc mcp`; absent when the job has none. */
   mcp?: RunMcp | null;
+  /** A shadow run: job state through a copy-on-write overlay, nothing written for real. */
+  stateOverlay?: boolean;
 }
 
 export interface AgentModel {
@@ -101,6 +103,21 @@ const reserved = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_
  * One run from claim to final status (BEHAVIOUR §1.3): provisioning, the sandbox, the agent, wrap-up. It never
  * throws: whatever goes wrong ends the run as failed with the reason.
  */
+/**
+ * A sandbox's environment: the job's secrets (never over the service's own variables), the broker's address and the
+ * run's token, and for networked jobs the egress proxy, which is the only way out of the sandbox (DESIGN §5).
+ */
+export function sandboxEnv(secretEnv: Record<string, string>, token: string, runId: string, jobId: string, network: NetworkMode): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(secretEnv)) if (!reserved.test(k)) env[k] = v;
+  Object.assign(env, { SVC_BROKER_URL: `http://127.0.0.1:${brokerPort}`, SVC_TOKEN: token, SVC_RUN_ID: runId, SVC_JOB_ID: jobId });
+  if (network !== 'none') {
+    const proxy = `http://svc:${token}@127.0.0.1:${proxyPort}`;
+    Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: 'svc,localhost,127.0.0.1', no_proxy: 'svc,localhost,127.0.0.1', NODE_USE_ENV_PROXY: '1' });
+  }
+  return env;
+}
+
 export class RunExecutor {
   constructor(
     private readonly bus: CommandBus,
@@ -206,15 +223,8 @@ export class RunExecutor {
         egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
       });
 
-      const env: Record<string, string> = {};
-      for (const [k, v] of Object.entries(await this.ports.secretEnv(ws, run.jobId))) if (!reserved.test(k)) env[k] = v;
-      Object.assign(env, { SVC_BROKER_URL: `http://127.0.0.1:${brokerPort}`, SVC_TOKEN: token, SVC_RUN_ID: runId, SVC_JOB_ID: run.jobId });
+      const env = sandboxEnv(await this.ports.secretEnv(ws, run.jobId), token, runId, run.jobId, job.config.network);
       const proxied = job.config.network !== 'none';
-      if (proxied) {
-        // Every networked sandbox goes through the egress proxy (DESIGN §5): it is the only way out of the sandbox.
-        const proxy = `http://svc:${token}@127.0.0.1:${proxyPort}`;
-        Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: 'svc,localhost,127.0.0.1', no_proxy: 'svc,localhost,127.0.0.1', NODE_USE_ENV_PROXY: '1' });
-      }
 
       const t0 = this.clock();
       try {

@@ -1,3 +1,6 @@
+import type { JobConfig } from '../domain/job.js';
+import { mainRelatedOps, shadowDue, shadowSkipReason, type SkipFacts } from '../domain/shadow.js';
+import type { ShadowOutcome, ShadowRequest } from './shadow.js';
 import { Subscription, merge } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import { graduationBlocker, type GraduationRun, type ToolCallRecord } from '../domain/graduation.js';
@@ -38,6 +41,8 @@ export interface ReflectorPorts {
   settings(workspaceId: string): Promise<{ dailySpendLimitUsd: number }>;
   secretValues(workspaceId: string): Promise<string[]>;
   log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /** Tries a proposed main in a shadow run; absent when this runner has no usable sandbox backend. */
+  shadow: ((request: ShadowRequest) => Promise<ShadowOutcome>) | null;
   clock?: () => number;
   /** Pause before retrying a transient model failure (5 s, 20 s, 60 s by default). */
   retryDelaysMs?: readonly number[];
@@ -202,16 +207,32 @@ export class Reflector {
       return parseReflectionAnswer(answer.text);
     };
 
+    const shadowFacts = {
+      backendUsable: this.ports.shadow !== null,
+      specSideEffects: ((job.config.spec as { sideEffects?: string[] }).sideEffects ?? []),
+      runWroteState: timeline.some((e) => {
+        const p = (e.data as { payload?: Record<string, unknown> }).payload ?? {};
+        return (e.type === 'tool.call' && p.name === 'state_set') || (e.type === 'broker.call' && String(p.endpoint ?? '').startsWith('PUT /v1/state'));
+      }),
+    };
+    // Apply on a scratch copy, then try a new or changed main in a shadow run before anything is saved.
+    const attempt = async (ops: PlaybookOp[]) => {
+      const result = applyOps(original, ops, opContext);
+      const shadow = await this.verifyMain(doc, job.config, original, baseVersion, result, shadowFacts);
+      cost += shadow.cost;
+      return { ...result, content: shadow.content, results: shadow.results, shadowOutput: shadow.output };
+    };
+
     let answer = await ask();
     if ('error' in answer) return failed(answer.error, cost);
-    let applied = applyOps(original, answer.ops, opContext);
+    let applied = await attempt(answer.ops);
     let over = tokensOverBudget(applied.content);
     if (over > 0 || applied.results.some((r) => r.status === 'rejected')) {
-      messages.push({ role: 'user', text: secondAttemptMessage(applied.results, over, null) });
+      messages.push({ role: 'user', text: secondAttemptMessage(applied.results, over, applied.shadowOutput) });
       const second = await ask();
       if ('error' in second) return failed(second.error, cost);
       answer = second;
-      applied = applyOps(original, answer.ops, opContext);
+      applied = await attempt(answer.ops);
       over = tokensOverBudget(applied.content);
       if (over > 0) return failed(`the playbook would be ${over} tokens over its budget`, cost);
     }
@@ -222,6 +243,35 @@ export class Reflector {
     if (kept.length === 0) return { status: 'done', error: null, summary, ops: applied.results, version: null, cost };
     const version = await this.save(ctx, ws, doc, { content: applied.content, results: applied.results, summary, baseVersion, acceptedOps: answer.ops.filter((_, i) => applied.results[i]!.status === 'applied'), opContext });
     return { status: 'done', error: null, summary, ops: applied.results, version, cost };
+  }
+
+  /**
+   * BEHAVIOUR §2.8: when main, verify, setup, the Dockerfile or a script changed and main exists, the shadow run's
+   * result goes on the primary op; a failure rejects every applied main-related op and reverts those parts.
+   */
+  private async verifyMain(doc: RunDoc, job: JobConfig, original: PlaybookContent, baseVersion: number, applied: { content: PlaybookContent; results: AppliedOp[] }, facts: Omit<SkipFacts, never>): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
+    const unchanged = { content: applied.content, results: applied.results, output: null, cost: 0 };
+    if (!shadowDue(original, applied.content)) return unchanged;
+    const isApplied = (r: AppliedOp, ops: readonly string[]) => r.status === 'applied' && ops.includes(r.op);
+    let primary = applied.results.findIndex((r) => isApplied(r, ['propose_main', 'update_main']));
+    if (primary < 0) primary = applied.results.findIndex((r) => isApplied(r, mainRelatedOps));
+    if (primary < 0) return unchanged;
+    const results = [...applied.results];
+    const skip = shadowSkipReason(applied.content, facts);
+    if (skip || !this.ports.shadow) {
+      results[primary] = { ...results[primary]!, test: { status: 'skipped', detail: skip ?? 'no sandbox backend is available to run it' } };
+      return { ...unchanged, results };
+    }
+    const outcome = await this.ports.shadow({
+      workspaceId: doc.workspaceId, jobId: doc.jobId, job, proposed: applied.content, baseVersion, dockerfileChanged: applied.content.dockerfile !== original.dockerfile,
+      reflected: { number: doc.number, input: doc.input, instructions: doc.instructions, status: doc.status, finishedAt: doc.finishedAt, outputs: doc.outputs },
+    });
+    results[primary] = { ...results[primary]!, test: outcome.test };
+    if (outcome.test.status !== 'failed') return { content: applied.content, results, output: null, cost: outcome.cost };
+    const reason = `main failed its shadow run: ${outcome.test.detail}`;
+    for (let i = 0; i < results.length; i++) if (isApplied(results[i]!, mainRelatedOps)) results[i] = { ...results[i]!, status: 'rejected', reason };
+    const content = { ...applied.content, main: original.main, verify: original.verify, toolkit: original.toolkit, setup: original.setup, dockerfile: original.dockerfile };
+    return { content, results, output: outcome.test.output ?? null, cost: outcome.cost };
   }
 
   /** Saves the version; when a hand edit came first, re-applies only the accepted ops to it, once. */

@@ -2,7 +2,7 @@ import { checksFor, filePaths, runChecks, scriptedSummary, verdictExcerpt, type 
 import type { Verify } from '../domain/playbook-verify.js';
 import { costOf, type ModelClient, type Price, type Usage } from './models/types.js';
 import type { Sandbox, SandboxUser } from './sandbox/types.js';
-import type { TimelineWriter } from '../server/timeline.js';
+import type { Timeline } from '../server/timeline.js';
 
 /** The run's broker session as the scripted path sees it. */
 export interface ScriptedSession {
@@ -20,7 +20,7 @@ export interface VerdictModel {
 export interface ScriptedInput {
   sandbox: Sandbox;
   user: SandboxUser;
-  timeline: TimelineWriter;
+  timeline: Timeline;
   session: ScriptedSession;
   signal: AbortSignal;
   remainingMs(): number;

@@ -1,3 +1,4 @@
+import { JobStateOverlay } from './job-state-overlay.js';
 import { Reflector } from '../runner/reflector.js';
 import { RunFiles } from './run-files.js';
 import { createHash } from 'node:crypto';
@@ -13,7 +14,8 @@ import { Dispatcher } from '../runner/dispatcher.js';
 import { ImageBuilder } from '../runner/image-builder.js';
 import { RunImageError } from './images.js';
 import { newId } from './ids.js';
-import { RunExecutor } from '../runner/executor.js';
+import { RunExecutor, type ExecutorPorts } from '../runner/executor.js';
+import { ShadowRunner } from '../runner/shadow.js';
 import { Scheduler } from '../runner/scheduler.js';
 import { selectBackend } from '../runner/sandbox/select.js';
 import type { Services } from './start.js';
@@ -61,12 +63,12 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
 
   const imageBuilder = backend.images && backendError === null ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log) : null;
-  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, {
+  const ports: ExecutorPorts = {
     backend,
     brokerSocket,
     proxySocket,
     openSession: (req) => broker.open({
-      runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: s.jobState, hooks: runSessionHooks(req),
+      runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState, hooks: runSessionHooks(req),
     }),
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
@@ -86,7 +88,9 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     secretValues: (ws) => s.secrets.valuesFor(ws),
     recordScriptCalls: (ctx, ws, jobId, runId, counts) => s.playbooks.recordScriptCalls(ctx, ws, jobId, runId, counts),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
-  }, new RunFiles(s.config.dataDir), s.log);
+  };
+  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, new RunFiles(s.config.dataDir), s.log);
+  const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
   await imageBuilder?.start();
@@ -97,6 +101,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     settings: (ws) => s.models.settings(ws),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     log: s.log,
+    shadow: shadowRunner && ((request) => shadowRunner.run(request)),
   });
   reflector.start();
   const info = () => ({ ...backend.info(), error: backendError });

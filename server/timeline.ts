@@ -93,6 +93,10 @@ export class TimelineWriter {
   }
 }
 
+/** What runs write their timeline through; a shadow run's goes nowhere (BEHAVIOUR §2.8: its events are discarded). */
+export type Timeline = Pick<TimelineWriter, 'append' | 'delta' | 'flush'>;
+export const discardedTimeline: Timeline = { append: async () => undefined, delta: () => undefined, flush: async () => undefined };
+
 export function toEventDto(recorded: RecordedEvent): EventDto {
   const data = recorded.data as TimelineData;
   return { seq: recorded.revision + 1, ts: recorded.metadata.ts, type: recorded.type, spanId: data.spanId, parentSpanId: data.parentSpanId, ms: data.ms, payload: data.payload };

@@ -66,6 +66,10 @@ describe('reflection and graduation', () => {
     assert.equal(job.playbookVersion, 2, 'the third assisted run graduated the job');
     assert.equal(job.graduatedVersion, 2);
     assert.equal(job.nextMode, 'scripted');
+    const graduating = (await api.get(`/api/jobs/${id}/playbook/versions/2`)).body;
+    const proposed = graduating.ops.find((o: { op: string }) => o.op === 'propose_main');
+    assert.equal(proposed.status, 'applied');
+    assert.equal(proposed.test.status, 'passed', 'the new main passed its shadow run first');
     const v2 = (await api.get(`/api/jobs/${id}/playbook`)).body.content;
     assert.match(v2.main, /\/svc\/toolkit\/steps/);
     assert.deepEqual(v2.verify, { checks: ['exit_code == 0'], llm: false, varies: [] });
@@ -145,5 +149,65 @@ describe('reflection and graduation', () => {
     assert.ok(done.reflectionOps[0].flags.some((f: string) => f.startsWith('needs review')));
     assert.equal(JSON.stringify(done).includes(secret), false);
     assert.equal((await api.get(`/api/jobs/${id}`)).body.playbookVersion, 0);
+  });
+
+  describe('shadow runs', () => {
+    const op = (fields: Record<string, string | null>) => ({ rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: null, ...fields });
+    const answer = (...ops: unknown[]) => ({ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) });
+
+    async function scriptedJob() {
+      const id = await newJob({ selfImprove: false, spec: { outputs: [{ name: 'answer', type: 'number' }] } });
+      const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main: '#!/bin/sh\nsvc output set answer 42\n' } });
+      assert.equal(saved.status, 200, saved.text);
+      const run = await runAndReflect(id);
+      assert.equal(run.mode, 'scripted');
+      assert.equal(run.status, 'succeeded', run.error);
+      return { id, run };
+    }
+
+    it('rejects a changed main that fails its shadow run, reverts it, and keeps the rest after a second attempt', async () => {
+      const { id, run } = await scriptedJob();
+      const learning = op({ op: 'add_learning', kind: 'fact', text: 'The answer is always reported.' });
+      await api.post(`/api/providers/${providerId}/script`, { responses: [answer(op({ op: 'update_main', content: '#!/bin/sh\necho broken; exit 4\n' }), learning), answer(learning)], reset: true });
+      await api.post(`/api/runs/${run.id}/learn`, {});
+      const first = await settled(run.id);
+      assert.equal(first.reflection, 'done', first.reflectionError);
+      assert.deepEqual(first.reflectionOps.map((o: { op: string; status: string }) => `${o.op}:${o.status}`), ['add_learning:applied'], 'the second answer is what counts');
+      const content = (await api.get(`/api/jobs/${id}/playbook`)).body.content;
+      assert.equal(content.main, '#!/bin/sh\nsvc output set answer 42\n', 'main stays as it was');
+      assert.equal(content.learnings.length, 1);
+    });
+
+    it('fails a main whose outputs differ from the reflected run, and records the shadow result on the op', async () => {
+      const { run } = await scriptedJob();
+      const wrong = op({ op: 'update_main', content: '#!/bin/sh\nsvc output set answer 41\n' });
+      // Both attempts propose the same main; the second attempt's record is the one kept.
+      await api.post(`/api/providers/${providerId}/script`, { responses: [answer(wrong), answer(wrong)], reset: true });
+      await api.post(`/api/runs/${run.id}/learn`, {});
+      const again = await settled(run.id);
+      const updated = again.reflectionOps[0];
+      assert.equal(updated.status, 'rejected');
+      assert.equal(updated.reason, `main failed its shadow run: main reported the output answer as 41, but run #${run.number} reported 42`);
+      assert.equal(updated.test.status, 'failed');
+      assert.equal(again.reflectionVersion, null, 'nothing was saved');
+    });
+
+    it('keeps job state writes of a shadow run in an overlay, and skips a main that declares external side effects', async () => {
+      const { id, run } = await scriptedJob();
+      const writes = '#!/bin/sh\nsvc state set shadow-key "$(svc state get missing-key || echo fresh)"\nsvc output set answer 42\n';
+      await api.post(`/api/providers/${providerId}/script`, { responses: [answer(op({ op: 'update_main', content: writes }))], reset: true });
+      await api.post(`/api/runs/${run.id}/learn`, {});
+      const done = await settled(run.id);
+      assert.equal(done.reflectionOps[0].status, 'applied', JSON.stringify(done.reflectionOps));
+      assert.equal(done.reflectionOps[0].test.status, 'passed');
+      assert.equal((await api.get(`/api/jobs/${id}/state/shadow-key`)).status, 404, 'the shadow run wrote nothing for real');
+
+      const external = '#!/bin/sh\n# svc:side-effects external\nsvc output set answer 42\n';
+      await api.post(`/api/providers/${providerId}/script`, { responses: [answer(op({ op: 'update_main', content: external }))], reset: true });
+      await api.post(`/api/runs/${run.id}/learn`, {});
+      const skipped = await settled(run.id);
+      assert.equal(skipped.reflectionOps[0].status, 'applied');
+      assert.deepEqual(skipped.reflectionOps[0].test, { status: 'skipped', detail: 'main declares external side effects' });
+    });
   });
 });
