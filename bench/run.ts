@@ -17,6 +17,7 @@ import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
+import { lifeBenchmark, scriptedOverhead } from './learning.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -161,6 +162,10 @@ log('runs');
 results.runs = await runBenchmarks(root, quick);
 log('SSE fan-out');
 results.sse = await sseFanOut(root, quick);
+log('a job\'s life');
+results.life = await lifeBenchmark();
+log('scripted run overhead');
+results.scripted = await scriptedOverhead(join(root, 'scripted'), quick);
 const targets = {
   singleEventAppendsPerSec: (results.appends as { singleEventAppendsPerSec: number }).singleEventAppendsPerSec >= 5000,
   projectionLagP99: (results.projectionLagMs as { p99: number }).p99 <= 25,
@@ -171,6 +176,7 @@ const targets = {
   svcRoundTripP50: (results.sandbox as { svcStateSetRoundTripMs: { perCallIncludingProcessStart: number } }).svcStateSetRoundTripMs.perCallIncludingProcessStart <= 5,
   dockerProvisionP50: 'dockerProvisionMs' in (results.docker as object) ? (results.docker as { dockerProvisionMs: { p50: number } }).dockerProvisionMs.p50 <= 300 : null,
   triggerToRunningP50: (results.runs as { triggerToRunningMs: { p50: number } }).triggerToRunningMs.p50 <= 100,
+  scriptedOverheadP50: (results.scripted as { overheadP50Ms: number }).overheadP50Ms <= 150,
   sseDeliveryP99: (results.sse as { deliveryMs: { p99: number } }).deliveryMs.p99 <= 100,
 };
 results.targetsMet = targets;
