@@ -8,15 +8,17 @@ import { Client, createToken, spawnServer, useSignInLink } from '../api/harness.
 import { runtimeDir } from '../../server/runner-role.js';
 
 /** BEHAVIOUR §1.5: after SIGKILL, live runs end as interrupted (never resumed) and queued runs start again. */
-const dataDir = mkdtempSync(join(tmpdir(), 'svc-run-restart-'));
+const dataDirs = [mkdtempSync(join(tmpdir(), 'svc-run-restart-')), mkdtempSync(join(tmpdir(), 'svc-reflect-restart-'))];
 const children: ChildProcess[] = [];
 after(() => {
   for (const c of children) c.kill('SIGKILL');
-  rmSync(runtimeDir(dataDir), { recursive: true, force: true });
-  rmSync(dataDir, { recursive: true, force: true });
+  for (const dir of dataDirs) {
+    rmSync(runtimeDir(dir), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
-async function serve(): Promise<{ child: ChildProcess; url: string; out: () => string }> {
+async function serve(dataDir = dataDirs[0]!): Promise<{ child: ChildProcess; url: string; out: () => string }> {
   const started = await spawnServer(dataDir);
   children.push(started.child);
   return { child: started.child, url: started.url, out: started.output };
@@ -67,5 +69,35 @@ describe('runs across a crash', () => {
     assert.equal(next.status, 'succeeded', JSON.stringify(next));
     const events = (await api.get(`/api/runs/${live}/events`)).body as Array<{ type: string; payload: { status?: string } }>;
     assert.equal(events.filter((e) => e.type === 'run.status').pop()?.payload.status, 'failed');
+  });
+
+  it('finishes a reflection that was pending when its runner died, on the runner that comes next', async () => {
+    const first = await serve(dataDirs[1]);
+    const link = await until('the sign-in link', async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null);
+    const session = new Client(first.url, { cookie: await useSignInLink(link) });
+    const provider = (await session.post('/api/providers', { name: 'Fake', kind: 'fake' })).body.id as string;
+    await session.patch('/api/settings', { agentModelId: (await session.get('/api/models')).body.items[0].id });
+    const { token } = await createToken(session);
+    let api = new Client(first.url, { token });
+    const job = (await api.post('/api/jobs', { name: 'Learner', selfImprove: false, instruction: 'Report it with `svc output set answer 42`.' })).body.id as string;
+    const runId = (await api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
+    await until('the run to succeed', async () => ((await api.get(`/api/runs/${runId}`)).body.status === 'succeeded' ? true : null));
+    // This reflector's model call hangs for a minute: the process dies in the middle of it.
+    await session.post(`/api/providers/${provider}/script`, { responses: [{ text: '{"summary":"late","usedLearnings":[],"ops":[]}', delayMs: 60_000 }], reset: true });
+    assert.equal((await api.post(`/api/runs/${runId}/learn`, {})).status, 202);
+    await new Promise((r) => setTimeout(r, 1500));
+    const exited = new Promise((r) => first.child.once('exit', r));
+    first.child.kill('SIGKILL');
+    await exited;
+
+    const second = await serve(dataDirs[1]);
+    api = new Client(second.url, { token });
+    const done = await until('the reflection to end', async () => {
+      const run = (await api.get(`/api/runs/${runId}`)).body;
+      return run.reflection === 'pending' ? null : run;
+    });
+    assert.equal(done.reflection, 'done', done.reflectionError);
+    assert.notEqual(done.reflectionSummary, 'late', 'the answer came from the new runner\'s call');
+    assert.equal((await api.get(`/api/jobs/${job}/playbook`)).body.version, 1, 'the fake reflection added its script and learning');
   });
 });
