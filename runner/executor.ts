@@ -1,3 +1,4 @@
+import { runSetup } from './setup.js';
 import { toolkitTools } from './agent/toolkit.js';
 import { wantsReflection } from '../domain/reflection.js';
 import { emptyContent, isEmptyPlaybook } from '../domain/playbook.js';
@@ -154,6 +155,7 @@ export class RunExecutor {
     let deadlineTimer: NodeJS.Timeout | null = null;
     let selfImprove = false;
     let mainRan = false;
+    let setupFailed = false;
     const scriptCalls = new Map<string, { calls: number; failures: number }>();
 
     const finish = async (status: FinalStatus, error: string | null, extra: Partial<RunOutcome> = {}) => {
@@ -180,7 +182,7 @@ export class RunExecutor {
         tokOut: usage.output + (session?.llmUsage.output ?? 0),
         fellBack: extra.fellBack ?? false,
         verifyCost: extra.verifyCost ?? 0,
-        reflection: wantsReflection({ selfImprove, status, mode: run.mode, turns, fellBack: extra.fellBack ?? false, mainRan, setupFailed: false }) ? 'pending' : 'skipped',
+        reflection: wantsReflection({ selfImprove, status, mode: run.mode, turns, fellBack: extra.fellBack ?? false, mainRan, setupFailed }) ? 'pending' : 'skipped',
         finishedAt: this.clock(),
       };
       // Streams end when they see the final status, so the timeline is complete before the run's final event.
@@ -251,6 +253,16 @@ export class RunExecutor {
       ]);
 
       // HTTP servers connect from the host, stdio servers start inside the sandbox; both before any script or the agent.
+      if (playbook.setup !== null) {
+        const setup = await runSetup(sandbox, playbook.setup, job.config.runAsRoot ? 'root' : 'agent', controller.signal, deadline - this.clock());
+        void timeline.append('sandbox.setup', { exitCode: setup.exitCode, output: setup.output }, { ms: setup.ms });
+        if (controller.signal.aborted) return await finish(stopReason === 'deadline' ? 'timed_out' : 'failed', stopReason === 'deadline' ? 'the run exceeded its time limit' : 'run was stopped');
+        if (setup.exitCode !== 0) {
+          // Reflection may repair a setup script (BEHAVIOUR §4.1: a failed setup counts as the run having done something).
+          setupFailed = true;
+          return await finish('failed', `The setup script failed with exit code ${setup.exitCode}`);
+        }
+      }
       await mcp?.connect(sandbox);
       await this.bus.execute(runStreamId(runId), runDecider, { type: 'StartRun', sandbox: { id: sandbox.id, backend: info.backend } }, ctx);
       await timeline.append('run.status', { status: 'running' });

@@ -1,3 +1,4 @@
+import { runSetup } from './setup.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { JobConfig } from '../domain/job.js';
 import type { PlaybookContent } from '../domain/playbook.js';
@@ -88,6 +89,10 @@ export class ShadowRunner {
         { path: '/svc/candidates/.keep', content: '' },
         { path: '/svc/logs/.keep', content: '' },
       ]);
+      if (req.proposed.setup !== null) {
+        const setup = await runSetup(sandbox, req.proposed.setup, req.job.runAsRoot ? 'root' : 'agent', controller.signal, main.ms);
+        if (setup.exitCode !== 0) return skipped(`inconclusive: the setup script failed with exit code ${setup.exitCode}`);
+      }
       await mcp?.connect(sandbox);
       const spec = req.job.spec as { outputs?: Array<{ name: string }>; successCriteria?: string[] };
       const declared = (spec.outputs ?? []).map((o) => o.name);

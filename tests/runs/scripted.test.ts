@@ -154,3 +154,23 @@ describe('toolkit tools', () => {
     assert.fail('the toolkit calls were not counted');
   });
 });
+
+describe('setup script', () => {
+  it('runs the playbook\'s setup before the agent, and fails the run clearly when it fails', async () => {
+    const id = (await api.post('/api/jobs', { name: `setup ${Math.random()}`, instruction: 'Report it with `svc output set tool "$(cat /workspace/tool.txt)"`.', selfImprove: false })).body.id as string;
+    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo installing; echo ready > /workspace/tool.txt' } });
+    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    const ok = await runOnce(id);
+    assert.equal(ok.run.status, 'succeeded', ok.run.error);
+    assert.deepEqual(ok.run.outputs, { tool: 'ready' });
+    const setup = ok.events.find((e) => e.type === 'sandbox.setup')!;
+    assert.deepEqual(setup.payload, { exitCode: 0, output: 'installing\n' });
+
+    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo broken >&2; exit 3' } });
+    const failed = await runOnce(id);
+    assert.equal(failed.run.status, 'failed');
+    assert.equal(failed.run.error, 'The setup script failed with exit code 3');
+    assert.equal(failed.run.turns, 0, 'the agent never started');
+    assert.equal(failed.events.find((e) => e.type === 'sandbox.setup')!.payload.output, 'broken\n');
+  });
+});
