@@ -399,5 +399,12 @@ export class RunExecutor {
     } catch (err) {
       void timeline.append('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
     }
+    // Scripts the agent wrote for reflection to consider (BEHAVIOUR §1.3 wrap-up step 2), at most 1 MiB.
+    try {
+      const { files } = await sandbox.readDir('/svc/candidates', 1024 * 1024);
+      for (const f of files) if (f.name !== '.keep') await this.files.saveCandidate(runId, f.name, f.content);
+    } catch (err) {
+      void timeline.append('log', { message: `Could not collect candidate scripts: ${(err as Error).message}` });
+    }
   }
 }

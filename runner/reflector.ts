@@ -43,6 +43,8 @@ export interface ReflectorPorts {
   log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Tries a proposed main in a shadow run; absent when this runner has no usable sandbox backend. */
   shadow: ((request: ShadowRequest) => Promise<ShadowOutcome>) | null;
+  /** Scripts the run left in /svc/candidates (at most 10, each cut to 16,000 characters). */
+  candidates?(runId: string): Promise<Array<{ name: string; content: string }>>;
   clock?: () => number;
   /** Pause before retrying a transient model failure (5 s, 20 s, 60 s by default). */
   retryDelaysMs?: readonly number[];
@@ -191,7 +193,7 @@ export class Reflector {
       notes: payloads(timeline, 'tool.call').filter((p) => p.name === 'remember').map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
       setupMs: [],
       graduation,
-      candidates: [],
+      candidates: (await this.ports.candidates?.(doc._id)) ?? [],
       earlier: earlier.map(asRun),
       transcript: transcript(timeline),
     }));

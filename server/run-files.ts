@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import type { Dirent } from 'node:fs';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
 
 /**
  * A run's files on the host (BEHAVIOUR §1.3, §3.6): `runs/<id>/artifacts/<relative path>` for what the run left in
@@ -26,6 +27,29 @@ export class RunFiles {
     if (!target) throw new Error(`${relative} is outside the run's outputs`);
     await mkdir(join(target, '..'), { recursive: true });
     await writeFile(target, content);
+  }
+
+  /** A script the agent left in /svc/candidates, kept for reflection. */
+  async saveCandidate(runId: string, relative: string, content: Buffer): Promise<void> {
+    const base = resolve(this.root, 'runs', runId, 'candidates');
+    const target = resolve(base, relative);
+    if (!target.startsWith(base + sep)) return;
+    await mkdir(join(target, '..'), { recursive: true });
+    await writeFile(target, content);
+  }
+
+  /** The run's candidate scripts, by path, in name order; at most `max` of them, each cut to `maxChars`. */
+  async candidates(runId: string, max: number, maxChars: number): Promise<Array<{ name: string; content: string }>> {
+    const base = resolve(this.root, 'runs', runId, 'candidates');
+    let names: string[];
+    try {
+      names = ((await readdir(base, { recursive: true, withFileTypes: true })) as Dirent[]).filter((d) => d.isFile()).map((d) => relative(base, join(d.parentPath ?? d.path, d.name))).sort();
+    } catch {
+      return [];
+    }
+    const out: Array<{ name: string; content: string }> = [];
+    for (const name of names.slice(0, max)) out.push({ name, content: (await readFile(join(base, name), 'utf8')).slice(0, maxChars) });
+    return out;
   }
 
   /** Stores a whole payload; answers its name for `readPayload`. */

@@ -89,7 +89,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     recordScriptCalls: (ctx, ws, jobId, runId, counts) => s.playbooks.recordScriptCalls(ctx, ws, jobId, runId, counts),
     jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
   };
-  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, new RunFiles(s.config.dataDir), s.log);
+  const runFiles = new RunFiles(s.config.dataDir);
+  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, runFiles, s.log);
   const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
   await dispatcher.start();
@@ -102,6 +103,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     secretValues: (ws) => s.secrets.valuesFor(ws),
     log: s.log,
     shadow: shadowRunner && ((request) => shadowRunner.run(request)),
+    candidates: (runId) => runFiles.candidates(runId, 10, 16_000),
   });
   reflector.start();
   const info = () => ({ ...backend.info(), error: backendError });

@@ -12,6 +12,8 @@ export const fakeScriptName = 'steps';
 
 interface PromptFacts {
   instruction: string;
+  /** Candidate scripts the run left, with a header that describes them. */
+  candidates: Array<{ name: string; content: string }>;
   status: string;
   graduation: string;
   playbook: { toolkit?: Array<{ name: string }>; learnings?: Array<{ id: string; status: string }>; main?: string | null };
@@ -33,6 +35,9 @@ function facts(prompt: string): PromptFacts {
   }
   return {
     instruction: between(prompt, '## The job\nInstruction:\n', '\n\nSuccess criteria:'),
+    candidates: [...between(prompt, '## Candidate scripts the run left in /svc/candidates\n', '\n\n## Earlier runs').matchAll(/^### (\S+)\n```\n([\s\S]*?)\n```$/gm)]
+      .filter((m) => /svc:description/.test(m[2]!))
+      .map((m) => ({ name: m[1]!.replace(/^.*\//, '').replace(/\.[a-z]+$/, ''), content: `${m[2]!}\n` })),
     status: /^Run #\d+: (\w+),/m.exec(prompt)?.[1] ?? '',
     graduation: new RegExp(`^${graduationMarker} ([a-z ]+)\\.`, 'm').exec(prompt)?.[1] ?? '',
     playbook,
@@ -55,6 +60,9 @@ export function fakeReflection(req: ModelRequest, quotedCommands: (instruction: 
       content: `#!/bin/sh\n# svc:name ${fakeScriptName}\n# svc:description Runs the job's commands in order\n# svc:side-effects none\nset -e\n${commands.join('\n')}\n`,
     }));
     ops.push(op({ op: 'add_learning', kind: 'procedure', rationale: 'Tells the agent the script exists.', text: `The job's commands are in the toolkit script ${fakeScriptName}; running it does the whole job.` }));
+  }
+  for (const c of f.status === 'succeeded' ? f.candidates : []) {
+    ops.push(op({ op: 'upsert_script', name: /svc:name\s+(\S+)/.exec(c.content)?.[1] ?? c.name, rationale: 'The run wrote and used this script; it belongs in the toolkit.', content: c.content }));
   }
   const main = `#!/bin/sh\n# Does the job without the model. Inputs, when the job declares any, are in /svc/input.json.\nset -e\n/svc/toolkit/${fakeScriptName}\n`;
   if (f.graduation === 'eligible' && (hasScript || ops.length > 0)) {

@@ -151,6 +151,19 @@ describe('reflection and graduation', () => {
     assert.equal((await api.get(`/api/jobs/${id}`)).body.playbookVersion, 0);
   });
 
+  it('shows reflection the scripts a run left in /svc/candidates', async () => {
+    const write = "printf '#!/bin/sh\\n# svc:name shout\\n# svc:description Prints its words loudly\\necho HELLO\\n' > /svc/candidates/shout.sh";
+    const id = await newJob({ selfImprove: true, instruction: `Write the helper with \`${write}\` and run it with \`sh /svc/candidates/shout.sh\`.` });
+    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    const run = await runAndReflect(id);
+    assert.equal(run.status, 'succeeded', run.error);
+    assert.equal(run.reflection, 'done', run.reflectionError);
+    const toolkit = (await api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit as Array<{ name: string; description: string }>;
+    const shout = toolkit.find((s) => s.name === 'shout');
+    assert.ok(shout, `the candidate was promoted: ${JSON.stringify(toolkit.map((s) => s.name))}`);
+    assert.equal(shout.description, 'Prints its words loudly');
+  });
+
   describe('shadow runs', () => {
     const op = (fields: Record<string, string | null>) => ({ rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: null, ...fields });
     const answer = (...ops: unknown[]) => ({ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) });
