@@ -38,11 +38,13 @@ export interface ReflectorPorts {
   /** Whether the runner that started a reflection is gone (then another may take it over). */
   runnerGone(runnerId: string): Promise<boolean>;
   reflectionModel(workspaceId: string, jobModelId: string | null): Promise<ReflectionModel | null>;
-  settings(workspaceId: string): Promise<{ dailySpendLimitUsd: number }>;
+  settings(workspaceId: string): Promise<{ dailySpendLimitUsd: number; defaultImage: string | null }>;
   secretValues(workspaceId: string): Promise<string[]>;
   log: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Tries a proposed main in a shadow run; absent when this runner has no usable sandbox backend. */
   shadow: ((request: ShadowRequest) => Promise<ShadowOutcome>) | null;
+  /** Builds a changed Dockerfile before reflection saves it (20 minutes at most); absent when no backend builds images. */
+  buildImage: ((workspaceId: string, jobId: string, dockerfile: string) => Promise<{ ref: string | null } | { error: string }>) | null;
   /** Scripts the run left in /svc/candidates (at most 10, each cut to 16,000 characters). */
   candidates?(runId: string): Promise<Array<{ name: string; content: string }>>;
   clock?: () => number;
@@ -198,7 +200,7 @@ export class Reflector {
       transcript: transcript(timeline),
     }));
 
-    const opContext = { runId: doc._id, secretValues, declaresInputs: (spec.inputs ?? []).length > 0, jobImage: job.config.image, graduationBlocked: blocker };
+    const opContext = { runId: doc._id, secretValues, declaresInputs: (spec.inputs ?? []).length > 0, jobImage: job.config.image ?? settings.defaultImage, graduationBlocked: blocker };
     const messages: Message[] = [{ role: 'user', text: prompt }];
     let cost = 0;
     const ask = async (): Promise<ReflectionAnswer | { error: string }> => {
@@ -219,7 +221,7 @@ export class Reflector {
     };
     // Apply on a scratch copy, then try a new or changed main in a shadow run before anything is saved.
     const attempt = async (ops: PlaybookOp[]) => {
-      const result = applyOps(original, ops, opContext);
+      const result = await this.verifyDockerfile(doc, original, applyOps(original, ops, opContext));
       const shadow = await this.verifyMain(doc, job.config, original, baseVersion, result, shadowFacts);
       cost += shadow.cost;
       return { ...result, content: shadow.content, results: shadow.results, shadowOutput: shadow.output };
@@ -248,10 +250,26 @@ export class Reflector {
   }
 
   /**
+   * BEHAVIOUR §4.2 step 2: a changed Dockerfile is built before it is saved; when it does not build, the last applied
+   * set_dockerfile is rejected with the build's error and the Dockerfile goes back to what it was.
+   */
+  private async verifyDockerfile(doc: RunDoc, original: PlaybookContent, applied: { content: PlaybookContent; results: AppliedOp[] }): Promise<{ content: PlaybookContent; results: AppliedOp[]; image?: string | null }> {
+    const dockerfile = applied.content.dockerfile;
+    if (dockerfile === null || dockerfile === original.dockerfile) return applied;
+    const last = applied.results.map((r) => r.op === 'set_dockerfile' && r.status === 'applied').lastIndexOf(true);
+    if (last < 0) return applied;
+    const built = this.ports.buildImage ? await this.ports.buildImage(doc.workspaceId, doc.jobId, dockerfile) : { error: 'no sandbox backend of this service builds images (the docker backend does)' };
+    if (!('error' in built)) return { ...applied, image: built.ref };
+    const results = [...applied.results];
+    results[last] = { ...results[last]!, status: 'rejected', reason: `the image did not build: ${built.error.slice(-2500)}` };
+    return { content: { ...applied.content, dockerfile: original.dockerfile }, results };
+  }
+
+  /**
    * BEHAVIOUR §2.8: when main, verify, setup, the Dockerfile or a script changed and main exists, the shadow run's
    * result goes on the primary op; a failure rejects every applied main-related op and reverts those parts.
    */
-  private async verifyMain(doc: RunDoc, job: JobConfig, original: PlaybookContent, baseVersion: number, applied: { content: PlaybookContent; results: AppliedOp[] }, facts: Omit<SkipFacts, never>): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
+  private async verifyMain(doc: RunDoc, job: JobConfig, original: PlaybookContent, baseVersion: number, applied: { content: PlaybookContent; results: AppliedOp[]; image?: string | null }, facts: SkipFacts): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
     const unchanged = { content: applied.content, results: applied.results, output: null, cost: 0 };
     if (!shadowDue(original, applied.content)) return unchanged;
     const isApplied = (r: AppliedOp, ops: readonly string[]) => r.status === 'applied' && ops.includes(r.op);
@@ -265,7 +283,7 @@ export class Reflector {
       return { ...unchanged, results };
     }
     const outcome = await this.ports.shadow({
-      workspaceId: doc.workspaceId, jobId: doc.jobId, job, proposed: applied.content, baseVersion, dockerfileChanged: applied.content.dockerfile !== original.dockerfile,
+      workspaceId: doc.workspaceId, jobId: doc.jobId, job, proposed: applied.content, baseVersion, dockerfileChanged: applied.content.dockerfile !== original.dockerfile, image: applied.image,
       reflected: { number: doc.number, input: doc.input, instructions: doc.instructions, status: doc.status, finishedAt: doc.finishedAt, outputs: doc.outputs },
     });
     results[primary] = { ...results[primary]!, test: outcome.test };

@@ -21,6 +21,8 @@ export interface ShadowRequest {
   /** The saved version the proposal starts from: its image is used when the Dockerfile did not change. */
   baseVersion: number;
   dockerfileChanged: boolean;
+  /** The image reflection built for a changed Dockerfile. */
+  image?: string | null;
   reflected: { number: number; input: unknown; instructions: string | null; status: string; finishedAt: number | null; outputs: Record<string, unknown> };
 }
 
@@ -52,7 +54,7 @@ export class ShadowRunner {
     const main = shadowMainTimeoutMs(limits.timeoutSeconds);
     const model = await this.ports.agentModel(ws, req.job.modelId);
     if (!model) return skipped('no model is configured, so the shadow run could not start');
-    if (req.dockerfileChanged) return skipped('the Dockerfile changed, and a shadow run does not wait for a new image build');
+    if (req.dockerfileChanged && req.image === undefined) return skipped('the Dockerfile changed and its image was not built');
     const utility = (await this.ports.utilityModel(ws, req.job.modelId)) ?? model;
 
     const runId = `shadow-${randomUUID()}`;
@@ -63,7 +65,7 @@ export class ShadowRunner {
     let session: BrokerSession | null = null;
     let mcp: RunMcp | null = null;
     try {
-      const image = await this.ports.runImage({ workspaceId: ws, jobId: req.jobId, playbookVersion: req.baseVersion, fallback: req.job.image ?? settings.defaultImage, signal: controller.signal });
+      const image = req.dockerfileChanged ? req.image ?? null : await this.ports.runImage({ workspaceId: ws, jobId: req.jobId, playbookVersion: req.baseVersion, fallback: req.job.image ?? settings.defaultImage, signal: controller.signal });
       mcp = (await this.ports.mcp?.(ws, req.jobId, { shadow: true, runAsRoot: req.job.runAsRoot, timeline: () => undefined })) ?? null;
       session = this.ports.openSession({
         runId, jobId: req.jobId, workspaceId: ws, token, costLimit: Math.round(limits.maxCostUsd * 1e6), timeline: discardedTimeline,

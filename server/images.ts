@@ -157,6 +157,11 @@ export class Images {
   async resolveRunImage(req: RunImageRequest): Promise<RunImage> {
     const dockerfile = await this.dockerfileFor(req.workspaceId, req.jobId, req.playbookVersion);
     if (!dockerfile || dockerfile.trim() === '') return { image: req.fallback, build: null };
+    return this.imageFor(req, dockerfile);
+  }
+
+  /** The ready build of `dockerfile` for the job, queued and waited for when there is none (reflection builds a changed Dockerfile this way before saving it). */
+  async imageFor(req: Omit<RunImageRequest, 'playbookVersion' | 'fallback'>, dockerfile: string): Promise<RunImage> {
     if (!req.canBuild) throw new RunImageError(noBuilderMessage);
     const hash = dockerfileHash(dockerfile);
     let told = false;

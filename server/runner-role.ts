@@ -17,7 +17,7 @@ import { newId } from './ids.js';
 import { RunExecutor, type ExecutorPorts } from '../runner/executor.js';
 import { ShadowRunner } from '../runner/shadow.js';
 import { Scheduler } from '../runner/scheduler.js';
-import { selectBackend } from '../runner/sandbox/select.js';
+import { selectBackend, defaultSandboxImage } from '../runner/sandbox/select.js';
 import type { Services } from './start.js';
 
 type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
@@ -99,11 +99,26 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     bus: s.bus, events: s.stores.events, docs: s.stores.docs, runs: s.runs, playbooks: s.playbooks, runnerId: dispatcher.runnerId,
     runnerGone: (id) => dispatcher.runnerGone(id),
     reflectionModel: (ws, modelId) => s.models.resolve(ws, 'reflection', modelId),
-    settings: (ws) => s.models.settings(ws),
+    // A Dockerfile may start FROM the job's base image without review: the workspace's default, else the server's.
+    settings: async (ws) => {
+      const settings = await s.models.settings(ws);
+      return { ...settings, defaultImage: settings.defaultImage ?? s.config.sandbox.image ?? defaultSandboxImage };
+    },
     secretValues: (ws) => s.secrets.valuesFor(ws),
     log: s.log,
     shadow: shadowRunner && ((request) => shadowRunner.run(request)),
     candidates: (runId) => runFiles.candidates(runId, 10, 16_000),
+    buildImage: imageBuilder && (async (ws, jobId, dockerfile) => {
+      try {
+        const ctx = { workspaceId: ws, actor: { type: 'system' as const, id: dispatcher.runnerId }, requestId: null };
+        await s.images.ensureBuild(ctx, ws, jobId, dockerfile, 'playbook');
+        const built = await s.images.imageFor({ workspaceId: ws, jobId, canBuild: true, signal: AbortSignal.timeout(20 * 60_000) }, dockerfile);
+        if (built.build) await imageBuilder.ensureLocal(built.build, jobId);
+        return { ref: built.image };
+      } catch (err) {
+        return { error: (err as Error).message.replace(/^Environment build failed: /, '') };
+      }
+    }),
   });
   reflector.start();
   const info = () => ({ ...backend.info(), error: backendError });

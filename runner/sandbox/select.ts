@@ -6,6 +6,9 @@ import { BwrapBackend } from './bwrap.js';
 import { DockerBackend } from './docker.js';
 import type { SandboxBackend } from './types.js';
 
+/** The image docker sandboxes start from when neither the job nor the workspace names one (scripts/prepare-host.sh builds it). */
+export const defaultSandboxImage = 'svc-base:bookworm';
+
 /** The static in-sandbox svc built by `npm run build` for this machine's architecture. */
 export function svcBinaryPath(): string {
   // From the sources (tsx) or from dist/: the package root is the one without the trailing dist/.
@@ -28,6 +31,6 @@ export function dockerClient(host: string | undefined): Docker {
  */
 export function selectBackend(sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined }, sandboxRoot: string, instance: string): SandboxBackend {
   if (sandbox.backend === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
-  if (sandbox.backend === 'docker') return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? 'svc-base:bookworm', instance);
+  if (sandbox.backend === 'docker') return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? defaultSandboxImage, instance);
   throw new Error(`SVC_SANDBOX=${sandbox.backend} is not a sandbox backend (bwrap or docker)`);
 }

@@ -173,6 +173,43 @@ if (!host) {
       assert.equal(events.find((e) => e.type === 'sandbox.create')!.payload.image, image.ref);
     });
 
+    it('reflection builds a changed Dockerfile before saving it, and rejects one that does not build', async () => {
+      const provider = (await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })).body.id;
+      const model = (await admin.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+      await admin.patch('/api/settings', { agentModelId: model });
+      const job = (await admin.post<{ id: string }>('/api/jobs', { name: `reflect image ${Math.random()}`, instruction: 'Report it with `svc output set answer 42`.', selfImprove: false })).body.id;
+      const run = (await admin.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
+      const settledRun = async () => {
+        for (let i = 0; i < 2400; i++) {
+          const r = (await admin.get(`/api/runs/${run}`)).body;
+          if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending') return r;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+        throw new Error('the run did not settle');
+      };
+      await settledRun();
+      const dockerfileOp = (content: string) => ({ op: 'set_dockerfile', rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content });
+      const answer = (...ops: unknown[]) => ({ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) });
+      await admin.post(`/api/providers/${provider}/script`, { responses: [answer(dockerfileOp('FROM svc-base:bookworm\nRUN exit 7\n')), answer()], reset: true });
+      await admin.post(`/api/runs/${run}/learn`, {});
+      const broken = await settledRun();
+      assert.equal(broken.reflection, 'done', broken.reflectionError);
+      assert.equal((await admin.get(`/api/jobs/${job}/playbook`)).body.version, 0, 'a Dockerfile that does not build is not saved');
+      assert.equal(broken.reflectionOps.length, 0, 'the second attempt answered no ops');
+
+      const good = `FROM svc-base:bookworm\nRUN echo reflected-${Date.now()} > /opt/reflected\n`;
+      await admin.post(`/api/providers/${provider}/script`, { responses: [answer(dockerfileOp(good))], reset: true });
+      await admin.post(`/api/runs/${run}/learn`, {});
+      const built = await settledRun();
+      assert.equal(built.reflection, 'done', built.reflectionError);
+      assert.equal(built.reflectionOps[0].status, 'applied');
+      assert.equal((await admin.get(`/api/jobs/${job}/playbook`)).body.content.dockerfile, good);
+      const images = (await admin.get(`/api/jobs/${job}/images`)).body.items as Array<{ status: string; ref: string | null }>;
+      const ready = images.find((i) => i.status === 'ready');
+      assert.ok(ready, `the Dockerfile was built before the save: ${JSON.stringify(images)}`);
+      if (ready.ref) refs.push(ready.ref);
+    });
+
     // Last: it stops this server's builder.
     it('puts a build interrupted by a shutdown back in the queue for another runner', async () => {
       const jobId = await newJob();

@@ -164,6 +164,23 @@ describe('reflection and graduation', () => {
     assert.equal(shout.description, 'Prints its words loudly');
   });
 
+  it('rejects a Dockerfile when no sandbox backend here can build it, and keeps the other ops', async () => {
+    const id = await newJob({ selfImprove: false });
+    const run = await runAndReflect(id);
+    const ops = [
+      { op: 'set_dockerfile', rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: 'FROM svc-base:bookworm\nRUN true\n' },
+      { op: 'add_learning', rationale: 'r', id: null, kind: 'fact', text: 'Counting needs no tools.', when: null, name: null, content: null },
+    ];
+    const second = ops.slice(1);
+    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) }, { text: JSON.stringify({ summary: 's', usedLearnings: [], ops: second }) }], reset: true });
+    await api.post(`/api/runs/${run.id}/learn`, {});
+    const done = await settled(run.id);
+    assert.equal(done.reflection, 'done', done.reflectionError);
+    const content = (await api.get(`/api/jobs/${id}/playbook`)).body.content;
+    assert.equal(content.dockerfile, null);
+    assert.equal(content.learnings.length, 1);
+  });
+
   describe('shadow runs', () => {
     const op = (fields: Record<string, string | null>) => ({ rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: null, ...fields });
     const answer = (...ops: unknown[]) => ({ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) });
