@@ -18,6 +18,7 @@ import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
+import { mcpBenchmarks } from './mcp.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -166,6 +167,8 @@ log('a job\'s life');
 results.life = await lifeBenchmark();
 log('scripted run overhead');
 results.scripted = await scriptedOverhead(join(root, 'scripted'), quick);
+log('MCP');
+results.mcp = await mcpBenchmarks(root, quick);
 const targets = {
   singleEventAppendsPerSec: (results.appends as { singleEventAppendsPerSec: number }).singleEventAppendsPerSec >= 5000,
   projectionLagP99: (results.projectionLagMs as { p99: number }).p99 <= 25,
@@ -177,6 +180,7 @@ const targets = {
   dockerProvisionP50: 'dockerProvisionMs' in (results.docker as object) ? (results.docker as { dockerProvisionMs: { p50: number } }).dockerProvisionMs.p50 <= 300 : null,
   triggerToRunningP50: (results.runs as { triggerToRunningMs: { p50: number } }).triggerToRunningMs.p50 <= 100,
   scriptedOverheadP50: (results.scripted as { overheadP50Ms: number }).overheadP50Ms <= 150,
+  svcMcpCallUnder15Ms: (results.mcp as { svcMcpCall: { perCallMs: number } }).svcMcpCall.perCallMs <= 15,
   sseDeliveryP99: (results.sse as { deliveryMs: { p99: number } }).deliveryMs.p99 <= 100,
 };
 results.targetsMet = targets;
