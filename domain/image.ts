@@ -47,7 +47,9 @@ export type ImageEvent =
   | DomainEvent<'ImageBuilt', { imageId: string; jobId: string; ref: string; digest: string; baseDigest: string | null; sizeBytes: number; finishedAt: number }>
   | DomainEvent<'ImageBuildFailed', { imageId: string; jobId: string; error: string; baseDigest: string | null; finishedAt: number }>
   /** Back to the queue: an interrupted attempt, or a build that made no progress for 25 minutes. */
-  | DomainEvent<'ImageRequeued', { imageId: string; jobId: string; reason: string; at: number }>;
+  | DomainEvent<'ImageRequeued', { imageId: string; jobId: string; reason: string; at: number }>
+  /** ImageGC removed the build (its engine image first). */
+  | DomainEvent<'ImageDeleted', { imageId: string; jobId: string; at: number }>;
 
 export type ImageCommand =
   | { type: 'EnsureBuild'; imageId: string; jobId: string; workspaceId: string; dockerfile: string; reason: 'playbook' | 'run'; now: number }
@@ -55,7 +57,8 @@ export type ImageCommand =
   | { type: 'ClaimBuild'; imageId: string; builderId: string; now: number }
   | { type: 'CompleteBuild'; imageId: string; builderId: string; ref: string; digest: string; baseDigest: string | null; sizeBytes: number; now: number }
   /** `interrupted`: the attempt was cut short (shutdown, runner gone), not refused by the engine; it may be retried. */
-  | { type: 'FailBuild'; imageId: string; builderId: string; error: string; baseDigest: string | null; interrupted: boolean; now: number };
+  | { type: 'FailBuild'; imageId: string; builderId: string; error: string; baseDigest: string | null; interrupted: boolean; now: number }
+  | { type: 'DeleteImage'; imageId: string; now: number };
 
 export const jobImagesStreamId = (jobId: string) => `jobimages-${jobId}`;
 
@@ -176,6 +179,8 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
       }
       case 'ImageRequeued':
         return update(state, d.imageId, (r) => ({ ...r, status: 'queued', builderId: null, startedAt: null, progressAt: event.data.at }));
+      case 'ImageDeleted':
+        return { ...state, images: state.images.filter((r) => r.imageId !== d.imageId) };
       default:
         return state;
     }
@@ -206,6 +211,12 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
         const { ref, digest, baseDigest, sizeBytes } = command;
         return [{ type: 'ImageBuilt', data: { imageId: r.imageId, jobId: state.jobId!, ref, digest, baseDigest, sizeBytes, finishedAt: command.now } }];
       }
+      case 'DeleteImage': {
+        const row = state.images.find((r) => r.imageId === command.imageId);
+        if (!row) return [];
+        if (row.status === 'queued' || row.status === 'building') throw new DomainError('conflict', 'A build that is queued or running is not removed');
+        return [{ type: 'ImageDeleted', data: { imageId: row.imageId, jobId: state.jobId!, at: command.now } }];
+      }
       case 'FailBuild': {
         const r = row(state, command.imageId);
         if (r.status !== 'building' || r.builderId !== command.builderId) throw new DomainError('conflict', 'The build was taken over or ended');
@@ -217,3 +228,20 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
     }
   },
 };
+
+/**
+ * ImageGC's choice (BEHAVIOUR §6.3): builds of a Dockerfile the job's last five versions do not use go; of the ones
+ * they use, the newest ready build stays, and so does the latest build (a failed latest is what tells runs why).
+ * Queued and running builds always stay.
+ */
+export function imagesToCollect(rows: readonly ImageRow[], recentHashes: ReadonlySet<string>): ImageRow[] {
+  const keep = new Set<string>();
+  for (const hash of recentHashes) {
+    const ofHash = rows.filter((r) => r.dockerfileHash === hash);
+    const latest = ofHash[ofHash.length - 1];
+    const newestReady = [...ofHash].reverse().find((r) => r.status === 'ready');
+    if (latest) keep.add(latest.imageId);
+    if (newestReady) keep.add(newestReady.imageId);
+  }
+  return rows.filter((r) => !keep.has(r.imageId) && r.status !== 'queued' && r.status !== 'building');
+}

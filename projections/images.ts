@@ -49,6 +49,8 @@ export const imagesProjector: Projector = {
         return set({ status: 'failed', error: event.data.error, baseDigest: event.data.baseDigest, finishedAt: event.data.finishedAt });
       case 'ImageRequeued':
         return set({ status: 'queued', startedAt: null, builderId: null });
+      case 'ImageDeleted':
+        return [{ kind: 'delete', collection: imagesCollection, filter: { _id: event.data.imageId } }];
       default:
         return [];
     }

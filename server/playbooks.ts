@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { dockerfileHash as hashOfDockerfile } from '../domain/image.js';
 import { DomainError } from '../domain/decider.js';
 import { emptyContent, playbookDecider, playbookStreamId, type PlaybookContent, type PlaybookEvent, type SavePlaybook } from '../domain/playbook.js';
 import { emptyStats, playbookStatsDecider, playbookStatsStreamId, withStats, type PlaybookStats, type ScriptCalls } from '../domain/playbook-stats.js';
@@ -14,7 +14,7 @@ import type { CommandBus, CommandContext } from './commands.js';
 
 /** sha256 hex of the trimmed Dockerfile, or null without one (BEHAVIOUR §4.4): what image builds are keyed by. */
 export function dockerfileHash(dockerfile: string | null): string | null {
-  return dockerfile === null || dockerfile.trim() === '' ? null : createHash('sha256').update(dockerfile.trim()).digest('hex');
+  return dockerfile === null || dockerfile.trim() === '' ? null : hashOfDockerfile(dockerfile);
 }
 
 /** A version as the read model holds it, with the statistics merged into its content. */

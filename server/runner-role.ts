@@ -1,5 +1,7 @@
 import { JobStateOverlay } from './job-state-overlay.js';
 import { Reflector } from '../runner/reflector.js';
+import { ImageGc } from '../runner/image-gc.js';
+import { playbookVersionsCollection, type PlaybookVersionDoc } from '../projections/playbooks.js';
 import { RunFiles } from './run-files.js';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
@@ -27,6 +29,8 @@ export interface RunnerRole {
   dispatcher: Dispatcher;
   /** Builds job images; null when the backend cannot build them (bwrap) or is not usable. */
   imageBuilder: ImageBuilder | null;
+  /** Daily removal of job images no recent playbook version uses; null without an image builder. */
+  imageGc: ImageGc | null;
   stop(): Promise<void>;
 }
 
@@ -121,12 +125,22 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     }),
   });
   reflector.start();
+  const imageGc = imageBuilder && backend.images ? new ImageGc({
+    bus: s.bus, docs: s.stores.docs, images: backend.images, log: s.log,
+    recentHashes: async (jobId) => {
+      const versions = await s.stores.docs.collection<PlaybookVersionDoc>(playbookVersionsCollection).find({ jobId }, { sort: [['version', -1]], limit: 5 });
+      return new Set(versions.flatMap((v) => (v.dockerfileHash ? [v.dockerfileHash] : [])));
+    },
+  }) : null;
+  imageGc?.start();
   const info = () => ({ ...backend.info(), error: backendError });
   return {
     sandboxInfo: info,
     dispatcher,
     imageBuilder,
+    imageGc,
     async stop() {
+      imageGc?.stop();
       await reflector.stop();
       await imageBuilder?.stop();
       await dispatcher.stop();

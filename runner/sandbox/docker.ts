@@ -225,6 +225,11 @@ class DockerImages implements ImageBuilds {
       if (!isNotFound(err)) throw err;
     }
   }
+
+  async tags(): Promise<string[]> {
+    const images = await this.docker.listImages({ filters: { label: [`svc.instance=${this.instance}`] } });
+    return images.flatMap((i) => i.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+  }
 }
 
 class DockerSandbox implements Sandbox {

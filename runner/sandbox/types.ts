@@ -142,6 +142,8 @@ export interface ImageBuilds {
   exists(ref: string): Promise<boolean>;
   /** Idempotent. */
   remove(ref: string): Promise<void>;
+  /** The job image tags this service instance built that the engine still holds. */
+  tags(): Promise<string[]>;
 }
 
 export interface SandboxBackend {

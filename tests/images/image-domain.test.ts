@@ -2,8 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DomainError } from '../../domain/decider.js';
 import {
-  dockerfileHash, firstExternalBase, imageTag, jobImagesDecider, pinnedDockerfile, runImageChoice, staleAfterMs, type ImageCommand, type JobImagesState,
+  dockerfileHash, firstExternalBase, imageTag, imagesToCollect, jobImagesDecider, pinnedDockerfile, runImageChoice, staleAfterMs, type ImageCommand, type ImageRow, type JobImagesState,
 } from '../../domain/image.js';
+import { nextGcAt } from '../../runner/image-gc.js';
 
 const base = { jobId: 'job-1', workspaceId: 'ws' };
 const v1 = 'FROM svc-base:bookworm\nRUN echo one\n';
@@ -154,5 +155,24 @@ describe('run image choice', () => {
     state = fail(claim(state, 'broken'), 'broken');
     const choice = runImageChoice(state, dockerfileHash(v1));
     assert.equal(choice.kind === 'use' && choice.image.imageId, 'ok');
+  });
+});
+
+describe('image GC (BEHAVIOUR §6.3)', () => {
+  const row = (imageId: string, hash: string, status: ImageRow['status']): ImageRow => ({
+    imageId, dockerfileHash: hash, dockerfile: 'FROM x', status, ref: status === 'ready' ? `svc/job-j:${imageId}` : null, digest: null, baseDigest: null,
+    sizeBytes: null, error: null, createdAt: 0, startedAt: null, finishedAt: null, attempts: 0, builderId: null, progressAt: 0,
+  });
+
+  it('keeps the newest ready and the latest build of each recent Dockerfile, never a live build', () => {
+    const rows = [row('a1', 'A', 'ready'), row('a2', 'A', 'ready'), row('a3', 'A', 'failed'), row('b1', 'B', 'ready'), row('c1', 'C', 'building'), row('d1', 'D', 'failed')];
+    assert.deepEqual(imagesToCollect(rows, new Set(['A'])).map((r) => r.imageId), ['a1', 'b1', 'd1']);
+    assert.deepEqual(imagesToCollect(rows, new Set(['A', 'B', 'D'])).map((r) => r.imageId), ['a1']);
+  });
+
+  it('runs daily at 04:43 UTC with up to 10 minutes of jitter', () => {
+    const before = Date.UTC(2026, 10, 23, 3, 0);
+    assert.equal(nextGcAt(before, () => 0), Date.UTC(2026, 10, 23, 4, 43));
+    assert.equal(nextGcAt(Date.UTC(2026, 10, 23, 5, 0), () => 0.5), Date.UTC(2026, 10, 24, 4, 43) + 5 * 60_000);
   });
 });

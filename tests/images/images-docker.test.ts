@@ -210,6 +210,23 @@ if (!host) {
       if (ready.ref) refs.push(ready.ref);
     });
 
+    it('image GC removes builds no recent playbook version uses, engine image first, and keeps the ones in use', async () => {
+      const jobId = await newJob();
+      const stray = await settled(jobId, await ensure(jobId, `FROM svc-base:bookworm\nRUN echo stray-${Date.now()}\n`));
+      assert.equal(stray.status, 'ready');
+      const kept = `FROM svc-base:bookworm\nRUN echo kept-${Date.now()}\n`;
+      assert.equal((await admin.request('PUT', `/api/jobs/${jobId}/playbook`, { content: { dockerfile: kept } })).status, 200);
+      const keptId = (await admin.get(`/api/jobs/${jobId}/images?status=queued,building,ready`)).body.items.find((i: { id: string }) => i.id !== stray.id).id as string;
+      const keptImage = await settled(jobId, keptId);
+      const gc = t.server.services.runner!.imageGc!;
+      const removed = await gc.collect();
+      assert.ok(removed.builds >= 1);
+      assert.equal((await admin.get(`/api/jobs/${jobId}/images/${stray.id}`)).status, 404, 'the unused build is gone');
+      assert.equal(await docker.getImage(stray.ref).inspect().then(() => true, () => false), false, 'and its engine image');
+      assert.equal((await admin.get(`/api/jobs/${jobId}/images/${keptImage.id}`)).body.status, 'ready', 'the build in use stays');
+      assert.equal(await docker.getImage(keptImage.ref).inspect().then(() => true, () => false), true);
+    });
+
     // Last: it stops this server's builder.
     it('puts a build interrupted by a shutdown back in the queue for another runner', async () => {
       const jobId = await newJob();
