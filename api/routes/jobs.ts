@@ -1,3 +1,4 @@
+import { validateContent, type PlaybookContent } from '../../domain/playbook.js';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
@@ -78,6 +79,18 @@ export function toJobListDto(doc: JobDoc): JobListDto {
 
 const notFound = () => DomainError.notFound('Job');
 
+/** The playbook content a spec's Dockerfile makes, checked before the job exists so a bad one creates nothing. */
+function proposedEnvironment(spec: { dockerfile?: string | null } | undefined): PlaybookContent | null {
+  const dockerfile = spec?.dockerfile;
+  if (!dockerfile || dockerfile.trim() === '') return null;
+  try {
+    return validateContent({ dockerfile }, { declaresInputs: false });
+  } catch (err) {
+    if (err instanceof DomainError && err.fields) throw DomainError.validation(err.fields.map((f) => ({ ...f, field: f.field.replace(/^content\./, 'spec.') })));
+    throw err;
+  }
+}
+
 export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const jobs = () => deps.stores.docs.collection<JobDoc>(jobsCollection);
@@ -126,7 +139,10 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
   }, async (request, reply) => {
     const p = principalOf(request);
     const id = newId();
+    const environment = proposedEnvironment(request.body.spec);
     await runCommand(p.workspaceId, id, { type: 'CreateJob', jobId: id, workspaceId: p.workspaceId, fields: request.body, now: Date.now() }, requestContext(request));
+    // BEHAVIOUR §7.4: a Dockerfile in the spec (compile proposes one) becomes playbook version 1.
+    if (environment) await deps.playbooks.save(requestContext(request), p.workspaceId, id, { content: environment, baseVersion: 0, summary: 'Environment proposed when the job was created', author: 'compile' });
     const doc = await findJob(p.workspaceId, id);
     return reply.status(201).header('Location', `/api/jobs/${id}`).send(toJobDto(doc));
   });

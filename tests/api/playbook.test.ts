@@ -251,3 +251,23 @@ describe('playbook in the sandbox', () => {
     assert.match(run.summary, /fetch --site hn/);
   });
 });
+
+describe('a Dockerfile in the spec of a new job', () => {
+  it('becomes playbook version 1 by compile, and a bad one creates no job', async () => {
+    const dockerfile = 'FROM svc-base:bookworm\nRUN apt-get install -y jq\n';
+    const created = await api.post('/api/jobs', { name: `env ${Math.random()}`, instruction: 'x', spec: { dockerfile } });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.playbookVersion, 1);
+    const v1 = (await api.get(`/api/jobs/${created.body.id}/playbook/versions/1`)).body;
+    assert.equal(v1.author, 'compile');
+    assert.equal(v1.summary, 'Environment proposed when the job was created');
+    assert.equal(v1.content.dockerfile, dockerfile);
+
+    const before = (await api.get('/api/jobs?pageSize=1')).body.total;
+    const bad = await api.post('/api/jobs', { name: 'no FROM', instruction: 'x', spec: { dockerfile: 'RUN true\n' } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.code, 'validation_failed');
+    assert.equal(bad.body.fields[0].field, 'spec.dockerfile');
+    assert.equal((await api.get('/api/jobs?pageSize=1')).body.total, before, 'nothing was created');
+  });
+});
