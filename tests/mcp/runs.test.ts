@@ -171,4 +171,33 @@ describe('MCP tools in a run (bwrap)', () => {
     const { events } = await run({ name: 'plain', instruction: 'x' }, [], [bash('svc mcp tools; echo "rc=$?"'), finish]);
     assert.match(resultOf(events, 'bash')[0]!, /This job has no MCP servers\nrc=1/);
   });
+
+  it('makes a shadow run inconclusive when the new main calls an MCP tool with side effects, and keeps the op', async () => {
+    const job = await api.post('/api/jobs', { name: `shadow mcp ${Math.random()}`, selfImprove: false, instruction: 'Record a note.' });
+    await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: ids.web, allowedTools: null }]);
+    const main = (note: string) => `#!/bin/sh\nsvc mcp call web record '{"note":"${note}"}'\n`;
+    assert.equal((await api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { main: main('first') } })).status, 200);
+    const runId = (await api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
+    const settled = async () => {
+      for (let i = 0; i < 1200; i++) {
+        const r = (await api.get(`/api/runs/${runId}`)).body;
+        if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending') return r;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      throw new Error('the run did not settle');
+    };
+    const ran = await settled();
+    assert.equal(ran.status, 'succeeded', ran.error);
+    assert.equal(ran.mode, 'scripted');
+    const update = { op: 'update_main', rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: main('second') };
+    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: JSON.stringify({ summary: 's', usedLearnings: [], ops: [update] }) }], reset: true });
+    const recordedBefore = http.log.notes.filter((n) => n.includes('second')).length;
+    assert.equal((await api.post(`/api/runs/${runId}/learn`, {})).status, 202);
+    const learned = await settled();
+    assert.equal(learned.reflection, 'done', learned.reflectionError);
+    assert.equal(learned.reflectionOps[0].status, 'applied', 'an inconclusive shadow run keeps the op');
+    assert.equal(learned.reflectionOps[0].test.status, 'skipped');
+    assert.match(learned.reflectionOps[0].test.detail, /^inconclusive: the main script called MCP tools with side effects \(web\.record\)/);
+    assert.equal(http.log.notes.filter((n) => n.includes('second')).length, recordedBefore, 'the refused call never reached the server');
+  });
 });
