@@ -74,6 +74,11 @@ export const accessTable: Record<string, AccessRule> = {
   'PUT /api/mcp-servers/:id': member,
   'DELETE /api/mcp-servers/:id': member,
   'POST /api/mcp-servers/:id/test': member,
+  // SPEC §5.4: starting a login needs a session (the browser that will come back). The callback is authorized by
+  // the login's `state`, bound to that session's user, not by an API credential (BEHAVIOUR §12 [public]).
+  'POST /api/mcp-servers/:id/oauth/login': memberSession,
+  'GET /api/mcp-servers/:id/oauth/callback': pub,
+  'DELETE /api/mcp-servers/:id/oauth': member,
   'GET /api/jobs/:id/mcp-servers': member,
   'PUT /api/jobs/:id/mcp-servers': member,
   'POST /api/jobs/compile': member,

@@ -16,6 +16,7 @@ import playbookRoutes from './routes/playbook.js';
 import statsRoutes from './routes/stats.js';
 import memberRoutes from './routes/members.js';
 import mcpServerRoutes from './routes/mcp-servers.js';
+import mcpOauthRoutes from './routes/mcp-oauth.js';
 import compileRoutes from './routes/compile.js';
 import providerRoutes from './routes/providers.js';
 import secretRoutes from './routes/secrets.js';
@@ -87,6 +88,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   statsRoutes(app, deps);
   secretRoutes(app, deps);
   mcpServerRoutes(app, deps);
+  mcpOauthRoutes(app, deps);
   compileRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);

@@ -1,4 +1,5 @@
 import type { JobMcpEvent, McpGrant } from '../domain/mcp-grants.js';
+import type { McpOauthEvent } from '../domain/mcp-oauth.js';
 import type { McpServerConfig, McpServerEvent, McpTestResult, McpToolInfo } from '../domain/mcp-server.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
@@ -13,6 +14,8 @@ export interface McpServerDoc extends Doc {
   tools: Array<Omit<McpToolInfo, 'inputSchema'> & { inputSchema: { [key: string]: DocValue } }> | null;
   toolsCachedAt: number | null;
   lastTest: Omit<McpTestResult, 'tools'> | null;
+  /** The stored OAuth login's public facts (domain/mcp-oauth.ts); its tokens stay sealed in the event stream. */
+  login?: { loggedInAt: number; expiresAt: number | null; refreshable: boolean } | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -28,7 +31,7 @@ const json = (v: unknown) => v as DocValue;
 
 export const mcpServersProjector: Projector = {
   name: 'mcp-servers',
-  version: 1,
+  version: 2,
   collections: [mcpServersCollection, jobMcpCollection],
   indexes: [{ collection: mcpServersCollection, keys: [['workspaceId', 1], ['nameLower', 1]] }],
   project(recorded: RecordedEvent): DocOp[] {
@@ -36,6 +39,7 @@ export const mcpServersProjector: Projector = {
       const d = (recorded as unknown as JobMcpEvent).data;
       return [{ kind: 'update', collection: jobMcpCollection, filter: { _id: d.jobId }, update: { $set: { grants: json(d.grants) } }, upsert: true }];
     }
+    if (recorded.streamId.startsWith('mcpoauth-')) return projectLogin(recorded.streamId.slice('mcpoauth-'.length), recorded as unknown as McpOauthEvent);
     if (!recorded.streamId.startsWith('mcpserver-')) return [];
     const _id = recorded.streamId.slice('mcpserver-'.length);
     const e = recorded as unknown as McpServerEvent;
@@ -59,3 +63,18 @@ export const mcpServersProjector: Projector = {
     }
   },
 };
+
+/** Login state on the server's document, for its AuthDto; nothing sealed is copied. A deleted server stays deleted. */
+function projectLogin(_id: string, e: McpOauthEvent): DocOp[] {
+  const set = (update: Record<string, DocValue>): DocOp[] => [{ kind: 'update', collection: mcpServersCollection, filter: { _id }, update: { $set: update } }];
+  switch (e.type) {
+    case 'McpOauthLoggedIn':
+      return set({ login: { loggedInAt: e.data.loggedInAt, expiresAt: e.data.expiresAt, refreshable: e.data.refreshable } });
+    case 'McpOauthTokensRefreshed':
+      return set({ 'login.expiresAt': e.data.expiresAt, 'login.refreshable': e.data.refreshable });
+    case 'McpOauthLoggedOut':
+      return set({ login: null });
+    default:
+      return [];
+  }
+}

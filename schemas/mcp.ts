@@ -101,3 +101,24 @@ export const JobServer = Type.Object(
   { $id: 'JobServer', additionalProperties: false },
 );
 export type JobServer = Static<typeof JobServer>;
+
+/** SPEC §2.13: the answer of `POST /api/mcp-servers/{id}/oauth/login`. */
+export const LoginOutputBody = Type.Object(
+  { authorizationUrl: Type.String({ description: 'Where to send the browser' }) },
+  { $id: 'LoginOutputBody', additionalProperties: false },
+);
+
+/**
+ * The authorization server's redirect to `GET /api/mcp-servers/{id}/oauth/callback` (RFC 6749 §4.1.2). The one
+ * schema that lets unknown fields through: servers add their own response parameters (`iss`, `session_state`, ...)
+ * and RFC 6749 §3.1 says a client must ignore the ones it does not know, so refusing them would break logins.
+ */
+export const OauthCallbackQuery = Type.Object(
+  {
+    code: Type.Optional(Type.String({ maxLength: 4096 })),
+    state: Type.Optional(Type.String({ maxLength: 512 })),
+    error: Type.Optional(Type.String({ maxLength: 200 })),
+    error_description: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  { $id: 'OauthCallbackQuery', additionalProperties: true },
+);

@@ -17,6 +17,8 @@ import type { Sandbox, SandboxBackend } from '../runner/sandbox/types.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import { newId } from './ids.js';
+import { McpOauth, type CallbackQuery } from './mcp-oauth.js';
+import type { Keys } from './keys.js';
 import type { Secrets } from './secrets.js';
 
 export interface McpServersOptions {
@@ -36,6 +38,9 @@ export interface TestSandboxes {
 export class McpServers {
   private sandboxes: TestSandboxes | null = null;
   readonly fetch: FetchLike;
+  private oauthLogins: McpOauth | null = null;
+  /** Where browsers reach the API: SVC_PUBLIC_URL, else the address the API listens on (`listeningAt`). */
+  private baseUrl: string;
 
   constructor(
     private readonly bus: CommandBus,
@@ -45,6 +50,48 @@ export class McpServers {
     private readonly options: McpServersOptions,
   ) {
     this.fetch = guardedFetch(options.allowPrivateTargets);
+    this.baseUrl = options.publicUrl;
+  }
+
+  /** OAuth logins need the master key for their sealed tokens (server/mcp-oauth.ts). */
+  useKeys(keys: Keys): void {
+    this.oauthLogins = new McpOauth(this.bus, keys, this.fetch, () => this.baseUrl);
+  }
+
+  /** Without SVC_PUBLIC_URL, OAuth callbacks go to the address the API listens on. */
+  listeningAt(url: string): void {
+    if (!this.options.publicUrl) this.baseUrl = url;
+  }
+
+  get oauth(): McpOauth {
+    if (!this.oauthLogins) throw new DomainError('unsupported', 'OAuth logins are not available in this process');
+    return this.oauthLogins;
+  }
+
+  /** The resolved config of an HTTP server with a stored login gets its tokens, used only here on the host. */
+  private withLogin(workspaceId: string, doc: McpServerDoc, config: ResolvedConfig): ResolvedConfig {
+    if (config.transport !== 'http' || !doc.login || !this.oauthLogins) return config;
+    return { ...config, bearer: this.oauthLogins.bearer(workspaceId, doc._id, config) };
+  }
+
+  /** `POST …/oauth/login`: the authorization URL for this user's browser. */
+  async startLogin(ctx: CommandContext, workspaceId: string, userId: string, id: string): Promise<string> {
+    const doc = await this.get(workspaceId, id);
+    return this.oauth.login(ctx, userId, id, await this.resolve(workspaceId, doc.config));
+  }
+
+  /** `GET …/oauth/callback`: the browser may come back while another workspace is selected, so the server's own counts. */
+  async finishLogin(ctx: CommandContext, id: string, userId: string | null, query: CallbackQuery): Promise<string> {
+    const doc = await this.servers.findOne({ _id: id });
+    if (!doc) return `/mcp?${new URLSearchParams({ server: id, error: 'not_found' }).toString()}`;
+    const { location, position } = await this.oauth.callback({ ...ctx, workspaceId: doc.workspaceId }, id, userId, query);
+    await this.engine.waitFor(position);
+    return location;
+  }
+
+  async logout(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
+    await this.get(workspaceId, id);
+    await this.engine.waitFor(await this.oauth.logout(ctx, id));
   }
 
   /** The runner role lends its sandbox backend, so stdio servers can be tested in a sandbox of their own. */
@@ -127,10 +174,11 @@ export class McpServers {
 
   /** SPEC §2.13 AuthDto. Without a stored OAuth login the status comes from the config and the last test. */
   auth(doc: McpServerDoc): AuthDto {
-    const callbackUrl = `${this.options.publicUrl}/api/mcp-servers/${doc._id}/oauth/callback`;
+    const callbackUrl = `${this.baseUrl}/api/mcp-servers/${doc._id}/oauth/callback`;
     const base = { loggedInAt: null, expiresAt: null, refreshable: false };
     if (doc.config.transport === 'stdio') return { status: 'unsupported', ...base };
     if (Object.keys(doc.config.headers).some((h) => h.toLowerCase() === 'authorization')) return { status: 'bearer_token', ...base, callbackUrl };
+    if (doc.login) return { status: 'oauth', loggedInAt: doc.login.loggedInAt, expiresAt: doc.login.expiresAt, refreshable: doc.login.refreshable, callbackUrl };
     return { status: doc.lastTest?.authStatus ?? 'unknown', ...base, callbackUrl };
   }
 
@@ -165,7 +213,7 @@ export class McpServers {
     let result: McpTestResult;
     let sandbox: Sandbox | null = null;
     try {
-      const config = await this.resolve(workspaceId, doc.config);
+      const config = this.withLogin(workspaceId, doc, await this.resolve(workspaceId, doc.config));
       if (config.transport === 'stdio') {
         if (!this.sandboxes) throw new DomainError('unsupported', 'Testing a stdio server needs a sandbox, and this process has no runner role');
         const s = this.sandboxes;
@@ -229,7 +277,7 @@ export class McpServers {
       const s = servers.find((x) => x._id === g.serverId);
       if (!s || !s.config.enabled) continue;
       try {
-        granted.push({ id: s._id, name: s.name, config: await this.resolve(workspaceId, s.config), allowedTools: g.allowedTools });
+        granted.push({ id: s._id, name: s.name, config: this.withLogin(workspaceId, s, await this.resolve(workspaceId, s.config)), allowedTools: g.allowedTools });
       } catch (err) {
         options.timeline('mcp.call', { server: s.name, ok: false, error: `Could not connect to ${s.name}: ${(err as Error).message}` }, null);
       }

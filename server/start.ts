@@ -64,6 +64,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
+  mcp.useKeys(keys);
   // A run builds the Dockerfile of the playbook version it was pinned to; a rebuild, the current one.
   const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir), async (ws, jobId, version) =>
     (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ?? null);
@@ -138,6 +139,7 @@ export async function startServer(
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     url = config.publicUrl || `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    services.mcp.listeningAt(url);
     writeFileSync(serverInfoFile(config.dataDir), JSON.stringify({ url, pid: process.pid }) + '\n');
     log.info({ url, roles: [...config.roles], database: services.stores.events.kind }, 'svc is listening');
     if (!(await anyUserExists(services))) {

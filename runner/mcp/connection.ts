@@ -6,10 +6,14 @@ import type { McpServerConfig, McpToolInfo } from '../../domain/mcp-server.js';
 import { renderToolResult } from '../../domain/mcp-result.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { AddressRefused } from './guarded-fetch.js';
+import { bearerFetch, type BearerSource } from './oauth-fetch.js';
 import { SandboxStdioTransport } from './sandbox-stdio.js';
 
-/** A server's config with every `{{secret:NAME}}` replaced by its value: it exists only in memory, on the host. */
-export type ResolvedConfig = McpServerConfig;
+/**
+ * A server's config with every `{{secret:NAME}}` replaced by its value: it exists only in memory, on the host.
+ * `bearer` hands out the access tokens of a stored OAuth login (runner/mcp/oauth-fetch.ts).
+ */
+export type ResolvedConfig = McpServerConfig & { bearer?: BearerSource };
 
 export interface ConnectOptions {
   /** For stdio servers: the sandbox the server runs in. */
@@ -103,6 +107,7 @@ export class McpConnection {
 
     const url = new URL(config.url ?? '');
     const requestInit: RequestInit = { headers: config.headers };
+    const fetch = config.bearer ? bearerFetch(options.fetch, config.bearer) : options.fetch;
     const attempt = async (transport: Transport, kind: 'HTTP' | 'SSE') => {
       const client = new Client(clientInfo);
       let timer: NodeJS.Timeout | undefined;
@@ -125,14 +130,14 @@ export class McpConnection {
       }
     };
     try {
-      return await attempt(new StreamableHTTPClientTransport(url, { requestInit, fetch: options.fetch }), 'HTTP');
+      return await attempt(new StreamableHTTPClientTransport(url, { requestInit, fetch }), 'HTTP');
     } catch (first) {
       if (first instanceof AddressRefused || (first as Error)?.cause instanceof AddressRefused) throw first;
       if (status401(first)) throw new LoginRequired(null);
       if (first instanceof NoAnswer) throw new Error(`could not connect to ${url.origin}${url.pathname}: ${first.message}`);
       // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE (BEHAVIOUR §9.4).
       try {
-        return await attempt(new SSEClientTransport(url, { requestInit, fetch: options.fetch }), 'SSE');
+        return await attempt(new SSEClientTransport(url, { requestInit, fetch }), 'SSE');
       } catch (second) {
         if (status401(second)) throw new LoginRequired(null);
         throw new Error(`could not connect to ${url.origin}${url.pathname}: ${describe(first)} (and over the older SSE transport: ${describe(second)})`);
