@@ -16,6 +16,8 @@ export type PendingLogin = { stateHash: string; userId: string; sealed: string; 
 export type StoredLogin = {
   sealed: string;
   loggedInAt: number;
+  /** When the current access token was issued (the login, or the latest refresh). */
+  issuedAt: number;
   expiresAt: number | null;
   refreshable: boolean;
   /** Bumped by every login and refresh: a refresh is stored only over the generation it started from. */
@@ -54,9 +56,14 @@ export function callbackRefusal(state: McpOauthState, stateHash: string, userId:
   return null;
 }
 
-/** True when the stored access token should be refreshed before it is sent. */
+/**
+ * True when the stored access token should be refreshed before it is sent: 30 s before it expires, or half way
+ * through its life when it lives a minute or less, so that a short-lived token is not refreshed for every request.
+ */
 export function needsRefresh(login: StoredLogin, now: number): boolean {
-  return login.refreshable && login.expiresAt !== null && login.expiresAt - refreshMarginMs <= now;
+  if (!login.refreshable || login.expiresAt === null) return false;
+  const margin = Math.min(refreshMarginMs, (login.expiresAt - login.issuedAt) / 2);
+  return login.expiresAt - margin <= now;
 }
 
 /**
@@ -88,13 +95,13 @@ export const mcpOauthDecider: Decider<McpOauthCommand, McpOauthEvent, McpOauthSt
       case 'McpOauthLoggedIn': {
         const generation = state.generation + 1;
         const { sealed, loggedInAt, expiresAt, refreshable } = event.data;
-        return { pending: null, generation, login: { sealed, loggedInAt, expiresAt, refreshable, generation } };
+        return { pending: null, generation, login: { sealed, loggedInAt, issuedAt: loggedInAt, expiresAt, refreshable, generation } };
       }
       case 'McpOauthTokensRefreshed': {
         if (!state.login) return state;
         const generation = state.generation + 1;
-        const { sealed, expiresAt, refreshable } = event.data;
-        return { ...state, generation, login: { ...state.login, sealed, expiresAt, refreshable, generation } };
+        const { sealed, expiresAt, refreshable, refreshedAt } = event.data;
+        return { ...state, generation, login: { ...state.login, sealed, issuedAt: refreshedAt, expiresAt, refreshable, generation } };
       }
       case 'McpOauthLoggedOut':
         return { ...state, login: null };
