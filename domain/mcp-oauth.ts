@@ -26,7 +26,8 @@ export type StoredLogin = {
 
 export type McpOauthState = { pending: PendingLogin | null; login: StoredLogin | null; generation: number };
 
-export type LogoutReason = 'logout' | 'refresh_rejected';
+/** `server_changed`: the server's URL changed, and its tokens must not be sent to the new one. */
+export type LogoutReason = 'logout' | 'refresh_rejected' | 'server_changed';
 
 export type McpOauthEvent =
   | DomainEvent<'McpOauthLoginStarted', { serverId: string; userId: string; stateHash: string; sealed: string; startedAt: number; expiresAt: number }>

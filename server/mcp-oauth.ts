@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { DomainError } from '../domain/decider.js';
-import { callbackRefusal, expiryOf, mcpOauthDecider, mcpOauthStreamId, needsRefresh, type StoredLogin } from '../domain/mcp-oauth.js';
+import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
+import { callbackRefusal, expiryOf, mcpOauthDecider, mcpOauthStreamId, needsRefresh, type LogoutReason, type StoredLogin } from '../domain/mcp-oauth.js';
 import type { ResolvedConfig } from '../runner/mcp/connection.js';
 import type { BearerSource } from '../runner/mcp/oauth-fetch.js';
 import {
@@ -128,8 +129,8 @@ export class McpOauth {
     return back({ login: 'ok' });
   }
 
-  async logout(ctx: CommandContext, serverId: string): Promise<Position | null> {
-    return (await this.bus.execute(mcpOauthStreamId(serverId), mcpOauthDecider, { type: 'Logout', serverId, reason: 'logout', now: Date.now() }, ctx)).position;
+  async logout(ctx: CommandContext, serverId: string, reason: LogoutReason = 'logout'): Promise<Position | null> {
+    return (await this.bus.execute(mcpOauthStreamId(serverId), mcpOauthDecider, { type: 'Logout', serverId, reason, now: Date.now() }, ctx)).position;
   }
 
   /**
@@ -138,7 +139,13 @@ export class McpOauth {
    */
   bearer(workspaceId: string, serverId: string, config: ResolvedConfig): BearerSource {
     const ctx: CommandContext = { workspaceId, actor: { type: 'system', id: null }, requestId: null };
-    const current = async () => (await this.bus.load(mcpOauthStreamId(serverId), mcpOauthDecider)).state.login;
+    // Tokens go only to the resource they were issued for, whatever the config says now.
+    const forThisServer = (login: StoredLogin | null) => {
+      if (!login || !config.url) return null;
+      const { resource } = this.open<LoginData>(login.sealed).context;
+      return checkResourceAllowed({ requestedResource: config.url, configuredResource: resource }) ? login : null;
+    };
+    const current = async () => forThisServer((await this.bus.load(mcpOauthStreamId(serverId), mcpOauthDecider)).state.login);
     return {
       token: async () => {
         const login = await current();

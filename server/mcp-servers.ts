@@ -153,7 +153,9 @@ export class McpServers {
       return { type: 'ChangeMcpServer' as const, config, now: Date.now() };
     }, ctx);
     if (renamed) await this.bus.execute(mcpNameStreamId(workspaceId, state.config.name), mcpNameDecider, { type: 'Release', serverId: id }, ctx);
-    await this.engine.waitFor(r.position);
+    // A login belongs to the server it was made for: a new URL must log in again.
+    const loggedOut = state.config.url !== config.url && this.oauthLogins ? await this.oauthLogins.logout(ctx, id, 'server_changed') : null;
+    await this.engine.waitFor(loggedOut ?? r.position);
   }
 
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {

@@ -27,15 +27,23 @@ after(async () => {
   await as?.close();
 });
 
-/** The browser's part: the authorization server's screens, then the service's callback with the session cookie. */
-async function browserLogin(session: Client, serverId: string): Promise<{ location: string; authorizationUrl: URL }> {
+/**
+ * The browser's part: the authorization server's screens, then the service's callback with the session cookie,
+ * which may send it to the authorization server once more (the retry without scopes).
+ */
+async function browserLogin(session: Client, serverId: string): Promise<{ location: string; authorizationUrl: URL; rounds: number }> {
   const login = await session.post(`/api/mcp-servers/${serverId}/oauth/login`);
   assert.equal(login.status, 200, login.text);
   const authorizationUrl = new URL(login.body.authorizationUrl);
-  const callback = await followAuthorization(authorizationUrl.href, `${t.url}/api/mcp-servers/${serverId}/oauth/callback`);
-  const back = await session.get(callback.slice(t.url.length));
-  assert.equal(back.status, 302, back.text);
-  return { location: back.headers.get('location') ?? '', authorizationUrl };
+  let next = authorizationUrl.href;
+  for (let rounds = 1; rounds <= 3; rounds++) {
+    const callback = await followAuthorization(next, `${t.url}/api/mcp-servers/${serverId}/oauth/callback`);
+    const back = await session.get(callback.slice(t.url.length));
+    assert.equal(back.status, 302, back.text);
+    next = back.headers.get('location') ?? '';
+    if (next.startsWith('/mcp')) return { location: next, authorizationUrl, rounds };
+  }
+  throw new Error('the login went round too often');
 }
 
 async function allEventsText(): Promise<string> {
@@ -193,5 +201,55 @@ describe('OAuth for HTTP MCP servers', () => {
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.code, 'unsupported');
     assert.equal(res.body.message, "This server doesn't advertise an OAuth login");
+  });
+});
+
+describe('OAuth with a configured client', () => {
+  let as2: TestAuthServer;
+  let mcp2: ProtectedMcpServer;
+  after(async () => {
+    await mcp2?.close();
+    await as2?.close();
+  });
+
+  it('says a client id is needed when registration is refused, then logs in with the configured client and retries once without scopes after invalid_scope', async () => {
+    const created = await api.post('/api/mcp-servers', { name: 'handmade', transport: 'http', url: 'http://127.0.0.1:9/mcp' });
+    const sid = created.body.id as string;
+    // A confidential client registered by hand, allowed only the openid scope: asking for offline_access is refused.
+    as2 = await startAuthServer({
+      registration: false,
+      clients: [{ client_id: 'svc-handmade', client_secret: 'handmade-secret-value', redirect_uris: [`${t.url}/api/mcp-servers/${sid}/oauth/callback`], scope: 'openid', grant_types: ['authorization_code', 'refresh_token'] }],
+    });
+    mcp2 = await startProtectedMcpServer(as2.issuer);
+    const body = { name: 'handmade', transport: 'http', url: mcp2.url };
+    assert.equal((await api.request('PUT', `/api/mcp-servers/${sid}`, body)).status, 200);
+
+    const refused = await admin.post(`/api/mcp-servers/${sid}/oauth/login`);
+    assert.equal(refused.status, 502, refused.text);
+    assert.equal(refused.body.code, 'oauth_error');
+    assert.match(refused.body.message, /client id \(oauth\.clientId\)/);
+
+    assert.equal((await api.post('/api/secrets', { name: 'handmade-secret', value: 'handmade-secret-value' })).status, 201);
+    const configured = { ...body, oauth: { clientId: 'svc-handmade', clientSecret: '{{secret:handmade-secret}}', scopes: ['mcp:tools', 'offline_access'] } };
+    assert.equal((await api.request('PUT', `/api/mcp-servers/${sid}`, configured)).status, 200);
+    const { location, authorizationUrl, rounds } = await browserLogin(admin, sid);
+    assert.equal(authorizationUrl.searchParams.get('client_id'), 'svc-handmade');
+    assert.equal(authorizationUrl.searchParams.get('scope'), 'mcp:tools offline_access');
+    assert.equal(rounds, 2, 'invalid_scope, then the retry without scopes');
+    assert.equal(location, `/mcp?server=${sid}&login=ok`);
+    assert.equal(as2.registrations, 0);
+
+    const dto = (await api.get(`/api/mcp-servers/${sid}`)).body;
+    assert.equal(dto.auth.status, 'oauth');
+    assert.equal(dto.auth.refreshable, false, 'no offline_access, no refresh token');
+    assert.deepEqual(dto.oauth.clientSecret, '{{secret:handmade-secret}}');
+    const tested = await api.post(`/api/mcp-servers/${sid}/test`);
+    assert.equal(tested.body.ok, true, tested.body.error);
+    assert.ok(!(await allEventsText()).includes('handmade-secret-value'));
+
+    // Pointed elsewhere, the server loses its login: its tokens must not travel to the new address.
+    const moved = await api.request('PUT', `/api/mcp-servers/${sid}`, { ...configured, url: mcp.url });
+    assert.equal(moved.status, 200, moved.text);
+    assert.notEqual(moved.body.auth.status, 'oauth');
   });
 });

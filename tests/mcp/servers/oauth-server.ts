@@ -25,7 +25,8 @@ export interface TestAuthServer {
 
 export const testAccount = 'user-1';
 
-export async function startAuthServer(options: { registration?: boolean } = {}): Promise<TestAuthServer> {
+/** `clients`: statically registered clients, as an operator registers one by hand. */
+export async function startAuthServer(options: { registration?: boolean; clients?: Array<Record<string, unknown>> } = {}): Promise<TestAuthServer> {
   const http = createServer();
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
@@ -46,6 +47,7 @@ export async function startAuthServer(options: { registration?: boolean } = {}):
   const provider = new Provider(issuer, {
     jwks: { keys: [{ ...key, kid: 'test-key', use: 'sig', alg: 'RS256' }] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
+    clients: options.clients ?? [],
     findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
     interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     features: {
@@ -86,6 +88,12 @@ export async function startAuthServer(options: { registration?: boolean } = {}):
 
   const handle = provider.callback();
   http.on('request', (req, res) => {
+    // RFC 6749 §3.3: a request without scope gets the server's default one (oidc-provider would grant nothing).
+    const url = new URL(req.url ?? '/', issuer);
+    if (url.pathname === '/auth' && !url.searchParams.has('scope')) {
+      url.searchParams.set('scope', 'mcp:tools');
+      req.url = url.pathname + url.search;
+    }
     if (req.url?.startsWith('/interaction/')) {
       interaction(req, res).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500).end(String(err));
