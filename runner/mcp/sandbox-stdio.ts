@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Sandbox } from '../sandbox/types.js';
@@ -6,30 +7,16 @@ import type { Sandbox } from '../sandbox/types.js';
 /**
  * An MCP stdio transport whose server runs inside a run's sandbox, as the `mcp` user in /tmp (BEHAVIOUR §9.4).
  *
- * The sandbox port runs a command with a one-shot stdin and streams its output, so the two directions take two
- * paths: messages to the server are files dropped into an inbox under /svc (`putFiles`), which a small POSIX shell
- * loop inside the sandbox feeds to the server's stdin in order; the server's stdout comes back live through the exec's
- * output. Its stderr goes to a file in its private /tmp, and only the last 8 KiB of it comes back, after the exit
- * marker, for the error message. The marker carries a random token, so a server cannot fake its own exit.
+ * Messages to the server go down the exec's stdin as it runs; its stdout comes back live through the exec's output.
+ * Nothing passes through the sandbox's files, so the agent (another exec of the same sandbox) has no way to talk to
+ * the server behind the job's grants. Its stderr goes to a file in its private /tmp, and only the last 8 KiB of it
+ * comes back, after the exit marker, for the error message. The marker carries a random token, so a server cannot
+ * fake its own exit.
  */
-const bridge = String.raw`
-inbox=$1; marker=$2; shift 2
-mkfifo /tmp/.svc-mcp-in || exit 97
-(
-  n=1; idle=0
-  while :; do
-    if [ -e "$inbox/$n.ok" ]; then
-      cat "$inbox/$n.msg"; rm -f "$inbox/$n.msg" "$inbox/$n.ok"; n=$((n+1)); idle=0; continue
-    fi
-    [ -e "$inbox/close" ] && exit 0
-    idle=$((idle+1))
-    if [ $idle -lt 200 ]; then sleep 0.005; else sleep 0.05; fi
-  done
-) > /tmp/.svc-mcp-in &
-feeder=$!
-"$@" < /tmp/.svc-mcp-in 2> /tmp/.svc-mcp-err
+const wrapper = String.raw`
+marker=$1; shift
+"$@" 2> /tmp/.svc-mcp-err
 code=$?
-kill $feeder 2>/dev/null
 printf '\n%s %s\n' "$marker" "$code"
 tail -c 8192 /tmp/.svc-mcp-err
 `;
@@ -46,12 +33,9 @@ export class SandboxStdioTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
 
-  private readonly id = randomBytes(8).toString('hex');
   private readonly marker = `svc-mcp-exit-${randomBytes(12).toString('hex')}`;
-  private readonly inbox = `/svc/.mcp/${this.id}`;
   private readonly abort = new AbortController();
-  private seq = 0;
-  private sending: Promise<void> = Promise.resolve();
+  private readonly input = new PassThrough();
   private pending = '';
   private exited: { code: number; stderr: string } | null = null;
   private tail = '';
@@ -66,10 +50,10 @@ export class SandboxStdioTransport implements Transport {
 
   async start(): Promise<void> {
     const { sandbox, command, args, env } = this.options;
-    await sandbox.putFiles([{ path: `${this.inbox}/.keep`, content: '', owner: 'mcp', mode: 0o600 }]);
     void sandbox
       .exec({
-        cmd: ['sh', '-c', bridge, 'svc-mcp', this.inbox, this.marker, command, ...args],
+        cmd: ['sh', '-c', wrapper, 'svc-mcp', this.marker, command, ...args],
+        stdin: this.input,
         user: 'mcp',
         cwd: '/tmp',
         env,
@@ -117,23 +101,14 @@ export class SandboxStdioTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('the stdio server is closed');
-    const n = ++this.seq;
-    const write = () =>
-      this.options.sandbox.putFiles([
-        { path: `${this.inbox}/${n}.msg`, content: `${JSON.stringify(message)}\n`, owner: 'mcp', mode: 0o600 },
-        { path: `${this.inbox}/${n}.ok`, content: '', owner: 'mcp', mode: 0o600 },
-      ]);
-    // Files are written strictly in order: the loop inside reads message n only after message n-1.
-    const next = this.sending.then(write);
-    this.sending = next.catch(() => undefined);
-    await next;
+    this.input.write(`${JSON.stringify(message)}\n`);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // The loop stops on the close file and the server sees EOF; the abort is the backstop for a server that lingers.
-    await this.options.sandbox.putFiles([{ path: `${this.inbox}/close`, content: '', owner: 'mcp', mode: 0o600 }]).catch(() => undefined);
+    // The server sees EOF; the abort is the backstop for a server that lingers.
+    this.input.end();
     const t = setTimeout(() => this.abort.abort(), 2000);
     t.unref();
     if (this.exited) this.abort.abort();

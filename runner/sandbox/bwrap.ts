@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { Cgroups } from './cgroups.js';
 import { HostFiles } from './host-files.js';
 import { OutputCollector } from './output.js';
@@ -63,7 +63,8 @@ function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'sign
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.stdin !== undefined) {
       child.stdin!.on('error', () => undefined);
-      child.stdin!.end(options.stdin);
+      if (options.stdin instanceof Readable) options.stdin.pipe(child.stdin!);
+      else child.stdin!.end(options.stdin);
     }
     let exitCode = -1;
     child.on('error', () => {

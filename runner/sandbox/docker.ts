@@ -257,9 +257,13 @@ class DockerSandbox implements Sandbox {
     const sink = new PassThrough();
     sink.on('data', out.push);
     this.container.modem.demuxStream(stream, sink, sink);
-    if (options.stdin !== undefined) {
-      stream.write(options.stdin);
-      (stream as unknown as { end(): void }).end();
+    const input = stream as unknown as { write(c: Buffer | string): void; end(): void };
+    if (options.stdin instanceof Readable) {
+      options.stdin.on('data', (c: Buffer | string) => input.write(c));
+      options.stdin.on('end', () => input.end());
+    } else if (options.stdin !== undefined) {
+      input.write(options.stdin);
+      input.end();
     }
     let timedOut = false;
     let cancelled = false;

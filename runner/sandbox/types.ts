@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 /**
  * The sandbox port: one interface, two real backends (bwrap, docker), one conformance suite (tests/sandbox).
  * Paths inside a sandbox follow SPEC §4.7: /workspace, /svc, /svc/outputs, /svc/logs, /usr/local/bin/svc.
@@ -49,8 +50,11 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Aborting kills the process tree like a timeout and reports `cancelled`. */
   signal?: AbortSignal;
-  /** Bytes written to the command's stdin, then closed. Default: stdin is /dev/null. */
-  stdin?: string | Buffer;
+  /**
+   * The command's stdin: bytes written then closed, or a stream piped while the command runs (closed when the stream
+   * ends; a stdio MCP server gets its messages this way). Default: /dev/null.
+   */
+  stdin?: string | Buffer | Readable;
   /** Live combined stdout+stderr, in arrival order. */
   onOutput?: (chunk: Buffer) => void;
   /** Keep at most this many bytes of output in the result (default 8 MiB); `bytes` still counts everything. */
