@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
 
 /**
@@ -123,6 +124,20 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       const big = await sh(sb, 'head -c 100000 /dev/zero', { maxOutputBytes: 1000 });
       assert.equal(big.output.length, 1000);
       assert.equal(big.bytes, 100000);
+    });
+
+    it('streams stdin to a running command when given a stream, and closes it when the stream ends', async () => {
+      const input = new PassThrough();
+      let seen = '';
+      const running = sb.exec({ cmd: ['sh', '-c', 'while read -r line; do echo "got $line"; done; echo eof'], stdin: input, timeoutMs: 20_000, onOutput: (c) => (seen += c.toString('utf8')) });
+      input.write('one\n');
+      for (let i = 0; i < 100 && !seen.includes('got one'); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(seen, 'got one\n', 'the first line was answered while the command still ran');
+      input.write('two\n');
+      input.end();
+      const r = await running;
+      assert.equal(r.exitCode, 0);
+      assert.equal(text(r.output), 'got one\ngot two\neof\n');
     });
 
     it('delivers output live through onOutput before the command ends', async () => {
