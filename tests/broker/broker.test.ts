@@ -1,20 +1,16 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { brokerLimits, costLimitMessage } from '../../broker/limits.js';
 import type { RunSession } from '../../broker/run-session.js';
-import { Broker } from '../../broker/server.js';
 import { jobStateStreamId, stateLimits } from '../../domain/job-state.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { JobStateStore } from '../../server/job-state.js';
 import { TimelineWriter } from '../../server/timeline.js';
-import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
 import { FakeClient, fakeScripts, type FakeResponse } from '../../runner/models/fake.js';
 import type { ModelClient, ModelRequest, Price } from '../../runner/models/types.js';
+import { brokerFixture } from './fixture.js';
 
 /**
  * The broker of SPEC §4.6 / BEHAVIOUR §5 as a sandbox sees it: a real Broker on a Unix socket, sessions over a real
@@ -23,25 +19,8 @@ import type { ModelClient, ModelRequest, Price } from '../../runner/models/types
 const price: Price = { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }; // 1 micro-USD per token
 const MiB = 1024 * 1024;
 const workspaceId = 'ws-broker';
-
-let dir: string;
-let socket: string;
-let stores: Stores;
-let jobState: JobStateStore;
-const broker = new Broker();
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-broker-'));
-  socket = join(dir, 'broker.sock');
-  stores = openMemoryStores();
-  jobState = new JobStateStore(stores.docs, stores.events);
-  await broker.start(socket);
-});
-after(async () => {
-  await broker.stop();
-  await closeStores(stores);
-  rmSync(dir, { recursive: true, force: true });
-});
+const fixture = brokerFixture('broker');
+const { broker } = fixture;
 
 interface ModelCall {
   req: ModelRequest;
@@ -92,9 +71,9 @@ function openRun(options: { costLimit?: number; agentSpend?: () => number } = {}
   const utility = `fake-utility-${randomUUID()}`;
   const calls: ModelCall[] = [];
   const live = { now: 0, max: 0 };
-  const timeline = new TimelineWriter(stores.events, runId, workspaceId);
+  const timeline = new TimelineWriter(fixture.stores.events, runId, workspaceId);
   const session = broker.open({
-    runId, jobId, workspaceId, token, costLimit: options.costLimit ?? 0, jobState,
+    runId, jobId, workspaceId, token, costLimit: options.costLimit ?? 0, jobState: fixture.jobState,
     egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
     hooks: runSessionHooks({
       timeline,
@@ -108,7 +87,7 @@ function openRun(options: { costLimit?: number; agentSpend?: () => number } = {}
     call: (method, path, body) => send(method, path, body, token),
     async entries() {
       await timeline.flush();
-      const events = await stores.events.readStream(`timeline-${runId}`);
+      const events = await fixture.stores.events.readStream(`timeline-${runId}`);
       return events.map((e) => {
         const data = e.data as { payload: Record<string, any>; ms: number | null };
         return { type: e.type, payload: data.payload, ms: data.ms };
@@ -130,7 +109,7 @@ function send(method: string, path: string, body?: unknown, token?: string | nul
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
-        socketPath: socket, method, path, agent: false,
+        socketPath: fixture.socket, method, path, agent: false,
         headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}), ...headers },
       },
       (res) => {
@@ -168,7 +147,7 @@ const path = (k: string) => `/v1/state/${encodeURIComponent(k)}`;
 
 describe('broker: transport and auth', () => {
   it('listens on a socket the sandbox user can open', () => {
-    assert.equal(statSync(socket).mode & 0o777, 0o666);
+    assert.equal(statSync(fixture.socket).mode & 0o777, 0o666);
   });
 
   it('answers 401 invalid_token without a token, with an unknown one, and after the session closes', async () => {
@@ -188,7 +167,7 @@ describe('broker: transport and auth', () => {
       assert.equal(res.body.code, 'invalid_token');
     }
     assert.equal(broker.sessionFor(run.token), null);
-    assert.equal(await jobState.get(workspaceId, run.jobId, 'a'), null, 'nothing was written after close');
+    assert.equal(await fixture.jobState.get(workspaceId, run.jobId, 'a'), null, 'nothing was written after close');
     assert.deepEqual(run.session.close(), { llmSpend: 0 }, 'closing twice is harmless');
   });
 
@@ -228,8 +207,8 @@ describe('broker: state', () => {
     const listed = await run.call('GET', '/v1/state');
     assert.equal(listed.status, 200);
     assert.equal(listed.text, '{"10":"ten","9":"nine","alpha":"two","mid dle/é":"","zeta":"1"}', 'one object, keys sorted as strings');
-    assert.equal((await jobState.get(workspaceId, run.jobId, 'alpha'))?.value, 'two');
-    const events = await stores.events.readStream(jobStateStreamId(run.jobId));
+    assert.equal((await fixture.jobState.get(workspaceId, run.jobId, 'alpha'))?.value, 'two');
+    const events = await fixture.stores.events.readStream(jobStateStreamId(run.jobId));
     assert.deepEqual(events.map((e) => [e.type, (e.data as { key: string }).key]), [['JobStateSet', 'zeta'], ['JobStateSet', 'alpha'], ['JobStateSet', 'mid dle/é'], ['JobStateSet', '9'], ['JobStateSet', '10']]);
     assert.deepEqual(events[0]!.metadata.actor, { type: 'run', id: run.runId }, 'written by the run');
     assert.equal(run.session.wroteState, true);
@@ -258,7 +237,7 @@ describe('broker: state', () => {
 
   it('keeps at most 1,000 keys: a new key is refused, existing keys stay writable', async () => {
     const run = openRun();
-    for (let i = 0; i < stateLimits.keys - 1; i++) await jobState.set(run.session.ctx, workspaceId, run.jobId, `k${i}`, 'v');
+    for (let i = 0; i < stateLimits.keys - 1; i++) await fixture.jobState.set(run.session.ctx, workspaceId, run.jobId, `k${i}`, 'v');
     assert.equal((await run.call('PUT', path('last'), { value: 'v' })).status, 200, 'the 1,000th key');
     const refused = await run.call('PUT', path('one-more'), { value: 'v' });
     assertInvalid(refused, 'key', 'too_many_keys');
@@ -267,14 +246,14 @@ describe('broker: state', () => {
     assert.equal((await run.call('PUT', path('last'), { value: 'changed' })).status, 200);
     assert.equal((await run.call('GET', path('k0'))).body.value, 'changed');
     assert.equal(Object.keys((await run.call('GET', '/v1/state')).body).length, 1000);
-    assert.equal(await jobState.delete(run.session.ctx, workspaceId, run.jobId, 'k1'), true);
+    assert.equal(await fixture.jobState.delete(run.session.ctx, workspaceId, run.jobId, 'k1'), true);
     assert.equal((await run.call('PUT', path('one-more'), { value: 'v' })).status, 200, 'a freed slot takes a new key');
   });
 
   it('keeps keys and values of a job within 16 MiB: growing beyond fails, keeping or shrinking succeeds', async () => {
     const run = openRun();
     const value = 'v'.repeat(MiB);
-    for (let i = 0; i < 15; i++) await jobState.set(run.session.ctx, workspaceId, run.jobId, `b${i}`, value);
+    for (let i = 0; i < 15; i++) await fixture.jobState.set(run.session.ctx, workspaceId, run.jobId, `b${i}`, value);
     const used = 15 * MiB + 10 * 2 + 5 * 3; // keys b0..b9 and b10..b14
     const room = stateLimits.totalBytes - used;
     assert.equal((await run.call('PUT', path('fill'), { value: 'x'.repeat(room - 4) })).status, 200, 'exactly 16 MiB');
@@ -518,7 +497,7 @@ describe('broker: svc llm', () => {
     const busy = Promise.all(Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
     await new Promise((r) => setTimeout(r, 50));
     const body = Buffer.from(JSON.stringify({ key: 'abandoned', text: '1' }));
-    const gaveUp = httpRequest({ socketPath: socket, method: 'POST', path: '/v1/output', agent: false, headers: { authorization: `Bearer ${run.token}`, 'content-type': 'application/json', 'content-length': String(body.length) } });
+    const gaveUp = httpRequest({ socketPath: fixture.socket, method: 'POST', path: '/v1/output', agent: false, headers: { authorization: `Bearer ${run.token}`, 'content-type': 'application/json', 'content-length': String(body.length) } });
     gaveUp.on('error', () => undefined);
     gaveUp.end(body);
     await new Promise((r) => setTimeout(r, 50));
@@ -615,7 +594,7 @@ describe('broker: timeline', () => {
     assert.match(logs[0]!.payload.message, /1000 broker calls/);
     assert.equal(entries.indexOf(logs[0]!), 1000, 'right after the 1,000th call');
     assert.deepEqual(entries.filter((e) => e.type === 'script.step').map((e) => e.payload), [{ name: 'still marked' }], 'step markers are always added');
-    assert.equal((await jobState.get(workspaceId, run.jobId, 'second'))?.value, '2', 'calls past the limit work as before');
+    assert.equal((await fixture.jobState.get(workspaceId, run.jobId, 'second'))?.value, '2', 'calls past the limit work as before');
     assert.equal(run.session.outputs.k, 1);
     assert.equal(run.session.calls, 1008);
   });

@@ -1,46 +1,34 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { addressAllowed, addressRefusal, classifyAddress, onAllowList, type AddressClass, type NetworkRule } from '../../broker/address-guard.js';
 import { EgressProxy } from '../../broker/egress-proxy.js';
 import type { RunSession } from '../../broker/run-session.js';
-import { Broker } from '../../broker/server.js';
 import { FakeClient } from '../../runner/models/fake.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { JobStateStore } from '../../server/job-state.js';
 import { TimelineWriter } from '../../server/timeline.js';
-import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
+import { brokerFixture } from './fixture.js';
 
 /**
  * The egress proxy (BEHAVIOUR §5.5) on its own Unix socket, authenticating with sessions opened on a real Broker; and
  * the pure address guard it decides with. Names under `.invalid` never resolve (RFC 6761), so a 502 "could not be
  * resolved" shows that a name got past the allow-list without anything leaving this machine.
  */
-let dir: string;
 let proxySocket: string;
-let stores: Stores;
-const broker = new Broker();
+const fixture = brokerFixture('egress', {
+  start: async (f) => {
+    proxySocket = join(f.dir, 'proxy.sock');
+    await proxy.start(proxySocket);
+  },
+  stop: () => proxy.stop(),
+});
+const { broker } = fixture;
 const proxy = new EgressProxy(broker);
 const price = { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 };
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-egress-'));
-  proxySocket = join(dir, 'proxy.sock');
-  stores = openMemoryStores();
-  await broker.start(join(dir, 'broker.sock'));
-  await proxy.start(proxySocket);
-});
-after(async () => {
-  await proxy.stop();
-  await broker.stop();
-  await closeStores(stores);
-  rmSync(dir, { recursive: true, force: true });
-});
 
 interface Run {
   session: RunSession;
@@ -52,11 +40,11 @@ interface Run {
 function openRun(egress: NetworkRule): Run {
   const runId = `run-${randomUUID()}`;
   const token = `tok-${randomUUID()}`;
-  const timeline = new TimelineWriter(stores.events, runId, 'ws-egress');
+  const timeline = new TimelineWriter(fixture.stores.events, runId, 'ws-egress');
   const model = { client: new FakeClient(`fake-${runId}`), name: 'fake-model', price };
   const session = broker.open({
     runId, jobId: `job-${randomUUID()}`, workspaceId: 'ws-egress', token, costLimit: 0, egress,
-    jobState: new JobStateStore(stores.docs, stores.events),
+    jobState: fixture.jobState,
     hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }),
   });
   return {
@@ -64,7 +52,7 @@ function openRun(egress: NetworkRule): Run {
     auth: `Basic ${Buffer.from(`svc:${token}`).toString('base64')}`,
     async refusals() {
       await timeline.flush();
-      const events = await stores.events.readStream(`timeline-${runId}`);
+      const events = await fixture.stores.events.readStream(`timeline-${runId}`);
       return events.filter((e) => e.type === 'broker.call').map((e) => (e.data as { payload: { endpoint: string; ok: boolean; error?: string } }).payload);
     },
   };

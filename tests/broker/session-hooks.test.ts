@@ -1,21 +1,16 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DomainError } from '../../domain/decider.js';
 import { costLimitMessage } from '../../broker/limits.js';
 import type { RunSession, RunSessionHooks } from '../../broker/run-session.js';
-import { Broker } from '../../broker/server.js';
 import { fakeScripts } from '../../runner/models/fake.js';
 import { createModelClient } from '../../runner/models/client.js';
 import { ModelError } from '../../runner/models/types.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { JobStateStore } from '../../server/job-state.js';
 import { TimelineWriter } from '../../server/timeline.js';
-import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
+import { brokerFixture } from './fixture.js';
 
 /**
  * A run session through the hooks the runner gives it (broker/run-session.ts): the product's hook adapter over a real
@@ -24,24 +19,8 @@ import { closeStores, openMemoryStores, type Stores } from '../../store/open.js'
  */
 const ws = 'ws-hooks';
 const price = { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }; // 1 micro-USD per token
-let dir: string;
-let socket: string;
-let stores: Stores;
-let jobState: JobStateStore;
-const broker = new Broker();
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-hooks-'));
-  socket = join(dir, 'broker.sock');
-  stores = openMemoryStores();
-  jobState = new JobStateStore(stores.docs, stores.events);
-  await broker.start(socket);
-});
-after(async () => {
-  await broker.stop();
-  await closeStores(stores);
-  rmSync(dir, { recursive: true, force: true });
-});
+const fixture = brokerFixture('hooks');
+const { broker } = fixture;
 
 interface Run {
   session: RunSession;
@@ -57,10 +36,10 @@ function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
   const jobId = `job-${randomUUID()}`;
   const token = randomUUID();
   const provider = `fake-${randomUUID()}`;
-  const timeline = new TimelineWriter(stores.events, runId, ws);
+  const timeline = new TimelineWriter(fixture.stores.events, runId, ws);
   const model = { client: createModelClient({ id: provider, kind: 'fake', apiKey: null, baseUrl: null }), name: 'fake-model', price };
   const session = broker.open({
-    runId, jobId, workspaceId: ws, token, costLimit, jobState, egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
+    runId, jobId, workspaceId: ws, token, costLimit, jobState: fixture.jobState, egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
     hooks: { ...runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }), ...extra },
   });
   return {
@@ -68,7 +47,7 @@ function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
     call: (method, path, body) => send(method, path, body, token),
     async entries() {
       await timeline.flush();
-      return (await stores.events.readStream(`timeline-${runId}`)).map((e) => {
+      return (await fixture.stores.events.readStream(`timeline-${runId}`)).map((e) => {
         const d = e.data as { payload: Record<string, any>; ms: number | null };
         return { type: e.type, payload: d.payload, ms: d.ms };
       });
@@ -79,7 +58,7 @@ function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
 function send(method: string, path: string, body: unknown, token: string, signal?: AbortSignal): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ socketPath: socket, method, path, agent: false, signal, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+    const req = httpRequest({ socketPath: fixture.socket, method, path, agent: false, signal, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
@@ -136,8 +115,8 @@ describe('run session: lifecycle', () => {
     assert.equal((await waiting).status, 200);
     assert.ok((await Promise.all(busy)).every((a) => a.status === 200));
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(await jobState.get(ws, run.jobId, 'dropped'), null, 'the request that gave up was never handled');
-    assert.equal((await jobState.get(ws, run.jobId, 'waited'))?.value, 'yes');
+    assert.equal(await fixture.jobState.get(ws, run.jobId, 'dropped'), null, 'the request that gave up was never handled');
+    assert.equal((await fixture.jobState.get(ws, run.jobId, 'waited'))?.value, 'yes');
     assert.equal(run.session.calls, 9);
   });
 });
