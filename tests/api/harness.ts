@@ -1,3 +1,4 @@
+import { after, before } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,4 +131,40 @@ export async function spawnServer(dataDir: string): Promise<{ child: ChildProces
   }
   const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
   return { child, url, output: () => out };
+}
+
+export interface RunnerServer {
+  t: TestServer;
+  api: Client;
+  /** The fake provider, scripted through `POST /api/providers/{id}/script`. */
+  providerId: string;
+}
+
+/**
+ * A server with the runner role for the suite (started before it, stopped after it), an admin session, and the fake
+ * provider's model as the workspace's agent model. The object is filled in by `before`.
+ */
+export function serverWithFakeModel(env: Record<string, string> = {}): RunnerServer {
+  const s = {} as RunnerServer;
+  before(async () => {
+    s.t = await startTestServer({ SVC_ROLES: 'api,projector,runner', ...env });
+    s.api = await adminSession(s.t);
+    s.providerId = (await s.api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+    await s.api.patch('/api/settings', { agentModelId: (await s.api.get('/api/models')).body.items[0].id });
+  });
+  after(async () => s.t?.stop());
+  return s;
+}
+
+export type TimelineEntry = { seq: number; type: string; payload: Record<string, any> };
+
+/** Waits until the run is final (and, with `reflection`, its reflection no longer pending); answers it and its timeline. */
+export async function finishedRun(api: Client, runId: string, options: { reflection?: boolean } = {}): Promise<{ run: Record<string, any>; events: TimelineEntry[] }> {
+  for (let i = 0; i < 1200; i++) {
+    const run = (await api.get(`/api/runs/${runId}`)).body;
+    const live = ['queued', 'provisioning', 'running', 'verifying'].includes(run.status) || (options.reflection === true && run.reflection === 'pending');
+    if (!live) return { run, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as TimelineEntry[] };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${runId} did not end`);
 }

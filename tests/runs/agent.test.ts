@@ -1,37 +1,17 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
+import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 
 /** The agent loop's rules (BEHAVIOUR §3.3), driven through the fake provider's documented script route. */
-let t: TestServer;
-let api: Client;
-let providerId: string;
-let modelId: string;
-
-before(async () => {
-  t = await startTestServer({ SVC_ROLES: 'api,projector,runner' });
-  api = await adminSession(t);
-  providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
-  modelId = (await api.get('/api/models')).body.items[0].id;
-  await api.patch('/api/settings', { agentModelId: modelId });
-});
-after(async () => t?.stop());
+const server = serverWithFakeModel();
 
 async function execute(instruction: string, script: unknown[], fields: Record<string, unknown> = {}) {
-  const pushed = await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true });
+  const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, { responses: script, reset: true });
   assert.equal(pushed.status, 200, pushed.text);
   assert.equal(pushed.body.pending, script.length);
-  const job = (await api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, selfImprove: false, ...fields })).body.id as string;
-  const runId = (await api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
-  for (let i = 0; i < 600; i++) {
-    const r = (await api.get(`/api/runs/${runId}`)).body;
-    if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status)) {
-      const events = (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Array<{ type: string; payload: Record<string, any> }>;
-      return { run: r, events };
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  throw new Error('the run did not end');
+  const job = (await server.api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, selfImprove: false, ...fields })).body.id as string;
+  const runId = (await server.api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
+  return finishedRun(server.api, runId);
 }
 
 const finish = (status = 'success', summary = 'done') => ({ toolCalls: [{ name: 'finish', args: { status, summary } }] });
@@ -105,7 +85,7 @@ describe('agent loop', () => {
   });
 
   it('compacts the conversation near the context window and goes on from the handover', async () => {
-    const small = await api.post('/api/models', { providerId, model: 'fake-small', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 1000 } });
+    const small = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-small', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 1000 } });
     const { run, events } = await execute('x', [
       { toolCalls: [{ name: 'bash', args: { command: 'echo 42' } }], usage: { input: 900, output: 10 } },
       { text: 'Goal: report 42. Progress: ran echo 42. Next steps: finish.', usage: { input: 300, output: 20 } },
@@ -120,7 +100,7 @@ describe('agent loop', () => {
   });
 
   it('stops at the cost limit before the next turn', async () => {
-    const priced = await api.post('/api/models', { providerId, model: 'fake-priced', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    const priced = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-priced', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
     assert.equal(priced.status, 201, priced.text);
     const bash = { toolCalls: [{ name: 'bash', args: { command: 'true' } }], usage: { input: 10, output: 10 } };
     const { run } = await execute('x', [bash, bash, bash], { modelId: priced.body.id, limits: { maxCostUsd: 0.01 } });
@@ -140,24 +120,24 @@ describe('agent loop', () => {
     const inlineSize = JSON.stringify(inline.payload).length;
     assert.ok(inlineSize < 16 * 1024, `the inline payload is shortened (${inlineSize} bytes)`);
     assert.match(inline.payload.content, /^exit code: 0\nstart-m+\n\[… \d+ characters left out …\]\nn+-end\n/s);
-    const whole = await api.get(`/api/runs/${run.id}/events/${index + 1}`);
+    const whole = await server.api.get(`/api/runs/${run.id}/events/${index + 1}`);
     assert.equal(whole.status, 200, whole.text);
     assert.equal(whole.body.type, 'tool.result');
     // What the model was shown (the agent's own output cap applies before the timeline's).
     assert.ok(whole.body.payload.content.length > 20_000, 'the stored payload is whole');
     assert.match(whole.body.payload.content, /^exit code: 0\nstart-m{5000}/);
     assert.match(whole.body.payload.content, /n{20000}-end\n\[the output had 60018 bytes/);
-    assert.equal((await api.get(`/api/runs/${run.id}/events/${events.length + 5}`)).status, 404);
-    const small = await api.get(`/api/runs/${run.id}/events/1`);
+    assert.equal((await server.api.get(`/api/runs/${run.id}/events/${events.length + 5}`)).status, 404);
+    const small = await server.api.get(`/api/runs/${run.id}/events/1`);
     assert.deepEqual(small.body, events[0]);
   });
 
   it('refuses to start a run once the workspace reached its daily spend limit, before any model cost', async () => {
-    const priced = await api.post('/api/models', { providerId, model: 'fake-daily', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
-    const spent = (await api.get('/api/runs?pageSize=100')).body.items.reduce((sum: number, r: { cost: number }) => sum + r.cost, 0) as number;
+    const priced = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-daily', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    const spent = (await server.api.get('/api/runs?pageSize=100')).body.items.reduce((sum: number, r: { cost: number }) => sum + r.cost, 0) as number;
     // Just above what today's runs cost: one more priced run (40,000 micro-USD) crosses it.
     const limit = Math.ceil((spent + 10_000) / 10_000) / 100;
-    assert.equal((await api.patch('/api/settings', { dailySpendLimitUsd: limit })).status, 200);
+    assert.equal((await server.api.patch('/api/settings', { dailySpendLimitUsd: limit })).status, 200);
     try {
       const paid = await execute('x', [{ ...finish(), usage: { input: 20, output: 20 } }], { modelId: priced.body.id });
       assert.equal(paid.run.status, 'succeeded');
@@ -168,7 +148,7 @@ describe('agent loop', () => {
       assert.equal(refused.run.turns, 0);
       assert.equal(refused.events.some((e) => e.type === 'sandbox.create'), false, 'no sandbox was made');
     } finally {
-      await api.patch('/api/settings', { dailySpendLimitUsd: 0 });
+      await server.api.patch('/api/settings', { dailySpendLimitUsd: 0 });
     }
   });
 });

@@ -1,52 +1,30 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
+import { finishedRun, serverWithFakeModel, type TimelineEntry } from '../api/harness.js';
 
 /** Scripted runs, verification, fallback and demotion (BEHAVIOUR §2.2, §2.6, §2.7), through the public API. */
-let t: TestServer;
-let api: Client;
-let providerId: string;
-
-before(async () => {
-  t = await startTestServer({ SVC_ROLES: 'api,projector,runner' });
-  api = await adminSession(t);
-  providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
-  const modelId = (await api.get('/api/models')).body.items[0].id;
-  await api.patch('/api/settings', { agentModelId: modelId });
-});
-after(async () => t?.stop());
-
-type Event = { seq: number; type: string; payload: Record<string, any> };
+const server = serverWithFakeModel();
 
 async function runOnce(jobId: string) {
-  const created = await api.post(`/api/jobs/${jobId}/runs`, {});
+  const created = await server.api.post(`/api/jobs/${jobId}/runs`, {});
   assert.equal(created.status, 201, created.text);
-  const runId = created.body.runId as string;
-  for (let i = 0; i < 600; i++) {
-    const r = (await api.get(`/api/runs/${runId}`)).body;
-    if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status)) {
-      const events = (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Event[];
-      return { run: r, events };
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  throw new Error('the run did not end');
+  return finishedRun(server.api, created.body.runId);
 }
 
 async function job(main: string, verify: unknown = null, instruction = 'Report it with `svc output set answer 42`.') {
-  const id = (await api.post('/api/jobs', { name: `scripted ${Math.random()}`, instruction, selfImprove: false, spec: { outputs: [{ name: 'answer', type: 'number' }] } })).body.id as string;
-  const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, verify } });
+  const id = (await server.api.post('/api/jobs', { name: `scripted ${Math.random()}`, instruction, selfImprove: false, spec: { outputs: [{ name: 'answer', type: 'number' }] } })).body.id as string;
+  const saved = await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, verify } });
   assert.equal(saved.status, 200, saved.text);
   return id;
 }
 
-const statuses = (events: Event[]) => events.filter((e) => e.type === 'run.status').map((e) => e.payload.status);
+const statuses = (events: TimelineEntry[]) => events.filter((e) => e.type === 'run.status').map((e) => e.payload.status);
 
 describe('scripted runs', () => {
   it('runs the main script without the model, verifies it, and summarises its output', async () => {
-    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [], reset: true });
     const id = await job('#!/bin/sh\nsvc output set answer 42\necho all done\n', { checks: ['output.answer == 42', 'stdout contains "all done"'] });
-    const before = (await api.get(`/api/jobs/${id}`)).body;
+    const before = (await server.api.get(`/api/jobs/${id}`)).body;
     assert.equal(before.nextMode, 'scripted');
     assert.equal(before.graduatedVersion, 1, 'a first main graduates the job');
     const { run, events } = await runOnce(id);
@@ -62,7 +40,7 @@ describe('scripted runs', () => {
     assert.equal(verify.payload.passed, true);
     assert.deepEqual(verify.payload.checks.map((c: { check: string }) => c.check), ['exit_code == 0', 'output.answer exists', 'output.answer == 42', 'stdout contains "all done"']);
     assert.equal(events.some((e) => e.type === 'llm.call'), false);
-    const pending = (await api.post(`/api/providers/${providerId}/script`, { responses: [] })).body.pending;
+    const pending = (await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [] })).body.pending;
     assert.equal(pending, 0);
   });
 
@@ -75,18 +53,18 @@ describe('scripted runs', () => {
     assert.deepEqual(statuses(first.events), ['provisioning', 'running', 'verifying', 'running', 'succeeded']);
     const fallback = first.events.find((e) => e.type === 'fallback')!;
     assert.equal(fallback.payload.reason, 'The check "exit_code == 0" failed: the exit code was 3');
-    assert.equal((await api.get(`/api/jobs/${id}`)).body.demoted, false, 'one fallback does not demote');
+    assert.equal((await server.api.get(`/api/jobs/${id}`)).body.demoted, false, 'one fallback does not demote');
     const second = await runOnce(id);
     assert.equal(second.run.fellBack, true);
-    const after = (await api.get(`/api/jobs/${id}`)).body;
+    const after = (await server.api.get(`/api/jobs/${id}`)).body;
     assert.equal(after.demoted, true);
     assert.equal(after.nextMode, 'assisted');
     const third = await runOnce(id);
     assert.equal(third.run.mode, 'assisted');
     // A repair of main (a later version) does not lift the demotion; a pin to scripted overrides it.
-    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main: '#!/bin/sh\nsvc output set answer 42\n' } });
-    assert.equal((await api.get(`/api/jobs/${id}`)).body.demoted, true);
-    await api.patch(`/api/jobs/${id}`, { modePin: 'scripted' });
+    await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main: '#!/bin/sh\nsvc output set answer 42\n' } });
+    assert.equal((await server.api.get(`/api/jobs/${id}`)).body.demoted, true);
+    await server.api.patch(`/api/jobs/${id}`, { modePin: 'scripted' });
     const pinned = await runOnce(id);
     assert.equal(pinned.run.mode, 'scripted');
     assert.equal(pinned.run.fellBack, false);
@@ -102,11 +80,11 @@ describe('scripted runs', () => {
   });
 
   it('asks the utility model for a verdict when verify.llm is set, and counts its cost apart', async () => {
-    const priced = await api.post('/api/models', { providerId, model: 'fake-verifier', price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
-    await api.patch('/api/settings', { utilityModelId: priced.body.id });
+    const priced = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-verifier', price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    await server.api.patch('/api/settings', { utilityModelId: priced.body.id });
     try {
       const id = await job('#!/bin/sh\nsvc output set answer 42\n', { checks: [], llm: true });
-      await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: '{"pass":true,"reason":"the answer is reported","summary":"Reported 42."}', usage: { input: 100, output: 20 } }], reset: true });
+      await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [{ text: '{"pass":true,"reason":"the answer is reported","summary":"Reported 42."}', usage: { input: 100, output: 20 } }], reset: true });
       const good = await runOnce(id);
       assert.equal(good.run.status, 'succeeded', good.run.error);
       assert.equal(good.run.summary, 'Reported 42.');
@@ -114,24 +92,24 @@ describe('scripted runs', () => {
       assert.equal(good.run.cost, 0, 'verification is not the run\'s own cost');
       assert.equal(good.events.find((e) => e.type === 'verify.result')!.payload.llm.pass, true);
 
-      await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: '{"pass":false,"reason":"42 is not plausible","summary":""}' }], reset: true });
+      await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [{ text: '{"pass":false,"reason":"42 is not plausible","summary":""}' }], reset: true });
       const rejected = await runOnce(id);
       assert.equal(rejected.run.fellBack, true);
       assert.equal(rejected.events.find((e) => e.type === 'fallback')!.payload.reason, 'The verifier rejected the result: 42 is not plausible');
     } finally {
-      await api.patch('/api/settings', { utilityModelId: null });
+      await server.api.patch('/api/settings', { utilityModelId: null });
     }
   });
 });
 
 describe('toolkit tools', () => {
   it('offers each toolkit script as toolkit__<name> with --name value flags, and counts its calls', async () => {
-    const id = (await api.post('/api/jobs', { name: `toolkit ${Math.random()}`, instruction: 'Greet.', selfImprove: false })).body.id as string;
+    const id = (await server.api.post('/api/jobs', { name: `toolkit ${Math.random()}`, instruction: 'Greet.', selfImprove: false })).body.id as string;
     const greet = '#!/bin/bash\n# svc:name greet.them\n# svc:description Greets someone\n# svc:args {"who": "string", "times": "integer?"}\necho "args: $*"\n[ "$2" != nobody ]\n';
-    const saved = await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { toolkit: [{ name: 'greet.them', content: greet }] } });
+    const saved = await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { toolkit: [{ name: 'greet.them', content: greet }] } });
     assert.equal(saved.status, 200, saved.text);
     const call = (args: unknown) => ({ toolCalls: [{ name: 'toolkit__greet_them', args }] });
-    await api.post(`/api/providers/${providerId}/script`, {
+    await server.api.post(`/api/providers/${server.providerId}/script`, {
       responses: [call({ who: 'Ada Lovelace', times: 2 }), call({ times: 1 }), call({ who: 'nobody' }), { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'greeted' } }] }],
       reset: true,
     });
@@ -144,7 +122,7 @@ describe('toolkit tools', () => {
     assert.equal(results[1]!.isError, true);
     assert.equal(results[2]!.isError, true, 'the exit status is the script\'s');
     for (let i = 0; i < 50; i++) {
-      const script = (await api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit[0];
+      const script = (await server.api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit[0];
       if (script.calls === 2) {
         assert.equal(script.failures, 1);
         return;
@@ -157,16 +135,16 @@ describe('toolkit tools', () => {
 
 describe('setup script', () => {
   it('runs the playbook\'s setup before the agent, and fails the run clearly when it fails', async () => {
-    const id = (await api.post('/api/jobs', { name: `setup ${Math.random()}`, instruction: 'Report it with `svc output set tool "$(cat /workspace/tool.txt)"`.', selfImprove: false })).body.id as string;
-    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo installing; echo ready > /workspace/tool.txt' } });
-    await api.post(`/api/providers/${providerId}/script`, { responses: [], reset: true });
+    const id = (await server.api.post('/api/jobs', { name: `setup ${Math.random()}`, instruction: 'Report it with `svc output set tool "$(cat /workspace/tool.txt)"`.', selfImprove: false })).body.id as string;
+    await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo installing; echo ready > /workspace/tool.txt' } });
+    await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [], reset: true });
     const ok = await runOnce(id);
     assert.equal(ok.run.status, 'succeeded', ok.run.error);
     assert.deepEqual(ok.run.outputs, { tool: 'ready' });
     const setup = ok.events.find((e) => e.type === 'sandbox.setup')!;
     assert.deepEqual(setup.payload, { exitCode: 0, output: 'installing\n' });
 
-    await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo broken >&2; exit 3' } });
+    await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { setup: 'echo broken >&2; exit 3' } });
     const failed = await runOnce(id);
     assert.equal(failed.run.status, 'failed');
     assert.equal(failed.run.error, 'The setup script failed with exit code 3');
