@@ -10,6 +10,7 @@ import { BwrapBackend } from '../runner/sandbox/bwrap.js';
 import { svcBinaryPath } from '../runner/sandbox/select.js';
 import { loadConfig } from '../server/config.js';
 import { createLogger, startServer } from '../server/start.js';
+import { signIn, useFakeModel } from '../demo/session.js';
 import { summarize } from './stats.js';
 
 const main = '#!/bin/sh\necho "counted 5 words"\n';
@@ -45,12 +46,8 @@ export async function scriptedOverhead(root: string, quick: boolean) {
 
   const server = await startServer(loadConfig({ port: 0, dataDir: join(root, 'scripted') }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
   try {
-    const link = await server.services.identity.issueSignInLink('bench@example.com');
-    const signIn = await fetch(server.url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const call = async (method: string, path: string, body?: unknown) => (await fetch(server.url + path, { method, headers: { cookie, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<Record<string, any>>;
-    await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
-    await call('PATCH', '/api/settings', { agentModelId: (await call('GET', '/api/models')).items[0].id });
+    const { call } = await signIn(server, 'bench@example.com');
+    await useFakeModel(call);
     const job = (await call('POST', '/api/jobs', { name: 'Scripted', instruction: 'Count.', selfImprove: false, concurrency: 'parallel' })).id;
     await call('PUT', `/api/jobs/${job}/playbook`, { content: { main } });
     const total: number[] = [];

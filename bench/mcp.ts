@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../server/config.js';
 import { createLogger, startServer } from '../server/start.js';
 import { startHttpMcpServer } from '../tests/mcp/servers/http-server.js';
+import { signIn, useFakeModel } from '../demo/session.js';
 import { summarize } from './stats.js';
 
 export async function mcpBenchmarks(root: string, quick: boolean) {
@@ -13,18 +14,8 @@ export async function mcpBenchmarks(root: string, quick: boolean) {
   const mcp = await startHttpMcpServer({ extraTools: 193 });
   const server = await startServer(loadConfig({ port: 0, dataDir: join(root, 'mcp') }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
   try {
-    const link = await server.services.identity.issueSignInLink('bench@example.com');
-    const signIn = await fetch(server.url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const call = async (method: string, path: string, body?: unknown) => {
-      const headers: Record<string, string> = body === undefined ? { cookie } : { cookie, 'content-type': 'application/json' };
-      const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const json = (await res.json()) as Record<string, any>;
-      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
-    await call('PATCH', '/api/settings', { agentModelId: (await call('GET', '/api/models')).items[0].id });
+    const { call } = await signIn(server, 'bench@example.com');
+    await useFakeModel(call);
     const registered = await call('POST', '/api/mcp-servers', { name: 'bench', transport: 'http', url: mcp.url });
 
     const listing: number[] = [];

@@ -17,6 +17,7 @@ import { JobStateStore } from '../server/job-state.js';
 import { createLogger, startServer } from '../server/start.js';
 import { TimelineWriter } from '../server/timeline.js';
 import { openMemoryStores } from '../store/open.js';
+import { signIn, useFakeModel } from '../demo/session.js';
 import { summarize } from './stats.js';
 
 const spec = (id: string, brokerSocket: string, env: Record<string, string> = {}): SandboxSpec => ({
@@ -114,13 +115,8 @@ export async function runBenchmarks(root: string, quick: boolean) {
   const dataDir = join(root, 'runs');
   const server = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
   try {
-    const link = await server.services.identity.issueSignInLink('bench@example.com');
-    const signIn = await fetch(server.url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const call = async (method: string, path: string, body?: unknown) => (await fetch(server.url + path, { method, headers: { cookie, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<Record<string, any>>;
-    await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
-    const model = (await call('GET', '/api/models')).items[0].id;
-    await call('PATCH', '/api/settings', { agentModelId: model });
+    const { call } = await signIn(server, 'bench@example.com');
+    await useFakeModel(call);
     const job = (await call('POST', '/api/jobs', { name: 'Bench', instruction: 'Run `true`.', concurrency: 'parallel' })).id;
     const events = server.services.stores.events;
     const toRunning: number[] = [];
@@ -151,11 +147,9 @@ export async function sseFanOut(root: string, quick: boolean) {
   const server = await startServer(loadConfig({ port: 0, dataDir, roles: 'api,projector' }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
   const subscribers = 500;
   try {
-    const link = await server.services.identity.issueSignInLink('bench@example.com');
-    const cookie = /svc_session=[^;]+/.exec((await fetch(server.url + link, { redirect: 'manual' })).headers.get('set-cookie') ?? '')![0];
-    const post = async (path: string, body: unknown) => (await fetch(server.url + path, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
-    const job = (await post('/api/jobs', { name: 'Fan-out', instruction: 'x' })).id;
-    const { runId } = await post(`/api/jobs/${job}/runs`, {});
+    const { call, cookie } = await signIn(server, 'bench@example.com');
+    const job = (await call('POST', '/api/jobs', { name: 'Fan-out', instruction: 'x' })).id;
+    const { runId } = await call('POST', `/api/jobs/${job}/runs`, {});
     const count = quick ? 10 : 50;
     const clients = spawn(process.execPath, ['--import', 'tsx', 'bench/sse-clients.ts', `${server.url}/api/runs/${runId}/stream`, cookie, String(subscribers), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../server/config.js';
 import { createLogger, startServer } from '../server/start.js';
+import { signIn, useFakeModel, type Json } from './session.js';
 
 export interface LifeRow {
   number: number;
@@ -30,27 +31,14 @@ export interface LifeOptions {
   onRow?: (row: LifeRow) => void;
 }
 
-type Json = Record<string, any>;
-
 /** Lives a job's life on a fresh data directory and answers one row per run. */
 export async function jobLife(options: LifeOptions): Promise<LifeRow[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-demo-'));
   const server = await startServer(loadConfig({ port: 0, dataDir, roles: 'api,projector,runner' }, { NODE_ENV: 'production' }), createLogger('silent'), () => {});
   try {
-    const link = await server.services.identity.issueSignInLink('demo@example.com');
-    const signIn = await fetch(server.url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')?.[0];
-    if (!cookie) throw new Error('could not sign in');
-    const call = async (method: string, path: string, body?: unknown): Promise<Json> => {
-      const res = await fetch(server.url + path, { method, headers: { cookie, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      const json = (await res.json()) as Json;
-      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
-    const model = (await call('GET', '/api/models')).items[0];
+    const { call } = await signIn(server, 'demo@example.com');
+    const model = await useFakeModel(call);
     await call('PATCH', `/api/models/${model.id}`, { price: { in: options.price.in, out: options.price.out, cacheRead: 0, cacheWrite: 0 } });
-    await call('PATCH', '/api/settings', { agentModelId: model.id });
     const job = await call('POST', '/api/jobs', {
       name: 'Word count',
       instruction: 'Count the words of the sample with `printf "the quick brown fox jumps" | wc -w > /svc/outputs/count.txt` and report the count with `svc output set words "$(cat /svc/outputs/count.txt)"`.',
