@@ -1,7 +1,7 @@
+import { closeServer, listenOnSocket } from './unix-server.js';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
-import { chmodSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { addressAllowed, addressRefusal, decideHost } from './address-guard.js';
 import type { Broker } from './server.js';
@@ -67,21 +67,16 @@ export class EgressProxy {
   constructor(private readonly broker: Broker) {}
 
   async start(path: string): Promise<void> {
-    rmSync(path, { force: true });
     const server = createServer((req, res) => void this.forward(req, res));
     server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
     this.server = server;
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()));
-    chmodSync(path, 0o666);
+    await listenOnSocket(server, path);
   }
 
   async stop(): Promise<void> {
     const server = this.server;
-    if (!server) return;
     this.server = null;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    if (server) await closeServer(server);
   }
 
   private authenticate(req: IncomingMessage): RunSession {

@@ -1,5 +1,5 @@
+import { closeServer, listenOnSocket } from './unix-server.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { chmodSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hashToken } from '../server/keys.js';
 import { BrokerError, invalid, toBrokerError } from './errors.js';
@@ -44,21 +44,15 @@ export class Broker {
   }
 
   async start(path: string): Promise<void> {
-    rmSync(path, { force: true });
     const server = createServer((req, res) => void this.handle(req, res));
     this.server = server;
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()));
-    // Sandboxes connect as the unprivileged agent user.
-    chmodSync(path, 0o666);
+    await listenOnSocket(server, path);
   }
 
   async stop(): Promise<void> {
     const server = this.server;
-    if (!server) return;
     this.server = null;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    if (server) await closeServer(server);
   }
 
   private send(res: ServerResponse, status: number, body: unknown, requestId: string): void {
