@@ -60,6 +60,8 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/catalog/models': member,
   'GET /api/settings': member,
   'PATCH /api/settings': admin,
+  // Admins only: it makes the server post to the configured URL (BEHAVIOUR §12).
+  'POST /api/settings/notifications/test': admin,
   'GET /api/secrets': member,
   'POST /api/secrets': member,
   'PUT /api/secrets/:id': member,

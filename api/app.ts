@@ -17,6 +17,7 @@ import statsRoutes from './routes/stats.js';
 import memberRoutes from './routes/members.js';
 import mcpServerRoutes from './routes/mcp-servers.js';
 import mcpOauthRoutes from './routes/mcp-oauth.js';
+import notificationRoutes from './routes/notifications.js';
 import compileRoutes from './routes/compile.js';
 import providerRoutes from './routes/providers.js';
 import secretRoutes from './routes/secrets.js';
@@ -82,6 +83,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   hookRoutes(app, deps);
   providerRoutes(app, deps);
   settingsRoutes(app, deps);
+  notificationRoutes(app, deps);
   jobStateRoutes(app, deps);
   imageRoutes(app, deps);
   playbookRoutes(app, deps);

@@ -3,10 +3,11 @@ import { imagesProjector } from './images.js';
 import { jobsProjector } from './jobs.js';
 import { playbooksProjector } from './playbooks.js';
 import { mcpServersProjector } from './mcp-servers.js';
+import { notificationsProjector } from './notifications.js';
 import { providersProjector } from './providers.js';
 import { runsProjector } from './runs.js';
 import { secretsProjector } from './secrets.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
-export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, mcpServersProjector, runsProjector, jobsProjector, playbooksProjector, imagesProjector];
+export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, mcpServersProjector, runsProjector, jobsProjector, playbooksProjector, imagesProjector, notificationsProjector];

@@ -1,5 +1,6 @@
 import { JobStateOverlay } from './job-state-overlay.js';
 import { Reflector } from '../runner/reflector.js';
+import { Notifier } from '../runner/notifier.js';
 import { ImageGc } from '../runner/image-gc.js';
 import { playbookVersionsCollection, type PlaybookVersionDoc } from '../projections/playbooks.js';
 import { RunFiles } from './run-files.js';
@@ -125,6 +126,17 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     }),
   });
   reflector.start();
+  const notifier = new Notifier({
+    bus: s.bus, docs: s.stores.docs, runnerId: dispatcher.runnerId, log: s.log,
+    runnerGone: (id) => dispatcher.runnerGone(id),
+    settings: (ws) => s.models.settings(ws),
+    secretValues: (ws) => s.secrets.valuesFor(ws),
+    send: (ws, body) => s.notifications.send(ws, body),
+    baseUrl: () => s.appUrl(),
+  });
+  // Changes come from the projection engine of this process (when it has the projector role); polling covers the rest.
+  s.engine.onChange((collections) => notifier.changed(collections));
+  notifier.start();
   const imageGc = imageBuilder && backend.images ? new ImageGc({
     bus: s.bus, docs: s.stores.docs, images: backend.images, log: s.log,
     recentHashes: async (jobId) => {
@@ -141,6 +153,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     imageGc,
     async stop() {
       imageGc?.stop();
+      await notifier.stop();
       await reflector.stop();
       await imageBuilder?.stop();
       await dispatcher.stop();

@@ -19,6 +19,7 @@ import { Runs } from './runs.js';
 import { Models } from './models.js';
 import { Secrets } from './secrets.js';
 import { McpServers } from './mcp-servers.js';
+import { NotificationSender } from './notifications.js';
 import { JobStateStore } from './job-state.js';
 import { ImageLogs, Images } from './images.js';
 import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
@@ -42,6 +43,10 @@ export interface Services {
   playbooks: Playbooks;
   /** Job images: builds of playbook Dockerfiles, their reads, and the image a run starts from. */
   images: Images;
+  /** Posts notifications to workspace webhooks through the egress guard (the runner role's notifier uses it). */
+  notifications: NotificationSender;
+  /** Where people open the web app: SVC_PUBLIC_URL, else the address the API listens on once it does. */
+  appUrl: () => string;
   /** Set when this process has the runner role. */
   runner: RunnerRole | null;
   log: Logger;
@@ -71,7 +76,11 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const playbooks = new Playbooks(bus, stores.events, stores.docs, engine, Date.now, async (ctx, ws, jobId, content) => {
     if (content.dockerfile) await images.ensureBuild(ctx, ws, jobId, content.dockerfile);
   });
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, playbooks, runner: null, log };
+  const notifications = new NotificationSender(
+    { settings: (ws) => models.settingsFor(ws), secretValue: (ws, name) => secrets.valueOf(ws, name) },
+    { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', version },
+  );
+  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, playbooks, notifications, appUrl: () => config.publicUrl, runner: null, log };
 }
 
 export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'playbooks' | 'runner'>): AppDeps {
@@ -140,6 +149,8 @@ export async function startServer(
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
     url = config.publicUrl || `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     services.mcp.listeningAt(url);
+    // Links in notifications need an address people can open: without SVC_PUBLIC_URL, the one the API listens on.
+    services.appUrl = () => url;
     writeFileSync(serverInfoFile(config.dataDir), JSON.stringify({ url, pid: process.pid }) + '\n');
     log.info({ url, roles: [...config.roles], database: services.stores.events.kind }, 'svc is listening');
     if (!(await anyUserExists(services))) {

@@ -1,0 +1,96 @@
+import type { NotificationStreamEvent, DeliveryStatus } from '../domain/notification-stream.js';
+import type { RunEvent } from '../domain/run.js';
+import type { NotificationBody } from '../schemas/notification.js';
+import type { NotifyEvent } from '../schemas/settings.js';
+import type { Doc, DocValue } from '../store/document-store.js';
+import type { RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+/** Finished runs that may raise a notification and whose trigger check is not done yet (`checked`). */
+export const notificationChecksCollection = 'notification_checks';
+/** One document per queued notification: what the notifier polls for due deliveries. */
+export const notificationsCollection = 'notifications';
+
+export interface NotificationCheckDoc extends Doc {
+  jobId: string;
+  finishedAt: number;
+  checked: boolean;
+  /** Why main fell short, for the fell-back message. */
+  fallbackReason?: string | null;
+}
+
+export interface NotificationDoc extends Doc {
+  runId: string;
+  workspaceId: string;
+  jobId: string;
+  event: NotifyEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  runnerId: string | null;
+  /** When the next attempt is due (pending only). */
+  retryAt: number;
+  lastError: string | null;
+  queuedAt: number;
+  deliveredAt: number | null;
+  /** What every attempt posts, fixed when the run was checked. */
+  body: NotificationBody;
+}
+
+const docId = (runId: string, event: NotifyEvent) => `${runId}:${event}`;
+
+/**
+ * Run notifications as read models (BEHAVIOUR §9.3). A run that failed, timed out or fell back gets a check document
+ * when it finishes; the notifier decides its triggers and appends them to the run's notification stream, whose
+ * events then mark the check done and keep one delivery document per notification.
+ */
+export const notificationsProjector: Projector = {
+  name: 'notifications',
+  version: 1,
+  collections: [notificationChecksCollection, notificationsCollection],
+  indexes: [
+    { collection: notificationChecksCollection, keys: [['checked', 1], ['finishedAt', 1]] },
+    { collection: notificationsCollection, keys: [['status', 1], ['retryAt', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    if (recorded.streamId.startsWith('run-')) return runChanges(recorded as unknown as RunEvent);
+    if (!recorded.streamId.startsWith('notifications-')) return [];
+    const event = recorded as unknown as NotificationStreamEvent;
+    const set = (runId: string, e: NotifyEvent, fields: Record<string, DocValue>): DocOp[] => [
+      { kind: 'update', collection: notificationsCollection, filter: { _id: docId(runId, e) }, update: { $set: fields } },
+    ];
+    switch (event.type) {
+      case 'NotificationQueued': {
+        const d = event.data;
+        const doc: Record<string, DocValue> = {
+          runId: d.runId, workspaceId: d.workspaceId, jobId: d.jobId, event: d.event, status: 'pending', attempts: 0, runnerId: null, retryAt: d.queuedAt, lastError: null, queuedAt: d.queuedAt, deliveredAt: null,
+          body: d.body as unknown as DocValue,
+        };
+        return [{ kind: 'update', collection: notificationsCollection, filter: { _id: docId(d.runId, d.event) }, update: { $set: doc }, upsert: true }];
+      }
+      case 'RunNotificationsChecked':
+        return [{ kind: 'update', collection: notificationChecksCollection, filter: { _id: event.data.runId }, update: { $set: { checked: true } } }];
+      case 'NotificationAttemptStarted':
+        return set(event.data.runId, event.data.event, { status: 'sending', attempts: event.data.attempt, runnerId: event.data.runnerId });
+      case 'NotificationDelivered':
+        return set(event.data.runId, event.data.event, { status: 'delivered', runnerId: null, deliveredAt: event.data.deliveredAt });
+      case 'NotificationAttemptFailed': {
+        const { retryAt, error } = event.data;
+        return set(event.data.runId, event.data.event, retryAt === null ? { status: 'failed', runnerId: null, lastError: error } : { status: 'pending', runnerId: null, lastError: error, retryAt });
+      }
+      default:
+        return [];
+    }
+  },
+};
+
+function runChanges(event: RunEvent): DocOp[] {
+  const check = (fields: Record<string, DocValue>): DocOp[] => [
+    { kind: 'update', collection: notificationChecksCollection, filter: { _id: event.data.runId }, update: { $set: fields }, upsert: true },
+  ];
+  if (event.type === 'RunFellBack') return check({ jobId: event.data.jobId, fallbackReason: event.data.reason });
+  if (event.type !== 'RunFinished') return [];
+  const { status, fellBack, finishedAt, jobId } = event.data;
+  // Only these can raise a notification; other runs never get a check document.
+  if (status !== 'failed' && status !== 'timed_out' && !fellBack) return [];
+  return check({ jobId, finishedAt, checked: false });
+}

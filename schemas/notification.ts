@@ -1,0 +1,58 @@
+import Type, { type Static } from 'typebox';
+import { Nullable } from './common.js';
+import { Mode, RunStatus } from './job.js';
+
+/** What a notification is about: the three triggers of BEHAVIOUR §9.3, or the settings page's test. */
+export const NotificationEvent = Type.Union([Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted'), Type.Literal('test')], { $id: 'NotificationEvent' });
+export type NotificationEvent = Static<typeof NotificationEvent>;
+
+/**
+ * The values of schemas/run.ts `Trigger`, spelled out: a union built with `map` has no static type in TypeBox 1.x,
+ * and the body's type must say what it carries.
+ */
+const RunTrigger = Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('webhook'), Type.Literal('api'), Type.Literal('retry')]);
+
+/**
+ * The JSON body every notification posts (BEHAVIOUR §9.3). `text` is for Slack (escaped `&<>`), `content` for
+ * Discord (plain); `allowed_mentions` keeps Discord from pinging anyone a job name or an error happens to name.
+ * A test notification has no job and no run.
+ */
+export const NotificationBody = Type.Object(
+  {
+    event: NotificationEvent,
+    text: Type.String({ description: 'The message for Slack: `&`, `<` and `>` escaped; at most 2000 bytes' }),
+    content: Type.String({ description: 'The same message, plain (Discord); at most 2000 bytes' }),
+    job: Nullable(Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false })),
+    run: Nullable(
+      Type.Object(
+        {
+          id: Type.String(),
+          number: Type.Integer(),
+          status: RunStatus,
+          mode: Mode,
+          trigger: RunTrigger,
+          fellBack: Type.Boolean(),
+          error: Nullable(Type.String()),
+          url: Type.String({ description: '`<public URL>/runs/<id>?workspace=<workspace id>`' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    timestamp: Type.String({ description: 'RFC 3339, when the event happened' }),
+    allowed_mentions: Type.Object({ parse: Type.Array(Type.String(), { maxItems: 0 }) }, { additionalProperties: false }),
+  },
+  { $id: 'NotificationBody', additionalProperties: false },
+);
+export type NotificationBody = Static<typeof NotificationBody>;
+
+/** `POST /api/settings/notifications/test` answers this when the webhook took the notification. */
+export const NotificationTestResult = Type.Object(
+  {
+    delivered: Type.Literal(true),
+    status: Type.Integer({ description: 'The HTTP status the webhook answered' }),
+    ms: Type.Integer({ description: 'How long the delivery took' }),
+    body: NotificationBody,
+  },
+  { $id: 'NotificationTestResult', additionalProperties: false },
+);
+export type NotificationTestResult = Static<typeof NotificationTestResult>;
