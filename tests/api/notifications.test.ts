@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { fitMessage, messageByteLimit, notificationBody, slackEscape, triggersFor, type NotifiedRun } from '../../domain/notification.js';
 import { notificationStreamId } from '../../domain/notification-stream.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
-import { finishedRun, serverWithFakeModel, userSession, type Client } from './harness.js';
+import { adminSession, finishedRun, serverWithFakeModel, startTestServer, userSession, type Client, type TestServer } from './harness.js';
 
 /**
  * Run notifications (BEHAVIOUR §9.3) end to end: real runs on the fake model, delivered by the runner's notifier to
@@ -256,6 +258,45 @@ describe('notifications', () => {
         assert.match(res.body.fields[0].message, /does not connect to/);
       }
       assert.equal((await server.api.get('/api/settings')).body.notifyWebhookUrl, receiver.url, 'nothing changed');
+    });
+
+    describe('without SVC_ALLOW_PRIVATE_NETWORK_TARGETS', () => {
+      let guarded: TestServer;
+      let admin: Client;
+      before(async () => {
+        // The switch is read when a server starts: this one starts with it off, the suite's server keeps it on.
+        process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS = 'false';
+        try {
+          guarded = await startTestServer({ SVC_ROLES: 'api,projector' });
+        } finally {
+          process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS = 'true';
+        }
+        admin = await adminSession(guarded);
+      });
+      after(async () => guarded?.stop());
+
+      it('refuses loopback and private addresses at save, and takes names', async () => {
+        for (const url of [receiver.url, 'http://localhost:9/hook', 'http://[::1]/hook', 'http://10.1.2.3/hook', 'http://192.168.0.10/hook']) {
+          const res = await admin.patch('/api/settings', { notifyWebhookUrl: url });
+          assert.equal(res.status, 400, url);
+          assert.equal(res.body.fields[0].code, 'not_allowed');
+          assert.match(res.body.fields[0].message, /SVC_ALLOW_PRIVATE_NETWORK_TARGETS=true/);
+        }
+        assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: 'https://hooks.example.com/T1' })).status, 200, 'a name is judged when it is dialled');
+      });
+
+      it('refuses, when dialling, a name that resolves to loopback', async (t) => {
+        const name = hostname().toLowerCase();
+        const resolved = await lookup(name).catch(() => null);
+        if (!resolved || !resolved.address.startsWith('127.')) return t.skip(`${name} does not resolve to a loopback address here`);
+        const port = new URL(receiver.url).port;
+        assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: `http://${name}:${port}/hook` })).status, 200);
+        const before = receiver.received.length;
+        const res = await admin.post('/api/settings/notifications/test');
+        assert.equal(res.status, 502);
+        assert.match(res.body.message, /^The webhook did not accept the notification: .*does not connect to/);
+        assert.equal(receiver.received.length, before, 'nothing reached the receiver');
+      });
     });
   });
 });
