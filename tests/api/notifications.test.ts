@@ -7,6 +7,7 @@ import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { fitMessage, messageByteLimit, notificationBody, slackEscape, triggersFor, type NotifiedRun } from '../../domain/notification.js';
 import { notificationStreamId } from '../../domain/notification-stream.js';
+import type { NotificationBody } from '../../schemas/notification.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
 import { adminSession, finishedRun, serverWithFakeModel, startTestServer, userSession, type Client, type TestServer } from './harness.js';
 
@@ -19,7 +20,7 @@ process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS = 'true';
 interface Received {
   headers: IncomingHttpHeaders;
   raw: string;
-  body: Record<string, any>;
+  body: NotificationBody;
   answered: number;
 }
 
@@ -37,7 +38,7 @@ class Receiver {
       req.on('data', (chunk: string) => (raw += chunk));
       req.on('end', () => {
         const answered = this.answers.shift() ?? 200;
-        this.received.push({ headers: req.headers, raw, body: JSON.parse(raw) as Record<string, any>, answered });
+        this.received.push({ headers: req.headers, raw, body: JSON.parse(raw) as NotificationBody, answered });
         res.writeHead(answered, { 'content-type': 'text/plain' }).end(answered < 300 ? 'ok' : `refused with ${answered}`);
       });
     });
@@ -71,10 +72,11 @@ async function until<T>(what: string, probe: () => T | null | undefined | false 
   }
 }
 
-/** The event types on the run's notification stream, in order. */
-async function streamOf(runId: string): Promise<Array<{ type: string; data: Record<string, any> }>> {
+/** The events on the run's notification stream, in order. */
+type StreamEntry = { type: string; data: { events?: string[]; error?: string; retryAt?: number | null } };
+async function streamOf(runId: string): Promise<StreamEntry[]> {
   const events = await server.t.server.services.stores.events.readStream(notificationStreamId(runId));
-  return events.map((e) => ({ type: e.type, data: e.data as Record<string, any> }));
+  return events.map((e) => ({ type: e.type, data: e.data as StreamEntry['data'] }));
 }
 
 async function startRun(instruction: string, fields: Record<string, unknown> = {}): Promise<{ runId: string; jobName: string }> {
@@ -151,7 +153,7 @@ describe('notifications', () => {
       assert.equal(got[0]!.raw, got[1]!.raw, 'the same body both times');
       await until('the delivery to be recorded', async () => (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'));
       const failed = (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed')!;
-      assert.match(failed.data.error, /HTTP 503: refused with 503/);
+      assert.match(String(failed.data.error), /HTTP 503: refused with 503/);
       assert.ok(typeof failed.data.retryAt === 'number', 'a retry was planned');
       await sleep(1000);
       assert.equal(receiver.forRun(runId).length, 2, 'nothing more after the delivery');
@@ -163,7 +165,7 @@ describe('notifications', () => {
       await finishedRun(server.api, runId);
       const failed = await until('the failed attempt', async () => (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed'));
       assert.equal(failed.data.retryAt, null, 'permanent');
-      assert.match(failed.data.error, /HTTP 400/);
+      assert.match(String(failed.data.error), /HTTP 400/);
       await sleep(3000); // longer than the first retry delay
       assert.equal(receiver.forRun(runId).length, 1, 'not retried');
     });
@@ -178,7 +180,7 @@ describe('notifications', () => {
       assert.match(run.error, /\[redacted\]/);
       const [got] = await until('the notification', () => receiver.forRun(runId).length > 0 && receiver.forRun(runId));
       assert.ok(!got!.raw.includes('hunter2-very-secret-value'), got!.raw);
-      assert.match(got!.body.run.error, /key \[redacted\] was refused/);
+      assert.match(String(got!.body.run?.error), /key \[redacted\] was refused/);
       assert.match(got!.body.text, /key \[redacted\] was refused/);
     });
 
@@ -187,7 +189,7 @@ describe('notifications', () => {
       assert.equal(run.status, 'timed_out');
       const [got] = await until('the notification', () => receiver.forRun(slowRun.runId).length > 0 && receiver.forRun(slowRun.runId));
       assert.equal(got!.body.event, 'run.failed');
-      assert.equal(got!.body.run.status, 'timed_out');
+      assert.equal(got!.body.run?.status, 'timed_out');
       assert.ok(got!.body.content.startsWith(`svc: ${slowRun.jobName} run #1 timed out: ${run.error}\n`), got!.body.content);
     });
   });
