@@ -1,3 +1,4 @@
+import { Trigger } from './run.js';
 import Type, { type Static } from 'typebox';
 import { Nullable } from './common.js';
 import { Mode, RunStatus } from './job.js';
@@ -5,12 +6,6 @@ import { Mode, RunStatus } from './job.js';
 /** What a notification is about: the three triggers of BEHAVIOUR §9.3, or the settings page's test. */
 export const NotificationEvent = Type.Union([Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted'), Type.Literal('test')], { $id: 'NotificationEvent' });
 export type NotificationEvent = Static<typeof NotificationEvent>;
-
-/**
- * The values of schemas/run.ts `Trigger`, spelled out: a union built with `map` has no static type in TypeBox 1.x,
- * and the body's type must say what it carries.
- */
-const RunTrigger = Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('webhook'), Type.Literal('api'), Type.Literal('retry')]);
 
 /**
  * The JSON body every notification posts (BEHAVIOUR §9.3). `text` is for Slack (escaped `&<>`), `content` for
@@ -30,7 +25,7 @@ export const NotificationBody = Type.Object(
           number: Type.Integer(),
           status: RunStatus,
           mode: Mode,
-          trigger: RunTrigger,
+          trigger: Trigger,
           fellBack: Type.Boolean(),
           error: Nullable(Type.String()),
           url: Type.String({ description: '`<public URL>/runs/<id>?workspace=<workspace id>`' }),

@@ -3,7 +3,8 @@ import { Envelope, Nullable, listQueryProperties } from './common.js';
 import { Mode, RunStatus } from './job.js';
 import { AppliedOp } from './playbook.js';
 
-export const Trigger = Type.Union(['manual', 'schedule', 'webhook', 'api', 'retry'].map((t) => Type.Literal(t)), { $id: 'Trigger' });
+// Spelled out: a union built with `map` has no static type in TypeBox 1.x.
+export const Trigger = Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('webhook'), Type.Literal('api'), Type.Literal('retry')], { $id: 'Trigger' });
 
 /** The run record of SPEC §2.6, plus the job it belongs to and what it was started with. */
 export const RunDto = Type.Object(
@@ -31,7 +32,7 @@ export const RunDto = Type.Object(
     finishedAt: Nullable(Type.Integer()),
     msTotal: Nullable(Type.Integer({ description: 'ms from leaving the queue to the end' })),
     fellBack: Type.Boolean(),
-    reflection: Type.Union(['skipped', 'pending', 'done', 'failed'].map((t) => Type.Literal(t))),
+    reflection: Type.Union([Type.Literal('skipped'), Type.Literal('pending'), Type.Literal('done'), Type.Literal('failed')]),
     reflectionCost: Type.Integer(),
     reflectionError: Nullable(Type.String({ description: 'Why the last reflection failed' })),
     reflectionSummary: Nullable(Type.String({ description: 'What the last reflection learned' })),
