@@ -130,6 +130,29 @@ describe('notifications', () => {
       assert.deepEqual((await streamOf(runId)).map((e) => e.type), ['NotificationQueued', 'RunNotificationsChecked', 'NotificationAttemptStarted', 'NotificationDelivered']);
     });
 
+    it('posts run.fell_back for a scripted run that fell back, and job.demoted once the job is demoted', async () => {
+      assert.equal((await server.api.patch('/api/settings', { notifyOn: ['run.fell_back', 'job.demoted'] })).status, 200);
+      try {
+        const job = await server.api.post('/api/jobs', { name: `fallback ${Math.random().toString(36).slice(2, 8)}`, instruction: 'Report it with `svc output set answer 42`.', selfImprove: false });
+        assert.equal((await server.api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { main: '#!/bin/sh\nexit 3\n' } })).status, 200);
+        await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [], reset: true });
+        const runs: string[] = [];
+        for (let i = 0; i < 2; i++) {
+          const runId = (await server.api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
+          const { run } = await finishedRun(server.api, runId);
+          assert.equal(run.fellBack, true);
+          runs.push(runId);
+        }
+        const first = await until('the first run\'s notification', () => receiver.forRun(runs[0]!).length > 0 && receiver.forRun(runs[0]!));
+        assert.deepEqual(first.map((r) => r.body.event), ['run.fell_back']);
+        const second = await until('the second run\'s notifications', () => receiver.forRun(runs[1]!).length > 1 && receiver.forRun(runs[1]!));
+        assert.deepEqual(second.map((r) => r.body.event).sort(), ['job.demoted', 'run.fell_back']);
+        assert.equal(second.find((r) => r.body.event === 'job.demoted')!.headers['x-svc-event'], 'job.demoted');
+      } finally {
+        await server.api.patch('/api/settings', { notifyOn: ['run.failed', 'job.demoted'] });
+      }
+    });
+
     it('sends only the events listed in notifyOn', async () => {
       assert.equal((await server.api.patch('/api/settings', { notifyOn: ['run.fell_back'] })).status, 200);
       try {
