@@ -50,7 +50,7 @@ export function runtimeDir(dataDir: string): string {
 /** The runner role: sandbox backend, broker, egress proxy, executor and dispatcher. */
 export async function startRunner(s: Services): Promise<RunnerRole> {
   const dir = runtimeDir(s.config.dataDir);
-  const backend = selectBackend(s.config.sandbox, join(dir, 'sandboxes'), createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12));
+  const backend = await selectBackend(s.config.sandbox, join(dir, 'sandboxes'), createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12));
   let backendError: string | null = null;
   try {
     await backend.prepare();

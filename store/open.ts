@@ -2,8 +2,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DocumentStore } from './document-store.js';
 import type { EventStore } from './event-store.js';
-import { openEventStoreDb } from './eventstoredb-event-store.js';
-import { openMongoDocumentStore } from './mongo-document-store.js';
 import { openSqliteDocumentStore } from './sqlite-document-store.js';
 import { openSqliteEventStore } from './sqlite-event-store.js';
 
@@ -18,14 +16,17 @@ export interface StoreConfig {
   mongoUrl: string | null;
 }
 
-/** The embedded default is two SQLite files in the data directory; URLs switch a port to its scaled adapter. */
+/**
+ * The embedded default is two SQLite files in the data directory; URLs switch a port to its scaled adapter. The
+ * scaled adapters' clients are loaded only then: together they would add some 45 MB to every embedded process.
+ */
 export async function openStores(config: StoreConfig): Promise<Stores> {
   mkdirSync(config.dataDir, { recursive: true });
   const events = config.eventStoreUrl
-    ? openEventStoreDb(config.eventStoreUrl)
+    ? (await import('./eventstoredb-event-store.js')).openEventStoreDb(config.eventStoreUrl)
     : openSqliteEventStore(join(config.dataDir, 'events.db'));
   const docs = config.mongoUrl
-    ? await openMongoDocumentStore(config.mongoUrl)
+    ? await (await import('./mongo-document-store.js')).openMongoDocumentStore(config.mongoUrl)
     : openSqliteDocumentStore(join(config.dataDir, 'read.db'));
   return { events, docs };
 }

@@ -78,6 +78,8 @@ export function toJobListDto(doc: JobDoc): JobListDto {
 }
 
 const notFound = () => DomainError.notFound('Job');
+/** A page already serialized goes out as it is. */
+const asIs = (s: unknown) => s as string;
 
 /** The playbook content a spec's Dockerfile makes, checked before the job exists so a bad one creates nothing. */
 function proposedEnvironment(spec: { dockerfile?: string | null } | undefined): PlaybookContent | null {
@@ -120,18 +122,22 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
     schema: { summary: 'List jobs', tags: ['jobs'], querystring: JobListQuery, response: { 200: JobListEnvelope } },
   }, async (request, reply) => {
     const p = principalOf(request);
+    // The page is serialized once and served from the read cache until the jobs read model changes. The key is the
+    // workspace and the query as sent: only a query that passed its checks ever gets an entry, so a hit needs no
+    // parsing (the list route is the one scripts poll).
+    const key = `jobs:${p.workspaceId}:${request.url}`;
+    const cached = deps.cache.peek<string>(key);
+    if (cached !== undefined) return reply.type('application/json; charset=utf-8').serializer(asIs).send(cached as unknown as JobListEnvelope);
     const list = parseListQuery(request.query, listRules);
     const enabled = parseCsvFilter('enabled', request.query.enabled, ['true', 'false'] as const);
     const filter: Filter = { workspaceId: p.workspaceId, archived: false };
     if (enabled) filter.enabled = { $in: enabled.map((v) => v === 'true') };
-    // The page is serialized once and served from the read cache until the jobs read model changes.
-    const key = `jobs:${JSON.stringify([filter, list.find])}`;
-    const body = deps.cache.peek<string>(key) ?? await deps.cache.get([jobsCollection], key, async () => {
+    const body = await deps.cache.get([jobsCollection], key, async () => {
       const [items, total] = await Promise.all([jobs().find(filter, list.find), jobs().count(filter, { search: list.search })]);
       const page: JobListEnvelope = { items: items.map(toJobListDto), page: list.page, pageSize: list.pageSize, total };
       return JSON.stringify(page);
     });
-    return reply.type('application/json; charset=utf-8').serializer((s: unknown) => s as string).send(body as unknown as JobListEnvelope);
+    return reply.type('application/json; charset=utf-8').serializer(asIs).send(body as unknown as JobListEnvelope);
   });
 
   app.post('/api/jobs', {

@@ -45,6 +45,15 @@ function signalTree(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** `unix:///path`, a plain socket path, or tcp://host:port. */
+export function dockerClient(host: string | undefined): Docker {
+  if (!host) return new Docker();
+  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
+  if (host.startsWith('/')) return new Docker({ socketPath: host });
+  const url = new URL(host.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: 'http' });
+}
+
 /** Sandboxes as containers through the Docker Engine API (DESIGN §5): network none, all capabilities dropped. */
 export class DockerBackend implements SandboxBackend {
   readonly kind = 'docker' as const;

@@ -1,9 +1,7 @@
 import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { BwrapBackend } from './bwrap.js';
-import { DockerBackend } from './docker.js';
 import type { SandboxBackend } from './types.js';
 
 /** The image docker sandboxes start from when neither the job nor the workspace names one (scripts/prepare-host.sh builds it). */
@@ -16,21 +14,17 @@ export function svcBinaryPath(): string {
   return join(root, 'dist', 'svc', `svc-${arch() === 'arm64' ? 'arm64' : 'amd64'}`);
 }
 
-/** `unix:///path`, a plain socket path, or tcp://host:port. */
-export function dockerClient(host: string | undefined): Docker {
-  if (!host) return new Docker();
-  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
-  if (host.startsWith('/')) return new Docker({ socketPath: host });
-  const url = new URL(host.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: 'http' });
-}
 
 /**
  * SVC_SANDBOX picks the backend (`bwrap` by default: no engine needed); `docker` talks to SVC_DOCKER_HOST (or the
  * default socket) with SVC_SANDBOX_IMAGE as the default image.
  */
-export function selectBackend(sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined }, sandboxRoot: string, instance: string): SandboxBackend {
+export async function selectBackend(sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined }, sandboxRoot: string, instance: string): Promise<SandboxBackend> {
   if (sandbox.backend === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
-  if (sandbox.backend === 'docker') return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? defaultSandboxImage, instance);
+  if (sandbox.backend === 'docker') {
+    // Loaded only for docker: the engine's client is a large module an embedded bwrap service never needs.
+    const { DockerBackend, dockerClient } = await import('./docker.js');
+    return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? defaultSandboxImage, instance);
+  }
   throw new Error(`SVC_SANDBOX=${sandbox.backend} is not a sandbox backend (bwrap or docker)`);
 }

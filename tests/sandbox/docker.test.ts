@@ -1,6 +1,7 @@
 import { it } from 'node:test';
 import { DockerBackend } from '../../runner/sandbox/docker.js';
-import { dockerClient, svcBinaryPath } from '../../runner/sandbox/select.js';
+import { dockerClient } from '../../runner/sandbox/docker.js';
+import { svcBinaryPath } from '../../runner/sandbox/select.js';
 import { sandboxConformance } from './conformance.js';
 
 const host = process.env.SVC_DOCKER_HOST;
