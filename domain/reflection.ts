@@ -78,6 +78,32 @@ export function parseReflectionAnswer(text: string): ReflectionAnswer | { error:
   return { summary: str(r.summary) ?? '', usedLearnings: used, ops };
 }
 
+export interface EnvironmentTiming {
+  number: number;
+  /** The setup script's time, or null without one. */
+  setupMs: number | null;
+  /** Time spent in bash calls that installed packages by hand. */
+  installMs: number;
+  installs: readonly string[];
+}
+
+const installPattern = /\b(apt(-get)?\s+(-\S+\s+)*install|pip3?\s+install|uv\s+(pip\s+install|add|tool\s+install)|npm\s+(i|install|ci)\b|yarn\s+add|pnpm\s+(add|install)|apk\s+add|gem\s+install|cargo\s+install|go\s+install)\b/;
+
+/** A bash command that installs packages: what should move into the Dockerfile when every run repeats it. */
+export const isInstallCommand = (command: string) => installPattern.test(command);
+
+/** Above this much setup and install time in each of the last three runs, reflection is told to bake them in. */
+export const slowEnvironmentMs = 10_000;
+
+function environmentText(runs: readonly EnvironmentTiming[]): string {
+  if (runs.every((r) => r.setupMs === null && r.installs.length === 0)) return '(no setup script and no package installs)';
+  const lines = runs.map((r) => `- run #${r.number}: setup ${r.setupMs === null ? 'none' : seconds(r.setupMs)}, installs by hand ${seconds(r.installMs)}${r.installs.length ? ` (${r.installs.slice(0, 5).map((c) => `\`${c.slice(0, 200)}\``).join('; ')})` : ''}`);
+  if (runs.length >= 3 && runs.slice(0, 3).every((r) => (r.setupMs ?? 0) + r.installMs > slowEnvironmentMs)) {
+    lines.push('Each of the last 3 runs spent more than 10 s on setup and installs: move those installs into the Dockerfile (set_dockerfile: FROM the base image, then RUN apt-get install -y …, pip install …, npm install -g …) and out of setup.');
+  }
+  return lines.join('\n');
+}
+
 export interface PromptJob {
   instruction: string;
   successCriteria: readonly string[];
@@ -111,7 +137,8 @@ export interface ReflectionPromptInput {
   playbook: PlaybookContent;
   run: PromptRun;
   notes: readonly string[];
-  setupMs: ReadonlyArray<{ number: number; ms: number | null }>;
+  /** This run and up to two before it, newest first. */
+  environment: readonly EnvironmentTiming[];
   graduation: GraduationSection;
   candidates: ReadonlyArray<{ name: string; content: string }>;
   earlier: readonly PromptRun[];
@@ -147,7 +174,7 @@ export function reflectionPrompt(p: ReflectionPromptInput): string {
     `## The current playbook (${tokens} of ${playbookBudget} tokens)\n${JSON.stringify(p.playbook, null, 2)}`,
     `## This run\nRun #${p.run.number}: ${p.run.status}, mode ${p.run.mode}, ${p.run.turns} turns, ${seconds(p.run.msTotal)}, ${dollars(p.run.cost)}\nInput: ${clip(JSON.stringify(p.run.input ?? {}), 3000)}\nError: ${p.run.error ?? '(none)'}\nSummary: ${p.run.summary ?? '(none)'}\nOutputs: ${clip(JSON.stringify(p.run.outputs), 3000)}`,
     `## Notes the agent left with remember\n${p.notes.length ? p.notes.map((n) => `- ${n}`).join('\n') : '(none)'}`,
-    `## Environment timings\n${p.setupMs.map((s) => `- run #${s.number}: setup ${seconds(s.ms)}`).join('\n') || '(no setup script)'}${p.setupMs.length >= 3 && p.setupMs.every((s) => (s.ms ?? 0) > 10_000) ? '\nEach of the last 3 runs spent more than 10 s on setup: move those installs into the Dockerfile (set_dockerfile) and out of setup.' : ''}`,
+    `## Environment timings\n${environmentText(p.environment)}`,
     `## Graduation\n${graduationText(p.graduation)}`,
     `## Candidate scripts the run left in /svc/candidates\n${p.candidates.length ? p.candidates.slice(0, 10).map((c) => `### ${c.name}\n\`\`\`\n${clip(c.content, 16_000)}\n\`\`\``).join('\n') : '(none)'}`,
     `## Earlier runs (newest first)\n${p.earlier.slice(0, 5).map((r) => `- run #${r.number}: ${r.status}, mode ${r.mode}, ${r.turns} turns, ${dollars(r.cost)}, ${seconds(r.msTotal)}`).join('\n') || '(none)'}`,

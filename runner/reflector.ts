@@ -8,7 +8,7 @@ import { jobDecider, jobStreamId } from '../domain/job.js';
 import { emptyContent, type PlaybookContent } from '../domain/playbook.js';
 import { applyOps, tokensOverBudget, type PlaybookOp } from '../domain/playbook-ops.js';
 import { redactor } from '../domain/redact.js';
-import { parseReflectionAnswer, reflectionPrompt, reflectionSchema, reflectionSchemaName, reflectionSystem, secondAttemptMessage, type GraduationSection, type PromptRun, type ReflectionAnswer } from '../domain/reflection.js';
+import { isInstallCommand, parseReflectionAnswer, reflectionPrompt, type EnvironmentTiming, reflectionSchema, reflectionSchemaName, reflectionSystem, secondAttemptMessage, type GraduationSection, type PromptRun, type ReflectionAnswer } from '../domain/reflection.js';
 import { maxReflectionAttempts, runDecider, runStreamId, type ReflectionResult } from '../domain/run.js';
 import { dailySpendError, utcDayStart } from '../domain/spend.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
@@ -193,7 +193,7 @@ export class Reflector {
       playbook: original,
       run: asRun(doc),
       notes: payloads(timeline, 'tool.call').filter((p) => p.name === 'remember').map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
-      setupMs: [],
+      environment: await this.environment(doc, timeline, earlier.slice(0, 2)),
       graduation,
       candidates: (await this.ports.candidates?.(doc._id)) ?? [],
       earlier: earlier.map(asRun),
@@ -292,6 +292,32 @@ export class Reflector {
     for (let i = 0; i < results.length; i++) if (isApplied(results[i]!, mainRelatedOps)) results[i] = { ...results[i]!, status: 'rejected', reason };
     const content = { ...applied.content, main: original.main, verify: original.verify, toolkit: original.toolkit, setup: original.setup, dockerfile: original.dockerfile };
     return { content, results, output: outcome.test.output ?? null, cost: outcome.cost };
+  }
+
+  /** Setup and hand-install times of this run and the two before it (BEHAVIOUR §4.2 item 5). */
+  private async environment(doc: RunDoc, timeline: readonly RecordedEvent[], earlier: readonly RunDoc[]): Promise<EnvironmentTiming[]> {
+    const out: EnvironmentTiming[] = [];
+    for (const r of [doc, ...earlier]) {
+      const events = r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
+      const setup = events.find((e) => e.type === 'sandbox.setup');
+      const commands = new Map<string, string>();
+      let installMs = 0;
+      const installs: string[] = [];
+      for (const e of events) {
+        const data = e.data as { payload?: Record<string, unknown>; ms?: number | null };
+        const p = data.payload ?? {};
+        if (e.type === 'tool.call' && p.name === 'bash' && typeof (p.args as { command?: unknown })?.command === 'string') commands.set(String(p.callId), (p.args as { command: string }).command);
+        if (e.type === 'tool.result' && p.name === 'bash') {
+          const command = commands.get(String(p.callId));
+          if (command && isInstallCommand(command)) {
+            installMs += data.ms ?? 0;
+            installs.push(command);
+          }
+        }
+      }
+      out.push({ number: r.number, setupMs: setup ? ((setup.data as { ms?: number | null }).ms ?? 0) : null, installMs, installs });
+    }
+    return out;
   }
 
   /** Saves the version; when a hand edit came first, re-applies only the accepted ops to it, once. */
