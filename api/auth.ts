@@ -49,8 +49,10 @@ export function registerAuth(app: FastifyInstance, identity: Identity): void {
     const url = request.routeOptions.url;
     if (url === undefined) return done(); // not-found handler
     const rule = ruleFor(request.method === 'HEAD' ? 'GET' : request.method, url);
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-    const cached = bearer === undefined ? undefined : identity.cachedTokenPrincipal(bearer);
+    const authorization = request.headers.authorization;
+    const bearer = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+    const cookie = authorization === undefined ? readCookie(request, sessionCookieName) : null;
+    const cached = bearer !== undefined ? identity.cachedTokenPrincipal(bearer) : cookie ? identity.cachedSessionPrincipal(cookie) : undefined;
     if (cached) {
       try {
         admit(request, rule, cached);

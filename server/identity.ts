@@ -35,6 +35,9 @@ export interface ExternalIdentity {
 
 /** Sessions, sign-in links and API tokens: everything that turns a credential into a Principal. */
 export class Identity {
+  /** Session cookies seen lately, by value: their signature is checked once. */
+  private readonly recentSessions = new Map<string, SessionClaims>();
+
   private readonly lastUse = new Map<string, number>();
 
   constructor(
@@ -63,6 +66,27 @@ export class Identity {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * The hot path of a browser's requests, without waiting: a session cookie seen lately (its signature checked then)
+   * whose user and role are cached. Undefined whenever the full path has something to check or refuse.
+   */
+  cachedSessionPrincipal(cookie: string): Principal | undefined {
+    let claims = this.recentSessions.get(cookie);
+    if (!claims) {
+      const decoded = this.decodeSession(cookie);
+      if (!decoded) return undefined;
+      if (this.recentSessions.size >= 500) this.recentSessions.delete(this.recentSessions.keys().next().value!);
+      this.recentSessions.set(cookie, decoded);
+      claims = decoded;
+    }
+    if (claims.exp <= this.clock()) return undefined;
+    const hit = this.cache.peek<{ user: UserDoc | null; role: Role | null }>(`session:${claims.uid}:${claims.wid}`);
+    if (!hit?.user || hit.user.deactivated) return undefined;
+    const effective: Role | null = hit.user.isAdmin ? 'owner' : hit.role;
+    if (!effective) return undefined;
+    return { kind: 'session', userId: hit.user._id, workspaceId: claims.wid, role: effective, isAdmin: hit.user.isAdmin, tokenId: null };
   }
 
   async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
