@@ -1,3 +1,4 @@
+import { PassLoop } from './pass-loop.js';
 import { DomainError } from '../domain/decider.js';
 import {
   nextAttemptAt, notificationBody, notificationConcurrency, triggersFor, verdict, type AttemptResult, type NotifiedRun, type NotifySettings,
@@ -44,9 +45,8 @@ const checkWindowMs = 60 * 60_000;
  */
 export class Notifier {
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly loop = new PassLoop(() => this.pass(), (err) => this.ports.log.error({ err }, 'notification pass failed'));
   private readonly sending = new Map<string, Promise<void>>();
   private readonly clock: () => number;
 
@@ -67,25 +67,12 @@ export class Notifier {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.loop.stop();
     await Promise.all(this.sending.values());
   }
 
   poke(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => this.ports.log.error({ err }, 'notification pass failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.poke();
-        }
-      });
+    this.loop.poke();
   }
 
   private async pass(): Promise<void> {

@@ -1,3 +1,4 @@
+import { PassLoop } from './pass-loop.js';
 import type { JobConfig } from '../domain/job.js';
 import { mainRelatedOps, shadowDue, shadowSkipReason, type SkipFacts } from '../domain/shadow.js';
 import type { ShadowOutcome, ShadowRequest } from './shadow.js';
@@ -64,13 +65,13 @@ export const noReflectionModel = 'no model is configured for reflection';
 export class Reflector {
   private subscription: Subscription | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
   private readonly clock: () => number;
+  private readonly loop: PassLoop;
 
   constructor(private readonly ports: ReflectorPorts) {
     this.clock = ports.clock ?? Date.now;
+    this.loop = new PassLoop(() => this.pass(), (err) => this.ports.log.error({ err }, 'reflection pass failed'));
   }
 
   start(): void {
@@ -83,25 +84,12 @@ export class Reflector {
     this.stopped = true;
     this.subscription?.unsubscribe();
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Runs a pass now, or once more after the current one. */
   poke(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err: unknown) => this.ports.log.error({ err }, 'reflection pass failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.poke();
-        }
-      });
+    this.loop.poke();
   }
 
   private async pass(): Promise<void> {
