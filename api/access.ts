@@ -22,6 +22,7 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/auth/link/:token': pub,
   'POST /api/auth/logout': pub,
   'GET /': pub,
+  'GET /*': pub,
 
   'GET /api/users/me': member,
   'GET /api/system/info': member,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { registerAuth } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { registerErrorHandling } from './errors.js';
+import { installJsonParser } from './json-body.js';
 import { OpenApiRegistry } from './openapi.js';
 import './principal.js';
 import adminRoutes from './routes/admin.js';
@@ -25,6 +26,7 @@ import settingsRoutes from './routes/settings.js';
 import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
+import webRoutes from './routes/web.js';
 import { installCompilers } from './validation.js';
 
 const clientRequestId = /^[\x21-\x7e]{1,64}$/;
@@ -54,6 +56,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   });
   // The API speaks JSON only: a text body is refused as invalid_request_body instead of failing validation later.
   app.removeContentTypeParser('text/plain');
+  installJsonParser(app);
   const openapi = new OpenApiRegistry(deps.version);
   openapi.attach(app);
   installCompilers(app);
@@ -98,6 +101,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   memberRoutes(app, deps);
   adminRoutes(app, deps);
   docsRoutes(app, openapi);
+  webRoutes(app);
   await app.ready();
   return { app, openapi };
 }

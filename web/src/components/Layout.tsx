@@ -1,0 +1,39 @@
+import { NavLink, Outlet } from 'react-router-dom';
+import { useSession } from '../session.js';
+import { ErrorBox, Spinner } from './ui.js';
+
+export function Layout() {
+  const { me, checking, error, refresh, signOut } = useSession();
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <NavLink to="/jobs" className="brand" aria-label="svc home">
+          <img src="/favicon.svg" alt="" width="22" height="22" /> svc
+        </NavLink>
+        {me && (
+          <nav aria-label="Main">
+            <NavLink to="/jobs">Jobs</NavLink>
+            <NavLink to="/runs">Runs</NavLink>
+            <a href="/api/docs">API</a>
+          </nav>
+        )}
+        {me && (
+          <div className="who">
+            <span className="muted" title={me.workspace.name}>
+              {me.name ?? me.email ?? 'signed in'}
+            </span>
+            <button type="button" className="ghost" onClick={() => void signOut()}>
+              Sign out
+            </button>
+          </div>
+        )}
+      </header>
+      <main id="main" tabIndex={-1}>
+        {checking ? <Spinner /> : error ? <ErrorBox error={error} onRetry={refresh} /> : me ? <Outlet /> : <Spinner label="Redirecting to sign-in…" />}
+      </main>
+    </div>
+  );
+}

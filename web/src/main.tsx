@@ -1,0 +1,42 @@
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { BrowserRouter, Navigate, Route, Routes } from 'react-router-dom';
+import { Layout } from './components/Layout.js';
+import { SessionProvider } from './session.js';
+import { SignInPage } from './pages/SignIn.js';
+import { JobsPage } from './pages/Jobs.js';
+import { NewJobPage } from './pages/NewJob.js';
+import { JobPage } from './pages/Job.js';
+import { RunPage } from './pages/Run.js';
+import { RunsPage } from './pages/Runs.js';
+import { McpLandingPage } from './pages/McpLanding.js';
+import { NotFoundPage } from './pages/NotFound.js';
+import './styles.css';
+
+function App() {
+  return (
+    <BrowserRouter>
+      <SessionProvider>
+        <Routes>
+          <Route path="/sign-in" element={<SignInPage />} />
+          <Route element={<Layout />}>
+            <Route index element={<Navigate to="/jobs" replace />} />
+            <Route path="/jobs" element={<JobsPage />} />
+            <Route path="/jobs/new" element={<NewJobPage />} />
+            <Route path="/jobs/:id/:tab?" element={<JobPage />} />
+            <Route path="/runs" element={<RunsPage />} />
+            <Route path="/runs/:id" element={<RunPage />} />
+            <Route path="/mcp" element={<McpLandingPage />} />
+            <Route path="*" element={<NotFoundPage />} />
+          </Route>
+        </Routes>
+      </SessionProvider>
+    </BrowserRouter>
+  );
+}
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

@@ -1,0 +1,296 @@
+import { useEffect, useState } from 'react';
+import { Link, NavLink, useNavigate, useParams } from 'react-router-dom';
+import { ApiError, del, patch, post } from '../api.js';
+import { domainList, JobForm, type JobFormValues } from '../components/JobForm.js';
+import { RunsTable } from '../components/RunsTable.js';
+import { ErrorBox, ModeBadge, Spinner, StatusBadge, Toggle } from '../components/ui.js';
+import { dateTime, relative } from '../format.js';
+import { useApi, useRunEvents } from '../hooks.js';
+import type { JobDto, JobPatch, TriggerRunOutput } from '../types.js';
+import { PlaybookTab } from './JobPlaybook.js';
+
+const tabs = [
+  { id: '', label: 'Overview' },
+  { id: 'runs', label: 'Runs' },
+  { id: 'playbook', label: 'Playbook' },
+  { id: 'settings', label: 'Settings' },
+];
+
+export function JobPage() {
+  const { id = '', tab = '' } = useParams();
+  const job = useApi<JobDto>(`/api/jobs/${encodeURIComponent(id)}`);
+  useRunEvents((e) => {
+    if (e.jobId === id) job.reload();
+  });
+  const j = job.data;
+
+  useEffect(() => {
+    if (j) document.title = `${j.name} · svc`;
+  }, [j]);
+
+  if (job.error && !j) {
+    return (
+      <section>
+        <nav className="crumbs" aria-label="Breadcrumb">
+          <Link to="/jobs">Jobs</Link>
+        </nav>
+        <ErrorBox error={job.error} onRetry={job.reload} />
+      </section>
+    );
+  }
+  if (!j) return <Spinner />;
+  const known = tabs.some((t) => t.id === tab);
+  return (
+    <section>
+      <nav className="crumbs" aria-label="Breadcrumb">
+        <Link to="/jobs">Jobs</Link> / <span>{j.name}</span>
+      </nav>
+      <div className="page-head">
+        <h1 className="job-title">
+          {j.name} <ModeBadge mode={j.nextMode} />
+          {!j.enabled && <span className="badge">disabled</span>}
+        </h1>
+        <RunNow job={j} />
+      </div>
+      <nav className="tabs" aria-label="Job sections">
+        {tabs.map((t) => (
+          <NavLink key={t.id} to={`/jobs/${j.id}${t.id ? `/${t.id}` : ''}`} end className={({ isActive }) => (isActive ? 'active' : '')}>
+            {t.label}
+          </NavLink>
+        ))}
+      </nav>
+      {!known && <ErrorBox error={new ApiError(404, 'not_found', `This job has no “${tab}” section`)} />}
+      {tab === '' && <Overview job={j} onChange={job.reload} />}
+      {tab === 'runs' && <RunsTable jobId={j.id} showJob={false} />}
+      {tab === 'playbook' && <PlaybookTab jobId={j.id} />}
+      {tab === 'settings' && <Settings job={j} onSaved={job.reload} />}
+    </section>
+  );
+}
+
+/** Run now, with optional input (checked as JSON before it is sent) and extra instructions for this run. */
+function RunNow({ job }: { job: JobDto }) {
+  const navigate = useNavigate();
+  const [open, setOpen] = useState(false);
+  const [input, setInput] = useState('');
+  const [instructions, setInstructions] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [skipped, setSkipped] = useState(false);
+
+  const start = async (withOptions: boolean) => {
+    setError(null);
+    setSkipped(false);
+    const body: { input?: unknown; instructions?: string } = {};
+    if (withOptions) {
+      if (input.trim()) {
+        try {
+          body.input = JSON.parse(input) as unknown;
+        } catch (err) {
+          setError(new ApiError(400, 'validation_failed', 'The input is not valid JSON', [{ field: 'input', code: 'invalid', message: (err as Error).message }]));
+          return;
+        }
+      }
+      if (instructions.trim()) body.instructions = instructions.trim();
+    }
+    setBusy(true);
+    try {
+      const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, body);
+      if (started.runId) navigate(`/runs/${started.runId}`);
+      else setSkipped(true);
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="run-now">
+      <div className="button-group">
+        <button type="button" className="primary" disabled={busy} onClick={() => void start(false)}>
+          Run now
+        </button>
+        <button type="button" aria-expanded={open} aria-controls="run-options" onClick={() => setOpen((o) => !o)}>
+          With input…
+        </button>
+      </div>
+      {skipped && (
+        <div className="notice" role="status">
+          Skipped: a run is already under way and the job skips overlapping runs.
+        </div>
+      )}
+      {error && !open && <ErrorBox error={error} />}
+      {open && (
+        <div id="run-options" className="card popover">
+          <label htmlFor="run-input">Input (JSON)</label>
+          <textarea id="run-input" rows={5} value={input} placeholder='{"city": "Berlin"}' onChange={(e) => setInput(e.target.value)} aria-invalid={error?.field('input') !== undefined} />
+          {error?.field('input') && (
+            <div className="field-error" role="alert">
+              {error.field('input')}
+            </div>
+          )}
+          <label htmlFor="run-instructions">Extra instructions for this run</label>
+          <textarea id="run-instructions" rows={3} value={instructions} maxLength={10000} onChange={(e) => setInstructions(e.target.value)} />
+          {error && !error.field('input') && <ErrorBox error={error} />}
+          <div className="form-actions">
+            <button type="button" className="primary" disabled={busy} onClick={() => void start(true)}>
+              Start run
+            </button>
+            <button type="button" className="ghost" onClick={() => setOpen(false)}>
+              Close
+            </button>
+          </div>
+        </div>
+      )}
+    </div>
+  );
+}
+
+function Overview({ job, onChange }: { job: JobDto; onChange: () => void }) {
+  const [error, setError] = useState<ApiError | null>(null);
+  const setEnabled = async (enabled: boolean) => {
+    setError(null);
+    try {
+      await patch(`/api/jobs/${job.id}`, { enabled });
+      onChange();
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  return (
+    <div className="grid">
+      <div className="card span2">
+        <h2>Instruction</h2>
+        <p className="pre-wrap">{job.instruction}</p>
+      </div>
+      <div className="card">
+        <h2>Schedule</h2>
+        <dl>
+          <dt>Cron</dt>
+          <dd>{job.cron ? <code>{job.cron}</code> : <span className="muted">none: runs when started</span>}</dd>
+          <dt>Time zone</dt>
+          <dd>{job.timezone ?? <span className="muted">workspace default</span>}</dd>
+          <dt>Next run</dt>
+          <dd>{job.nextRunAt ? `${dateTime(job.nextRunAt, job.timezone)} (${relative(job.nextRunAt)})` : '—'}</dd>
+          <dt>Enabled</dt>
+          <dd>
+            <Toggle checked={job.enabled} label="Enabled" onChange={(v) => void setEnabled(v)} />
+          </dd>
+        </dl>
+        <ErrorBox error={error} />
+      </div>
+      <div className="card">
+        <h2>How it runs</h2>
+        <dl>
+          <dt>Next mode</dt>
+          <dd>
+            <ModeBadge mode={job.nextMode} />
+            {job.modePin && <span className="muted"> pinned</span>}
+            {job.demoted && <span className="muted"> (demoted after fallbacks)</span>}
+          </dd>
+          <dt>Playbook</dt>
+          <dd>
+            <Link to={`/jobs/${job.id}/playbook`}>version {job.playbookVersion}</Link>
+          </dd>
+          <dt>Network</dt>
+          <dd>
+            {job.network}
+            {job.network === 'allowlist' && job.allowedDomains && `: ${job.allowedDomains.join(', ')}`}
+          </dd>
+          <dt>Last run</dt>
+          <dd>
+            {job.lastRun ? (
+              <>
+                <Link to={`/runs/${job.lastRun.id}`}>#{job.lastRun.number}</Link> <StatusBadge status={job.lastRun.status} />
+              </>
+            ) : (
+              <span className="muted">never</span>
+            )}
+          </dd>
+        </dl>
+      </div>
+    </div>
+  );
+}
+
+function Settings({ job, onSaved }: { job: JobDto; onSaved: () => void }) {
+  const navigate = useNavigate();
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const initial: JobFormValues = {
+    name: job.name,
+    instruction: job.instruction,
+    cron: job.cron ?? '',
+    timezone: job.timezone ?? '',
+    network: job.network,
+    allowedDomains: (job.allowedDomains ?? []).join('\n'),
+    concurrency: job.concurrency,
+    selfImprove: job.selfImprove,
+    enabled: job.enabled,
+  };
+  const save = async (v: JobFormValues) => {
+    setBusy(true);
+    setError(null);
+    setSaved(false);
+    // An empty string clears cron and timezone (the PATCH convention).
+    const body: JobPatch = {
+      name: v.name.trim(),
+      instruction: v.instruction.trim(),
+      cron: v.cron.trim(),
+      timezone: v.timezone.trim(),
+      network: v.network,
+      concurrency: v.concurrency,
+      selfImprove: v.selfImprove,
+      enabled: v.enabled,
+      ...(v.network === 'allowlist' ? { allowedDomains: domainList(v.allowedDomains) } : {}),
+    };
+    try {
+      await patch(`/api/jobs/${job.id}`, body);
+      setSaved(true);
+      onSaved();
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const archive = async () => {
+    if (!window.confirm(`Archive “${job.name}”? It stops running; its runs are kept.`)) return;
+    try {
+      await del(`/api/jobs/${job.id}`);
+      navigate('/jobs');
+    } catch (err) {
+      setError(err as ApiError);
+    }
+  };
+  return (
+    <div className="narrow">
+      {saved && (
+        <div className="notice ok" role="status">
+          Saved.
+        </div>
+      )}
+      <JobForm
+        key={job.updatedAt}
+        initial={initial}
+        error={error}
+        busy={busy}
+        onSubmit={(v) => void save(v)}
+        actions={
+          <button type="submit" className="primary" disabled={busy}>
+            Save changes
+          </button>
+        }
+      />
+      <div className="card danger">
+        <h2>Archive</h2>
+        <p>An archived job no longer runs and disappears from the list; its runs stay readable.</p>
+        <button type="button" className="danger" onClick={() => void archive()}>
+          Archive job
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,272 @@
+import { useEffect, useRef, useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router-dom';
+import { ApiError, get, post } from '../api.js';
+import { ErrorBox, ModeBadge, Spinner, StatusBadge } from '../components/ui.js';
+import { Timeline, type LiveText } from '../components/Timeline.js';
+import { cost, dateTime, duration, liveStatuses } from '../format.js';
+import { useApi } from '../hooks.js';
+import { Markdown } from '../markdown.js';
+import type { ArtifactDto, EventDto, RunDto, TriggerRunOutput } from '../types.js';
+
+type Delta = { type: string; callId?: string; text: string };
+
+/**
+ * A run, live: its timeline comes from the run's event stream, which replays what is stored and then follows the run
+ * (the browser resumes it with Last-Event-ID after a drop). A finished run is read once from the events route.
+ */
+export function RunPage() {
+  const { id = '' } = useParams();
+  const navigate = useNavigate();
+  const run = useApi<RunDto>(`/api/runs/${encodeURIComponent(id)}`);
+  const [events, setEvents] = useState<EventDto[]>([]);
+  const [live, setLive] = useState<LiveText>({ text: '', reasoning: '', tools: {} });
+  const [streamState, setStreamState] = useState<'idle' | 'live' | 'reconnecting' | 'done'>('idle');
+  const [timelineError, setTimelineError] = useState<ApiError | null>(null);
+  const [actionError, setActionError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const seen = useRef(new Set<number>());
+  const r = run.data;
+  const isLive = r ? liveStatuses.has(r.status) : false;
+  const loaded = r !== undefined;
+
+  useEffect(() => {
+    if (r) document.title = `${r.jobName} #${r.number} · svc`;
+  }, [r]);
+
+  // Reset when the page moves to another run.
+  useEffect(() => {
+    seen.current = new Set();
+    setEvents([]);
+    setLive({ text: '', reasoning: '', tools: {} });
+    setStreamState('idle');
+  }, [id]);
+
+  const add = (list: EventDto[]) => {
+    const fresh = list.filter((e) => !seen.current.has(e.seq));
+    if (fresh.length === 0) return;
+    for (const e of fresh) seen.current.add(e.seq);
+    setEvents((old) => [...old, ...fresh].sort((a, b) => a.seq - b.seq));
+    setLive((l) => {
+      let next = l;
+      for (const e of fresh) {
+        if (e.type === 'llm.call') next = { ...next, text: '', reasoning: '' };
+        if (e.type === 'tool.result') {
+          const callId = (e.payload as { callId?: string } | null)?.callId;
+          if (callId && next.tools[callId] !== undefined) {
+            const { [callId]: _done, ...tools } = next.tools;
+            next = { ...next, tools };
+          }
+        }
+      }
+      return next;
+    });
+  };
+
+  // A finished run: read the stored timeline page by page.
+  useEffect(() => {
+    if (!loaded || isLive || streamState !== 'idle') return;
+    let cancelled = false;
+    (async () => {
+      let after = 0;
+      for (;;) {
+        const page = await get<EventDto[]>(`/api/runs/${encodeURIComponent(id)}/events?after=${after}&limit=2000`);
+        if (cancelled) return;
+        add(page);
+        if (page.length < 2000) break;
+        after = page[page.length - 1]!.seq;
+      }
+      setStreamState('done');
+    })().catch((err: unknown) => !cancelled && setTimelineError(err as ApiError));
+    return () => {
+      cancelled = true;
+    };
+  }, [id, loaded, isLive, streamState]);
+
+  // A live run: follow the stream until it ends.
+  useEffect(() => {
+    if (!loaded || !isLive || streamState === 'done') return;
+    const source = new EventSource(`/api/runs/${encodeURIComponent(id)}/stream`);
+    setStreamState('live');
+    source.addEventListener('event', (m: MessageEvent<string>) => {
+      try {
+        add([JSON.parse(m.data) as EventDto]);
+      } catch {
+        // A malformed message is skipped; the stored timeline stays readable from the events route.
+      }
+    });
+    source.addEventListener('delta', (m: MessageEvent<string>) => {
+      let d: Delta;
+      try {
+        d = JSON.parse(m.data) as Delta;
+      } catch {
+        return;
+      }
+      setLive((l) => {
+        if (d.type === 'tool_output' && d.callId) return { ...l, tools: { ...l.tools, [d.callId]: ((l.tools[d.callId] ?? '') + d.text).slice(-20000) } };
+        if (d.type === 'reasoning') return { ...l, reasoning: (l.reasoning + d.text).slice(-20000) };
+        if (d.type === 'text') return { ...l, text: (l.text + d.text).slice(-20000) };
+        return l;
+      });
+    });
+    source.addEventListener('status', () => run.reload());
+    source.addEventListener('end', () => {
+      source.close();
+      setStreamState('done');
+      setLive({ text: '', reasoning: '', tools: {} });
+      run.reload();
+    });
+    source.onerror = () => setStreamState(source.readyState === EventSource.CLOSED ? 'done' : 'reconnecting');
+    source.onopen = () => setStreamState('live');
+    return () => source.close();
+  }, [id, loaded, isLive]);
+
+  const cancel = async () => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      await post(`/api/runs/${id}/cancel`);
+      run.reload();
+    } catch (err) {
+      setActionError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const retry = async () => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      const started = await post<TriggerRunOutput>(`/api/runs/${id}/retry`);
+      if (started.runId) navigate(`/runs/${started.runId}`);
+      else setActionError(new ApiError(409, 'skipped', 'The retry was skipped: another run of the job is under way.'));
+    } catch (err) {
+      setActionError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (run.error && !r) {
+    return (
+      <section>
+        <nav className="crumbs" aria-label="Breadcrumb">
+          <Link to="/runs">Runs</Link>
+        </nav>
+        <ErrorBox error={run.error} onRetry={run.reload} />
+      </section>
+    );
+  }
+  if (!r) return <Spinner />;
+  return (
+    <section>
+      <nav className="crumbs" aria-label="Breadcrumb">
+        {r.jobDeleted ? <span>{r.jobName}</span> : <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>} / <Link to={`/jobs/${r.jobId}/runs`}>Runs</Link> / #{r.number}
+      </nav>
+      <div className="page-head">
+        <h1>
+          {r.jobName} <span className="muted">#{r.number}</span> <StatusBadge status={r.status} />
+        </h1>
+        <div className="button-group">
+          {isLive && (
+            <button type="button" className="danger" disabled={busy} onClick={() => void cancel()}>
+              Cancel run
+            </button>
+          )}
+          {!isLive && (
+            <button type="button" disabled={busy || r.jobDeleted} onClick={() => void retry()}>
+              Retry
+            </button>
+          )}
+        </div>
+      </div>
+      <ErrorBox error={actionError} />
+      <div className="facts">
+        <span>
+          <ModeBadge mode={r.mode} />
+          {r.fellBack && <span className="badge">fell back to the agent</span>}
+        </span>
+        <span>trigger {r.trigger}</span>
+        <span>queued {dateTime(r.queuedAt)}</span>
+        <span>took {duration(r.msTotal)}</span>
+        <span>
+          {r.turns} turns · {cost(r.cost)}
+        </span>
+        <span>playbook v{r.playbookVersion}</span>
+      </div>
+      {r.error && (
+        <div className="error-box" role="alert">
+          <strong>{r.error}</strong>
+        </div>
+      )}
+      <div className="run-grid">
+        <div className="run-main">
+          <h2>
+            Timeline{' '}
+            {streamState === 'live' && (
+              <span className="live-dot" role="status">
+                live
+              </span>
+            )}
+            {streamState === 'reconnecting' && <span className="muted small">reconnecting…</span>}
+          </h2>
+          <ErrorBox error={timelineError} />
+          <Timeline events={events} live={live} running={isLive} />
+        </div>
+        <aside className="run-side">
+          <div className="card">
+            <h2>Summary</h2>
+            {r.summary ? <Markdown source={r.summary} /> : <p className="muted">{isLive ? 'Written when the run ends.' : 'No summary.'}</p>}
+          </div>
+          <div className="card">
+            <h2>Outputs</h2>
+            {Object.keys(r.outputs).length === 0 ? (
+              <p className="muted">None.</p>
+            ) : (
+              <dl className="outputs">
+                {Object.entries(r.outputs).map(([k, v]) => (
+                  <div key={k}>
+                    <dt>{k}</dt>
+                    <dd>
+                      <code>{typeof v === 'string' ? v : JSON.stringify(v)}</code>
+                    </dd>
+                  </div>
+                ))}
+              </dl>
+            )}
+          </div>
+          <Artifacts runId={r.id} finished={!isLive} />
+          {r.reflectionSummary && (
+            <div className="card">
+              <h2>What it learned</h2>
+              <p className="pre-wrap">{r.reflectionSummary}</p>
+              {r.reflectionVersion !== null && (
+                <Link to={`/jobs/${r.jobId}/playbook?version=${r.reflectionVersion}`}>Playbook version {r.reflectionVersion}</Link>
+              )}
+            </div>
+          )}
+          {r.reflection === 'pending' && <p className="muted">Reflecting on this run…</p>}
+        </aside>
+      </div>
+    </section>
+  );
+}
+
+function Artifacts({ runId, finished }: { runId: string; finished: boolean }) {
+  const list = useApi<ArtifactDto[]>(finished ? `/api/runs/${runId}/artifacts` : null);
+  if (!finished || !list.data || list.data.length === 0) return null;
+  return (
+    <div className="card">
+      <h2>Files</h2>
+      <ul>
+        {list.data.map((a) => (
+          <li key={a.name}>
+            <a href={`/api/runs/${runId}/artifact?path=${encodeURIComponent(a.name)}`} download>
+              {a.name}
+            </a>{' '}
+            <span className="muted small">{a.size} B</span>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,78 @@
+import { createContext, useCallback, useContext, useEffect, useState, type ReactNode } from 'react';
+import { useLocation, useNavigate } from 'react-router-dom';
+import { ApiError, get, post, signedOutEvent } from './api.js';
+import type { MeOutputBody } from './types.js';
+
+interface Session {
+  me: MeOutputBody | null;
+  /** True until the first answer of /api/users/me. */
+  checking: boolean;
+  error: ApiError | null;
+  refresh: () => void;
+  signOut: () => Promise<void>;
+}
+
+const SessionContext = createContext<Session | null>(null);
+
+export function useSession(): Session {
+  const s = useContext(SessionContext);
+  if (!s) throw new Error('useSession outside SessionProvider');
+  return s;
+}
+
+/** Where to go back to after signing in: only a path of this app, never another origin. */
+export function safeNext(raw: string | null): string {
+  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || raw.startsWith('/sign-in')) return '/jobs';
+  return raw;
+}
+
+export function SessionProvider({ children }: { children: ReactNode }) {
+  const [me, setMe] = useState<MeOutputBody | null>(null);
+  const [checking, setChecking] = useState(true);
+  const [error, setError] = useState<ApiError | null>(null);
+  const navigate = useNavigate();
+  const location = useLocation();
+
+  const refresh = useCallback(() => {
+    get<MeOutputBody>('/api/users/me').then(
+      (m) => {
+        setMe(m);
+        setError(null);
+        setChecking(false);
+      },
+      (err: unknown) => {
+        setMe(null);
+        setError(err instanceof ApiError && err.status !== 401 ? err : null);
+        setChecking(false);
+      },
+    );
+  }, []);
+
+  useEffect(refresh, [refresh]);
+
+  // Any 401 from the API (an expired or cleared session) sends the person to sign in, remembering the page.
+  useEffect(() => {
+    const onSignedOut = () => {
+      setMe(null);
+      if (!window.location.pathname.startsWith('/sign-in')) {
+        navigate(`/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+      }
+    };
+    window.addEventListener(signedOutEvent, onSignedOut);
+    return () => window.removeEventListener(signedOutEvent, onSignedOut);
+  }, [navigate]);
+
+  useEffect(() => {
+    if (!checking && !me && !error && !location.pathname.startsWith('/sign-in')) {
+      navigate(`/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true });
+    }
+  }, [checking, me, error, location.pathname, location.search, navigate]);
+
+  const signOut = useCallback(async () => {
+    await post('/api/auth/logout');
+    setMe(null);
+    navigate('/sign-in', { replace: true });
+  }, [navigate]);
+
+  return <SessionContext.Provider value={{ me, checking, error, refresh, signOut }}>{children}</SessionContext.Provider>;
+}
