@@ -67,13 +67,13 @@ export class Dispatcher {
   async start(): Promise<void> {
     await this.heartbeat();
     await this.reconcile();
-    this.nudges = this.runs.startable.subscribe(() => void this.poll());
-    this.timers.push(setInterval(() => void this.poll(), 500));
+    this.nudges = this.runs.startable.subscribe(() => this.poll());
+    this.timers.push(setInterval(() => this.poll(), 500));
     this.timers.push(setInterval(() => void this.heartbeat().catch((err: unknown) => this.log.error({ err }, 'heartbeat failed')), heartbeatMs));
     this.timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => this.log.error({ err }, 'reconcile failed')), staleMs));
     this.timers.push(setInterval(() => void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed')), 10 * 60_000));
     void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed'));
-    void this.poll();
+    this.poll();
   }
 
   /** Stops claiming, cancels what runs here and waits for those runs to finish. */
@@ -92,11 +92,11 @@ export class Dispatcher {
     return this.active.size;
   }
 
-  poll(): Promise<void> {
+  /** A nudge: its promise never rejects and is kept in `polling` for stop() to wait on. */
+  poll(): void {
     this.polling ??= this.claimAndStart().catch((err: unknown) => this.log.error({ err }, 'dispatch failed')).finally(() => {
       this.polling = null;
     });
-    return this.polling;
   }
 
   private async claimAndStart(): Promise<void> {
@@ -122,10 +122,11 @@ export class Dispatcher {
       const watch = this.events.subscribeStream(runStreamId(run._id), { fromRevision: 0 }).subscribe((e) => {
         if (e.type === 'RunCancelRequested') abort.abort();
       });
-      const done = this.executor.execute(run._id, abort.signal).finally(() => {
+      // The executor ends its own failures; what escapes it (the run's first read) must not take the process down.
+      const done = this.executor.execute(run._id, abort.signal).catch((err: unknown) => this.log.error({ err, runId: run._id }, 'run failed before it started')).finally(() => {
         watch.unsubscribe();
         this.active.delete(run._id);
-        void this.poll();
+        this.poll();
       });
       this.active.set(run._id, { abort, done, watch });
       void claimed;

@@ -137,7 +137,7 @@ export class RunExecutor {
     const ctx: CommandContext = { workspaceId: ws, actor: { type: 'run', id: runId }, requestId: null, correlationId: runId };
     const secretValues = await this.ports.secretValues(ws).catch(() => []);
     const redact = redactor(secretValues);
-    const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock, this.files);
+    const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock, this.files, this.log);
     const startedAt = run.startedAt ?? this.clock();
     let sandbox: Sandbox | null = null;
     let session: BrokerSession | null = null;
@@ -169,7 +169,13 @@ export class RunExecutor {
       if (sandbox) {
         const t0 = this.clock();
         await sandbox.destroy().catch((err: unknown) => this.log.error({ err, runId }, 'could not destroy the sandbox'));
-        void timeline.append('sandbox.destroy', { sandboxId: sandbox.id }, { ms: this.clock() - t0 });
+        timeline.record('sandbox.destroy', { sandboxId: sandbox.id }, { ms: this.clock() - t0 });
+      }
+      // A run whose record could not be written does not pass; the run itself still ends (docs/design.md, "Failure handling").
+      await timeline.flush();
+      if (timeline.failed && status === 'succeeded') {
+        status = 'failed';
+        error = `The run's timeline could not be written: ${timeline.failed.message}`;
       }
       const outcome: RunOutcome = {
         status,
@@ -186,8 +192,8 @@ export class RunExecutor {
         finishedAt: this.clock(),
       };
       // Streams end when they see the final status, so the timeline is complete before the run's final event.
-      await timeline.append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) });
-      await timeline.flush().catch(() => undefined);
+      await timeline.append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) })
+        .catch((err: unknown) => this.log.error({ err, runId }, 'could not write the final status to the timeline'));
       if (scriptCalls.size > 0) {
         const counts = [...scriptCalls].map(([name, c]) => ({ name, ...c }));
         await this.ports.recordScriptCalls(ctx, ws, run.jobId, runId, counts).catch((err: unknown) => this.log.error({ err, runId }, 'could not record toolkit calls'));
@@ -219,7 +225,7 @@ export class RunExecutor {
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const token = randomBytes(32).toString('base64url');
       const maxCost = Math.round(limits.maxCostUsd * 1e6);
-      mcp = (await this.ports.mcp?.(ws, run.jobId, { shadow: false, runAsRoot: job.config.runAsRoot, timeline: (type, payload, ms) => void timeline.append(type, payload, { ms }) })) ?? null;
+      mcp = (await this.ports.mcp?.(ws, run.jobId, { shadow: false, runAsRoot: job.config.runAsRoot, timeline: (type, payload, ms) => timeline.record(type, payload, { ms }) })) ?? null;
       session = this.ports.openSession({
         runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost, mcp,
         egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
@@ -241,7 +247,7 @@ export class RunExecutor {
         return await finish('failed', `Failed to create the sandbox: ${(err as Error).message}`);
       }
       const info = this.ports.backend.info();
-      void timeline.append('sandbox.create', { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation }, { ms: this.clock() - t0 });
+      timeline.record('sandbox.create', { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation }, { ms: this.clock() - t0 });
       // The playbook version the run was pinned to when it was queued; a missing one counts as empty.
       const playbook = (await versionContent(this.events, ws, run.jobId, run.playbookVersion)) ?? emptyContent();
       await sandbox.putFiles([
@@ -255,7 +261,7 @@ export class RunExecutor {
       // HTTP servers connect from the host, stdio servers start inside the sandbox; both before any script or the agent.
       if (playbook.setup !== null) {
         const setup = await runSetup(sandbox, playbook.setup, job.config.runAsRoot ? 'root' : 'agent', controller.signal, deadline - this.clock());
-        void timeline.append('sandbox.setup', { exitCode: setup.exitCode, output: setup.output }, { ms: setup.ms });
+        timeline.record('sandbox.setup', { exitCode: setup.exitCode, output: setup.output }, { ms: setup.ms });
         if (controller.signal.aborted) return await finish(stopReason === 'deadline' ? 'timed_out' : 'failed', stopReason === 'deadline' ? 'the run exceeded its time limit' : 'run was stopped');
         if (setup.exitCode !== 0) {
           // Reflection may repair a setup script (BEHAVIOUR §4.1: a failed setup counts as the run having done something).
@@ -342,7 +348,7 @@ export class RunExecutor {
       // Outputs set with `svc output set` count too; the agent's finish wins per key.
       const outputs = { ...(session.outputs ?? {}), ...result.outputs };
       if (result.status === 'succeeded' && session.failReason) {
-        void timeline.append('error', { message: session.failReason });
+        timeline.record('error', { message: session.failReason });
         return await finish('failed', session.failReason, { summary: result.summary, outputs, fellBack, verifyCost });
       }
       return await finish(result.status, result.error, { summary: result.summary, outputs, fellBack, verifyCost });
@@ -365,14 +371,14 @@ export class RunExecutor {
   ): Promise<{ image: string | null } | { status: FinalStatus; error: string }> {
     let waitedSince: number | null = null;
     const waitEnded = (done: boolean) => {
-      if (waitedSince !== null) void timeline.append('sandbox.image_wait', { done }, { ms: this.clock() - waitedSince });
+      if (waitedSince !== null) timeline.record('sandbox.image_wait', { done }, { ms: this.clock() - waitedSince });
     };
     try {
       const image = await this.ports.runImage({
         workspaceId: run.workspaceId, jobId: run.jobId, playbookVersion: run.playbookVersion, fallback, signal,
         onWait: (message) => {
           waitedSince = this.clock();
-          void timeline.append('sandbox.image_wait', { message });
+          timeline.record('sandbox.image_wait', { message });
         },
       });
       waitEnded(true);
@@ -395,16 +401,16 @@ export class RunExecutor {
         await this.files.saveArtifact(runId, f.name, f.content);
       }
       const note = truncated ? ' (the 50 MiB cap left some out)' : '';
-      if (kept.length > 0 || truncated) void timeline.append('log', { message: `Collected ${kept.length} artifact(s)${note}`, artifacts: kept.map((f) => ({ name: f.name, size: f.size })) });
+      if (kept.length > 0 || truncated) timeline.record('log', { message: `Collected ${kept.length} artifact(s)${note}`, artifacts: kept.map((f) => ({ name: f.name, size: f.size })) });
     } catch (err) {
-      void timeline.append('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
+      timeline.record('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
     }
     // Scripts the agent wrote for reflection to consider (BEHAVIOUR §1.3 wrap-up step 2), at most 1 MiB.
     try {
       const { files } = await sandbox.readDir('/svc/candidates', 1024 * 1024);
       for (const f of files) if (f.name !== '.keep') await this.files.saveCandidate(runId, f.name, f.content);
     } catch (err) {
-      void timeline.append('log', { message: `Could not collect candidate scripts: ${(err as Error).message}` });
+      timeline.record('log', { message: `Could not collect candidate scripts: ${(err as Error).message}` });
     }
   }
 }

@@ -71,7 +71,7 @@ export class BuildLog {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), logSaveMs);
+    this.timer = setInterval(() => void this.flush().catch(() => undefined), logSaveMs);
   }
 
   /** Saves what is new; saves never overlap, so an older text never lands after a newer one. */
@@ -115,13 +115,13 @@ export class ImageBuilder {
 
   async start(): Promise<void> {
     await this.images.builderHeartbeat(this.builderId);
-    this.nudges = this.images.buildable.subscribe(() => void this.poll());
+    this.nudges = this.images.buildable.subscribe(() => this.poll());
     const guard = (what: string, fn: () => Promise<unknown>) => () => void fn().catch((err: unknown) => this.log.error({ err }, what));
-    this.timers.push(setInterval(() => void this.poll(), pollMs));
+    this.timers.push(setInterval(() => this.poll(), pollMs));
     this.timers.push(setInterval(guard('image builder heartbeat failed', () => this.images.builderHeartbeat(this.builderId)), heartbeatMs));
     this.timers.push(setInterval(guard('image build reconcile failed', () => this.reconcile()), reconcileMs));
     guard('image build reconcile failed', () => this.reconcile())();
-    void this.poll();
+    this.poll();
   }
 
   /** Stops claiming; a build in progress is interrupted and goes back to the queue for another runner. */
@@ -136,11 +136,11 @@ export class ImageBuilder {
     await this.images.builderGone(this.builderId).catch(() => undefined);
   }
 
-  poll(): Promise<void> {
+  /** A nudge: its promise never rejects and is kept in `polling` for stop() to wait on. */
+  poll(): void {
     this.polling ??= this.claimAndBuild().catch((err: unknown) => this.log.error({ err }, 'image build dispatch failed')).finally(() => {
       this.polling = null;
     });
-    return this.polling;
   }
 
   private async claimAndBuild(): Promise<void> {
@@ -241,7 +241,7 @@ export class ImageBuilder {
       await this.settle(doc, { type: 'FailBuild', imageId: doc._id, builderId: doc.builderId, error: 'the runner building the image stopped', baseDigest: doc.baseDigest, interrupted: true, now: this.clock() });
       ended++;
     }
-    if (ended > 0) void this.poll();
+    if (ended > 0) this.poll();
     return ended;
   }
 

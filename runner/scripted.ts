@@ -58,7 +58,7 @@ const verdictSchema = {
 export async function runScripted(input: ScriptedInput): Promise<ScriptedResult> {
   const { sandbox, timeline } = input;
   const t0 = input.clock();
-  void timeline.append('tool.call', { callId: 'main', name: 'main', args: {} }, { spanId: 'main' });
+  timeline.record('tool.call', { callId: 'main', name: 'main', args: {} }, { spanId: 'main' });
   const exec = await sandbox.exec({
     cmd: ['/svc/main'], user: input.user, cwd: '/workspace', timeoutMs: Math.max(1000, Math.floor(input.remainingMs() / 2)),
     signal: input.signal, maxOutputBytes: mainOutputCap,
@@ -66,7 +66,7 @@ export async function runScripted(input: ScriptedInput): Promise<ScriptedResult>
   }).catch((err: unknown) => ({ exitCode: -1, output: Buffer.from(`the main script could not start: ${(err as Error).message}`), timedOut: false, cancelled: false }));
   const mainMs = input.clock() - t0;
   const output = exec.output.toString('utf8');
-  void timeline.append('tool.result', { callId: 'main', name: 'main', content: output, isError: exec.exitCode !== 0, meta: { exitCode: exec.exitCode, timedOut: exec.timedOut } }, { spanId: 'main', ms: mainMs });
+  timeline.record('tool.result', { callId: 'main', name: 'main', content: output, isError: exec.exitCode !== 0, meta: { exitCode: exec.exitCode, timedOut: exec.timedOut } }, { spanId: 'main', ms: mainMs });
 
   if (input.signal.aborted) return { kind: 'stopped', ...input.stopReason(), outputs: input.session.outputs };
 
@@ -100,7 +100,7 @@ export async function runScripted(input: ScriptedInput): Promise<ScriptedResult>
     }
   }
   const results: CheckResult[] = judged.results;
-  void timeline.append('verify.result', { passed: failure === null, checks: results, ...(verdict ? { llm: verdict } : {}) });
+  timeline.record('verify.result', { passed: failure === null, checks: results, ...(verdict ? { llm: verdict } : {}) });
 
   if (failure) return { kind: 'fell_short', reason: failure, exitCode, output, mainMs, verifyCost, verifyUsage };
   return { kind: 'passed', summary: scriptedSummary(input.session.summary, verdict?.summary ?? null, output), outputs, verifyCost, verifyUsage };
@@ -135,7 +135,7 @@ async function askVerdict(input: ScriptedInput, output: string): Promise<Asked> 
     });
     const usage = { input: res.usage.input, output: res.usage.output };
     const cost = costOf(res.usage, m.price);
-    void input.timeline.append('llm.call', { purpose: 'verify', model: res.model, usage: res.usage, cost }, { ms: input.clock() - t0 });
+    input.timeline.record('llm.call', { purpose: 'verify', model: res.model, usage: res.usage, cost }, { ms: input.clock() - t0 });
     const parsed = parseVerdict(res.text);
     return parsed ? { verdict: parsed, cost, usage } : { error: 'its answer was not the JSON asked for', cost, usage };
   } catch (err) {

@@ -10,7 +10,7 @@ export interface HookModel {
 
 /** What a run brings to its broker session (the runner's SessionRequest has these). */
 export interface HookSources {
-  timeline: Pick<TimelineWriter, 'append'>;
+  timeline: Pick<TimelineWriter, 'record'>;
   agentModel: HookModel;
   /** The workspace's utility model, else the run's own. */
   utilityModel: HookModel;
@@ -39,7 +39,7 @@ export function runSessionHooks(src: HookSources): RunSessionHooks {
   const mcp = src.mcp ?? null;
   return {
     timeline(type, payload, ms) {
-      src.timeline.append(type, payload, { ms }).catch(() => undefined);
+      src.timeline.record(type, payload, { ms });
     },
     async llm(req) {
       const m = model(req.which);

@@ -174,7 +174,7 @@ export class JobStateStore implements JobStateAccess {
     this.chains.set(jobId, settled);
     void settled.then(() => {
       if (this.chains.get(jobId) === settled) this.chains.delete(jobId);
-    });
+    }, () => undefined);
     return next;
   }
 }

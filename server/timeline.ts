@@ -52,6 +52,7 @@ function shorten(value: unknown): unknown {
  */
 export class TimelineWriter {
   private chain: Promise<unknown> = Promise.resolve();
+  private failure: Error | null = null;
 
   constructor(
     private readonly events: EventStore,
@@ -60,7 +61,21 @@ export class TimelineWriter {
     private readonly redact: (text: string) => string = (t) => t,
     private readonly clock: () => number = Date.now,
     private readonly files: Pick<RunFiles, 'savePayload'> | null = null,
+    private readonly log: TimelineLogger | null = null,
   ) {}
+
+  /** The first write that failed: from there on the run's record is incomplete, so the run must not pass. */
+  get failed(): Error | null {
+    return this.failure;
+  }
+
+  /**
+   * Appends without waiting for the store. A write that fails must not take the process down: it is logged with the
+   * run id and kept in `failed`, and the run ends failed at its next check (docs/design.md, "Failure handling").
+   */
+  record(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): void {
+    this.append(type, payload, options).catch((err: unknown) => this.log?.error({ err, runId: this.runId, entry: type }, 'could not write a timeline entry; the run will fail'));
+  }
 
   append(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): Promise<void> {
     const ts = this.clock();
@@ -79,7 +94,9 @@ export class TimelineWriter {
       if (big && this.files) data.stored = await this.files.savePayload(this.runId, json);
       return this.events.append(timelineStreamId(this.runId), [{ type, data, metadata: { workspaceId: this.workspaceId, actor, requestId: null, correlationId: this.runId, causationId: null, ts } }], 'any');
     });
-    this.chain = next.catch(() => undefined);
+    this.chain = next.catch((err: unknown) => {
+      this.failure ??= err instanceof Error ? err : new Error(String(err));
+    });
     return next.then(() => undefined);
   }
 
@@ -93,9 +110,13 @@ export class TimelineWriter {
   }
 }
 
+export interface TimelineLogger {
+  error(obj: object, msg: string): void;
+}
+
 /** What runs write their timeline through; a shadow run's goes nowhere (BEHAVIOUR §2.8: its events are discarded). */
-export type Timeline = Pick<TimelineWriter, 'append' | 'delta' | 'flush'>;
-export const discardedTimeline: Timeline = { append: async () => undefined, delta: () => undefined, flush: async () => undefined };
+export type Timeline = Pick<TimelineWriter, 'append' | 'record' | 'delta' | 'flush' | 'failed'>;
+export const discardedTimeline: Timeline = { append: async () => undefined, record: () => undefined, delta: () => undefined, flush: async () => undefined, failed: null };
 
 export function toEventDto(recorded: RecordedEvent): EventDto {
   const data = recorded.data as TimelineData;

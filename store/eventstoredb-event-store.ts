@@ -140,7 +140,7 @@ export class EventStoreDbEventStore implements EventStore {
       });
       sub.on('error', (err: Error) => subscriber.error(err));
       sub.on('end', () => subscriber.complete());
-      return () => void sub.unsubscribe();
+      return () => void sub.unsubscribe().catch(() => undefined);
     });
   }
 
@@ -153,7 +153,7 @@ export class EventStoreDbEventStore implements EventStore {
       });
       sub.on('error', (err: Error) => subscriber.error(err));
       sub.on('end', () => subscriber.complete());
-      return () => void sub.unsubscribe();
+      return () => void sub.unsubscribe().catch(() => undefined);
     });
   }
 

@@ -203,7 +203,12 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     caughtUp = true;
     subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
     subs.push(feeds.live(runStreamId(run._id)).subscribe((e) => {
-      if (e.type === 'RunFinished' || e.type === 'RunSkipped') void end((e.data as { status?: string }).status ?? 'skipped');
+      if (e.type !== 'RunFinished' && e.type !== 'RunSkipped') return;
+      // A store error while reading the last entries ends this stream only; the client reconnects with Last-Event-ID.
+      end((e.data as { status?: string }).status ?? 'skipped').catch((err: unknown) => {
+        request.log.error({ err, runId: run._id }, 'could not end a run stream');
+        sse.close();
+      });
     }));
   });
 

@@ -84,11 +84,11 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       for (const k of Object.keys(usage) as Array<keyof Usage>) usage[k] += done.response.usage[k];
       lastCompactionTurn = turn;
       const error = done.summary ? undefined : 'the summary was empty';
-      void input.timeline.append('agent.compaction', { turn, promptTokens, messages: messages.length, summary: done.summary, usage: done.response.usage, cost: callCost, ...(error ? { error } : {}) }, { ms: clock() - started });
+      input.timeline.record('agent.compaction', { turn, promptTokens, messages: messages.length, summary: done.summary, usage: done.response.usage, cost: callCost, ...(error ? { error } : {}) }, { ms: clock() - started });
       if (!error) messages = done.messages;
       return !error;
     } catch (err) {
-      void input.timeline.append('agent.compaction', { turn, promptTokens, messages: messages.length, summary: '', error: (err as Error).message }, { ms: clock() - started });
+      input.timeline.record('agent.compaction', { turn, promptTokens, messages: messages.length, summary: '', error: (err as Error).message }, { ms: clock() - started });
       return false;
     }
   };
@@ -98,6 +98,8 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
 
   for (;;) {
     if (input.signal.aborted) return stopped();
+    // Going on without a record would spend the model budget on a run nobody can inspect.
+    if (input.timeline.failed) return result('failed', `the run's timeline could not be written: ${input.timeline.failed.message}`);
     if (clock() >= input.deadline) return result('timed_out', 'the run exceeded its time limit');
     if (turns >= input.maxTurns) return result('failed', `the run exceeded its limit of ${input.maxTurns} turn${input.maxTurns === 1 ? '' : 's'}`);
     if (input.maxCost > 0 && cost + input.extraSpend() >= input.maxCost) return result('failed', `the run exceeded its cost limit of ${dollars(input.maxCost)}`);
@@ -116,7 +118,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         const callCost = costOf(response.usage, input.model.price);
         cost += callCost;
         for (const k of Object.keys(usage) as Array<keyof Usage>) usage[k] += response.usage[k];
-        void input.timeline.append('llm.call', {
+        input.timeline.record('llm.call', {
           turn, latencyMs: clock() - started, cost: callCost, model: response.model, stop: response.stop, usage: response.usage,
           text: response.text, reasoning: response.reasoning, toolCalls: response.toolCalls.map((c) => ({ id: c.id, name: c.name })),
         }, { ms: clock() - started });
@@ -124,7 +126,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
         batcher.flush();
         if (input.signal.aborted) return stopped();
         const e = err instanceof ModelError ? err : new ModelError((err as Error).message, null, true);
-        void input.timeline.append('llm.call', { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message }, { ms: clock() - started });
+        input.timeline.record('llm.call', { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message }, { ms: clock() - started });
         // A prompt too long for the window: compact once and repeat the call once.
         if (e.contextOverflow && !overflowRetried) {
           overflowRetried = true;
@@ -151,7 +153,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     messages.push(results);
     const finished = outcomes.find((o) => o.outcome.finish)?.outcome.finish;
     if (finished) {
-      void input.timeline.append('finish', { ...finished });
+      input.timeline.record('finish', { ...finished });
       return finished.status === 'success'
         ? result('succeeded', null, { summary: finished.summary, outputs: finished.outputs })
         : result('failed', 'the agent reported failure', { summary: finished.summary, outputs: finished.outputs });
@@ -173,7 +175,7 @@ async function runTools(input: AgentRunInput, response: ModelResponse): Promise<
     const call = calls[i]!;
     const tool = byName.get(call.name);
     const started = Date.now();
-    void input.timeline.append('tool.call', { callId: call.id, name: call.name, args: call.args ?? call.argsText }, { spanId: call.id });
+    input.timeline.record('tool.call', { callId: call.id, name: call.name, args: call.args ?? call.argsText }, { spanId: call.id });
     let outcome: ToolOutcome;
     if (!tool) outcome = { content: `Unknown tool "${call.name}". Use one of the tools you were given.`, isError: true };
     else if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) outcome = { content: `The arguments of ${call.name} are not a JSON object.`, isError: true };
@@ -184,7 +186,7 @@ async function runTools(input: AgentRunInput, response: ModelResponse): Promise<
         outcome = { content: `${call.name} failed: ${(err as Error).message}`, isError: true };
       }
     }
-    void input.timeline.append('tool.result', { callId: call.id, name: call.name, content: outcome.content, isError: outcome.isError, meta: outcome.meta ?? {}, ...(outcome.finish ? { finish: true } : {}) }, { spanId: call.id, ms: Date.now() - started });
+    input.timeline.record('tool.result', { callId: call.id, name: call.name, content: outcome.content, isError: outcome.isError, meta: outcome.meta ?? {}, ...(outcome.finish ? { finish: true } : {}) }, { spanId: call.id, ms: Date.now() - started });
     out[i] = { result: { callId: call.id, name: call.name, content: outcome.content, isError: outcome.isError }, outcome };
   };
   for (let i = 0; i < calls.length; ) {

@@ -288,8 +288,9 @@ class DockerSandbox implements Sandbox {
       signalTree(hostPid, 'SIGTERM');
       setTimeout(() => signalTree(hostPid, 'SIGKILL'), 1500).unref();
     };
-    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; void stop(); }, options.timeoutMs) : null;
-    const onAbort = () => { cancelled = true; void stop(); };
+    // An inspect that fails means the exec (or its container) is already gone: nothing is left to stop.
+    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; void stop().catch(() => undefined); }, options.timeoutMs) : null;
+    const onAbort = () => { cancelled = true; void stop().catch(() => undefined); };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     await new Promise<void>((resolve) => {

@@ -92,7 +92,7 @@ export class FakeBroker {
 
   /** Listens on 127.0.0.1 (TCP) or on a Unix socket path. Returns the URL or the path. */
   async listen(path?: string): Promise<string> {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
     await new Promise<void>((resolve) => (path ? this.server!.listen(path, resolve) : this.server!.listen(0, '127.0.0.1', resolve)));
     return path ?? `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }

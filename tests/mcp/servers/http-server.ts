@@ -38,7 +38,7 @@ export async function startHttpMcpServer(options: { token?: string; extraTools?:
   const streamable = async (req: IncomingMessage, res: ServerResponse) => {
     const server = buildTestServer('http', log, options);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close().then(() => server.close()));
+    res.on('close', () => void transport.close().then(() => server.close()).catch(() => undefined));
     await server.connect(transport);
     await transport.handleRequest(req, res, req.method === 'POST' ? await body(req) : undefined);
   };

@@ -73,7 +73,7 @@ export async function startProtectedMcpServer(issuer: string): Promise<Protected
       accepted.push(token);
       const server = buildTestServer('oauth', log);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on('close', () => void transport.close().then(() => server.close()));
+      res.on('close', () => void transport.close().then(() => server.close()).catch(() => undefined));
       await server.connect(transport);
       await transport.handleRequest(req, res, req.method === 'POST' ? await body(req) : undefined);
     })().catch((err: unknown) => {
