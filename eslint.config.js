@@ -16,8 +16,45 @@ export default tseslint.config(
       parserOptions: { project: ['./tsconfig.test.json'], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
-      '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: false, allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] }],
+      // `void promise` counts as dropped too: that is how the timeline writes that crashed the process were written.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          ignoreVoid: false,
+          // node:test runs these itself and reports their failures.
+          allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
+        },
+      ],
       '@typescript-eslint/no-misused-promises': 'error',
+      // A leading underscore marks what is left out on purpose (a field dropped from a rest copy, an unused argument).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' }],
+
+      // Off, each because the code base would need a sweep rather than a fix:
+      // JSON from requests, stores, model SDKs and test answers is read as loosely typed values and checked by the
+      // TypeBox schemas at the boundaries; these five rules would flag about 1,500 such reads.
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      // Style only (about 280 redundant `!` and casts); fixing churns files others are editing.
+      '@typescript-eslint/no-unnecessary-type-assertion': 'off',
+      // Store adapters implement async interfaces with synchronous SQLite: `async` without `await` is deliberate.
+      '@typescript-eslint/require-await': 'off',
+      // Deciders and ports are plain objects of functions that never use `this`.
+      '@typescript-eslint/unbound-method': 'off',
+      // `unknown | X` unions document what a value usually is.
+      '@typescript-eslint/no-redundant-type-constituents': 'off',
+      // Messages built from loosely typed JSON fields; worth tightening, but not as a sweep.
+      '@typescript-eslint/no-base-to-string': 'off',
+      // New in ESLint 10's recommended set; `cause` is added as code is touched.
+      'preserve-caught-error': 'off',
+      'no-useless-assignment': 'off',
     },
+  },
+  {
+    // Tests, benchmarks and the demo read API answers as `Record<string, any>` on purpose: they assert on them.
+    files: ['tests/**/*.ts', 'bench/**/*.ts', 'demo/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

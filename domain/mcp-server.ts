@@ -97,6 +97,7 @@ function checkReferences(errors: FieldErrors, field: string, text: string): void
   }
 }
 
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const hasControl = (s: string) => /[\u0000-\u001f\u007f]/.test(s);
 
 /**

@@ -1,5 +1,5 @@
 import type { Mode, RunStatus } from '../schemas/job.js';
-import type { NotificationBody, NotificationEvent } from '../schemas/notification.js';
+import type { NotificationBody } from '../schemas/notification.js';
 import type { NotifyEvent } from '../schemas/settings.js';
 import type { Trigger } from './run.js';
 

@@ -298,12 +298,12 @@ export class RunExecutor {
           },
         });
         if (scripted.kind === 'stopped') {
-          await this.collectArtifacts(s, runId, timeline);
+          await this.collectArtifacts(s, runId, timeline, mcp);
           return await finish(scripted.status, scripted.error, { outputs: scripted.outputs });
         }
         verifyCost = scripted.verifyCost;
         if (scripted.kind === 'passed') {
-          await this.collectArtifacts(s, runId, timeline);
+          await this.collectArtifacts(s, runId, timeline, mcp);
           return await finish('succeeded', null, { summary: scripted.summary, outputs: scripted.outputs, verifyCost });
         }
         // Fell short: the agent takes over in the same sandbox, told what the script did (BEHAVIOUR §2.6 step 9, §2.7).
@@ -344,7 +344,7 @@ export class RunExecutor {
       usage = result.usage;
       turns = result.turns;
 
-      await this.collectArtifacts(s, runId, timeline);
+      await this.collectArtifacts(s, runId, timeline, mcp);
       // Outputs set with `svc output set` count too; the agent's finish wins per key.
       const outputs = { ...(session.outputs ?? {}), ...result.outputs };
       if (result.status === 'succeeded' && session.failReason) {
@@ -393,7 +393,19 @@ export class RunExecutor {
     }
   }
 
-  private async collectArtifacts(sandbox: Sandbox, runId: string, timeline: TimelineWriter): Promise<void> {
+  /**
+   * Reads back what the run left (artifacts, candidate scripts) once nothing of the sandbox runs any more: its stdio MCP
+   * servers are closed, then every process is killed and waited for, so no process can swap a file for a link while
+   * the host reads. Without that certainty nothing is read (docs/security.md, "Reading back from sandboxes").
+   */
+  private async collectArtifacts(sandbox: Sandbox, runId: string, timeline: TimelineWriter, mcp: RunMcp | null): Promise<void> {
+    await mcp?.close().catch(() => undefined);
+    try {
+      await sandbox.stopProcesses();
+    } catch (err) {
+      timeline.record('log', { message: `Collected nothing from the sandbox: its processes could not be stopped (${(err as Error).message})` });
+      return;
+    }
     try {
       const { files, truncated } = await sandbox.readDir('/svc/outputs', artifactCap);
       const kept = files.filter((f) => f.name !== '.keep');

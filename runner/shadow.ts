@@ -107,6 +107,10 @@ export class ShadowRunner {
         declaredOutputs: declared, verify: req.proposed.verify, instruction: req.job.instruction, successCriteria: spec.successCriteria ?? [],
         verdictModel: utility, onVerifying: async () => undefined,
       });
+      // Nothing of the sandbox runs once main is judged: a process it left cannot change what is read back from it
+      // (docs/security.md, "Reading back from sandboxes").
+      await mcp?.close().catch(() => undefined);
+      await sandbox.stopProcesses();
       const cost = openSession.llmSpend + (result.kind === 'stopped' ? 0 : result.verifyCost);
       if ((mcp?.refused.length ?? 0) > 0) return skipped(`inconclusive: the main script called MCP tools with side effects (${mcp!.refused.map((r) => `${r.server}.${r.tool}`).join(', ')}), which a shadow run refuses`, cost);
       if (result.kind === 'stopped') return skipped('inconclusive: the shadow run ran out of time', cost);

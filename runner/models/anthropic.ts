@@ -48,6 +48,7 @@ export class AnthropicClient implements ModelClient {
       let model = req.model;
       const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
       const blocks = new Map<number, { kind: string; id?: string; name?: string; json: string }>();
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's stream events, read field by field below
       for await (const ev of stream as AsyncIterable<Record<string, any>>) {
         started = true;
         switch (ev.type) {

@@ -43,6 +43,7 @@ export class OpenAiClient implements ModelClient {
       let model = req.model;
       const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
       const calls = new Map<number, { id: string; name: string; args: string }>();
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's stream chunks, read field by field below
       for await (const chunk of stream as AsyncIterable<Record<string, any>>) {
         started = true;
         if (chunk.model) model = chunk.model;

@@ -30,7 +30,7 @@ interface Meta {
  * host pid comes on fd 3, bwrap's --info-fd), which passes it on to the command and kills the rest after its grace;
  * the spawned process group is killed when that grace is over, or at once if the init's pid is not known yet.
  */
-function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'>, env: NodeJS.ProcessEnv): Promise<Omit<ExecResult, 'oomKilled'>> {
+function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'> & { kill?: AbortSignal }, env: NodeJS.ProcessEnv): Promise<Omit<ExecResult, 'oomKilled'>> {
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
@@ -61,6 +61,16 @@ function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'sign
     const onAbort = () => { cancelled = true; stop(); };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
+    // No grace: SIGKILL to the namespace's pid 1 makes the kernel kill every process of that namespace at once, and
+    // killing bwrap's own group covers an exec whose init has not told its pid yet (--die-with-parent ends it then).
+    const onKill = () => {
+      cancelled = true;
+      const inner = Number(/"child-pid":\s*(\d+)/.exec(info)?.[1] ?? 0);
+      if (inner) signal(inner, 'SIGKILL');
+      signal(-child.pid!, 'SIGKILL');
+    };
+    if (options.kill?.aborted) onKill();
+    else options.kill?.addEventListener('abort', onKill, { once: true });
     if (options.stdin !== undefined) {
       child.stdin!.on('error', () => undefined);
       if (options.stdin instanceof Readable) options.stdin.pipe(child.stdin!);
@@ -74,6 +84,7 @@ function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'sign
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener('abort', onAbort);
+      options.kill?.removeEventListener('abort', onKill);
       exitCode = code ?? (sig ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[sig] ?? 1) : -1);
       resolve({ exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, ms: Date.now() - started });
     });
@@ -156,6 +167,9 @@ export class BwrapBackend implements SandboxBackend {
 class BwrapSandbox implements Sandbox {
   private readonly files: HostFiles;
   private destroyed = false;
+  /** Aborted by stopProcesses: every exec is killed and no new one starts. */
+  private readonly stopped = new AbortController();
+  private readonly running = new Set<Promise<unknown>>();
 
   constructor(
     private readonly spec: SandboxSpec,
@@ -206,15 +220,28 @@ class BwrapSandbox implements Sandbox {
 
   async exec(options: ExecOptions): Promise<ExecResult> {
     if (this.destroyed) throw new Error('the sandbox was destroyed');
+    if (this.stopped.signal.aborted) throw new Error("the sandbox's processes were stopped: it runs nothing more");
     const bwrap = this.args(options);
     const setpriv = ['setpriv', `--reuid=${agentUid}`, `--regid=${agentUid}`, '--clear-groups', '--inh-caps=-all', ...bwrap];
     // The process joins the sandbox's cgroups before bwrap starts, so every process inside is limited.
     const join = this.cgroupProcs.map((f) => `echo $$ > '${f}'`).join(' && ');
     const argv = join ? ['sh', '-c', `${join} && exec "$@"`, 'sh', ...setpriv] : setpriv;
     const before = this.cgroups?.memoryFailures(this.spec.id) ?? 0;
-    const result = await runBwrap(argv, options, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
+    const launched = runBwrap(argv, { ...options, kill: this.stopped.signal }, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
+    this.running.add(launched);
+    const result = await launched.finally(() => this.running.delete(launched));
     const oomKilled = result.exitCode === 137 && (this.cgroups?.memoryFailures(this.spec.id) ?? 0) > before;
     return { ...result, oomKilled };
+  }
+
+  /**
+   * Every process of the sandbox descends from one of its execs, in that exec's pid namespace: killing the
+   * namespaces' init and waiting for every exec to end leaves none. The cgroup, where there is one, is checked too.
+   */
+  async stopProcesses(): Promise<void> {
+    this.stopped.abort();
+    await Promise.all([...this.running]);
+    if (this.cgroups && !(await this.cgroups.empty(this.spec.id))) throw new Error(`processes of sandbox ${this.spec.id} survived the kill`);
   }
 
   async putFiles(files: Parameters<Sandbox['putFiles']>[0]): Promise<void> {

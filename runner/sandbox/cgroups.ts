@@ -70,6 +70,36 @@ export class Cgroups {
     return Number(read('memory.memsw.failcnt')) || Number(read('memory.failcnt')) || 0;
   }
 
+  /**
+   * Whether the groups hold no process, after SIGKILL to any still listed and up to `waitMs` for them to go
+   * (docs/security.md, "Reading back from sandboxes": nothing of the sandbox runs while its files are read).
+   */
+  async empty(id: string, waitMs = 5000): Promise<boolean> {
+    const until = Date.now() + waitMs;
+    for (;;) {
+      let left = 0;
+      for (const [, dir] of this.dirs(id)) {
+        let pids: number[] = [];
+        try {
+          pids = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+        } catch {
+          continue;
+        }
+        left += pids.length;
+        for (const pid of pids) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+      if (left === 0) return true;
+      if (Date.now() > until) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   /** Kills what is left in the groups and removes them; idempotent. */
   destroy(id: string): void {
     for (const [, dir] of this.dirs(id)) {

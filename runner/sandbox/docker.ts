@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
 import { OutputCollector } from './output.js';
-import { pack, unpack } from './tar.js';
+import { pack, readTar, type ReadEntry, type TarHeader } from './tar.js';
 import type { ExecOptions, ExecResult, FileIn, ImageBuildRequest, ImageBuilds, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
 
 const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
@@ -243,6 +243,7 @@ class DockerImages implements ImageBuilds {
 
 class DockerSandbox implements Sandbox {
   private oomKillsSeen = 0;
+  private stopped = false;
 
   constructor(
     private readonly spec: SandboxSpec,
@@ -254,6 +255,7 @@ class DockerSandbox implements Sandbox {
   }
 
   async exec(options: ExecOptions): Promise<ExecResult> {
+    if (this.stopped) throw new Error("the sandbox's processes were stopped: it runs nothing more");
     const started = Date.now();
     const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
     const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: user === 'root' ? '/root' : '/workspace', ...this.spec.env, ...(options.env ?? {}) };
@@ -351,43 +353,77 @@ class DockerSandbox implements Sandbox {
     await this.container.putArchive(pack([...parents, ...entries]), { path: '/' });
   }
 
-  private async archive(path: string): Promise<Buffer | null> {
+  /**
+   * The engine's archive of `path`, read as a stream: links come as link entries and are never followed here, names
+   * are checked, and only the content `keep` accepts is held (docs/security.md, "Reading back from sandboxes").
+   * Null when the path does not exist.
+   */
+  private async archive(path: string, keep: (h: TarHeader) => boolean, maxStreamBytes: number): Promise<{ entries: ReadEntry[]; cut: boolean } | null> {
+    let stream: NodeJS.ReadableStream;
     try {
-      const stream = await this.container.getArchive({ path });
-      const chunks: Buffer[] = [];
-      for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-      return Buffer.concat(chunks);
+      stream = await this.container.getArchive({ path });
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode === 404) return null;
       throw err;
     }
+    try {
+      return await readTar(stream as AsyncIterable<Buffer>, { keep, maxStreamBytes });
+    } finally {
+      (stream as Readable).destroy?.();
+    }
   }
 
   async readFile(path: string, maxBytes: number): Promise<Buffer | null> {
-    const tar = await this.archive(this.check(path));
-    if (!tar) return null;
-    const file = unpack(tar).find((e) => e.type === 'file');
-    if (!file) return null;
-    if (file.size > maxBytes) throw new Error(`${path} is ${file.size} bytes, more than ${maxBytes}`);
-    return file.content;
+    const base = posix.basename(this.check(path));
+    // One entry is expected, named for the path; a directory or a link is not a file to read.
+    const read = await this.archive(this.check(path), (h) => h.name === base && h.size <= maxBytes, maxBytes + 1024 * 1024);
+    if (!read) return null;
+    const entry = read.entries[0];
+    if (!entry || entry.name !== base) throw new Error(`${path} could not be read from the sandbox`);
+    if (entry.type === 'symlink') throw new Error(`${path} is a symbolic link`);
+    if (entry.type !== 'file') throw new Error(`${path} is not a regular file`);
+    if (entry.size > maxBytes || !entry.content) throw new Error(`${path} is ${entry.size} bytes, more than ${maxBytes}`);
+    return entry.content;
   }
 
   async readDir(dir: string, maxTotalBytes: number) {
-    const tar = await this.archive(this.check(dir));
-    if (!tar) return { files: [], truncated: false };
-    const files = [];
     let total = 0;
     let truncated = false;
-    const sorted = unpack(tar).filter((e) => e.type === 'file').sort((a, b) => (a.name < b.name ? -1 : 1));
-    for (const e of sorted) {
-      if (truncated || total + e.size > maxTotalBytes) {
+    // The archive walks each directory in name order, depth first: the same path order bwrap reads in.
+    const keep = (h: TarHeader) => {
+      if (truncated || total + h.size > maxTotalBytes) {
         truncated = true;
-        continue;
+        return false;
       }
-      total += e.size;
-      files.push({ name: e.name.split('/').slice(1).join('/'), size: e.size, content: e.content });
+      total += h.size;
+      return true;
+    };
+    const read = await this.archive(this.check(dir), keep, 2 * maxTotalBytes + 64 * 1024 * 1024);
+    if (!read) return { files: [], truncated: false };
+    const files = read.entries
+      .filter((e) => e.content !== null && e.name.includes('/'))
+      .map((e) => ({ name: e.name.split('/').slice(1).join('/'), size: e.size, content: e.content! }))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    return { files, truncated: truncated || read.cut };
+  }
+
+  /**
+   * Kills the container's init, and with it every process of its pid namespace (commands, what they left running,
+   * stdio MCP servers); a stopped container's files stay readable through the archive API.
+   */
+  async stopProcesses(): Promise<void> {
+    this.stopped = true;
+    try {
+      await this.container.kill({ signal: 'SIGKILL' });
+    } catch (err) {
+      // 409: not running already.
+      if ((err as { statusCode?: number }).statusCode !== 409) throw err;
     }
-    return { files, truncated };
+    const until = Date.now() + 20_000;
+    while ((await this.container.inspect()).State.Running) {
+      if (Date.now() > until) throw new Error(`the container of sandbox ${this.spec.id} still runs after SIGKILL`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   async destroy(): Promise<void> {

@@ -102,6 +102,12 @@ export interface Sandbox {
    * `maxTotalBytes`: the rest are left out and `truncated` is set.
    */
   readDir(dir: string, maxTotalBytes: number): Promise<{ files: FileOut[]; truncated: boolean }>;
+  /**
+   * Kills every process of the sandbox (commands, what they left in the background, stdio MCP servers) and resolves
+   * once none is left; its files stay readable and exec refuses from then on. Idempotent. Called before anything is
+   * read back, so nothing in the sandbox can change its files while the host reads them (docs/security.md).
+   */
+  stopProcesses(): Promise<void>;
   /** Idempotent: kills every process and removes the sandbox's resources. */
   destroy(): Promise<void>;
 }

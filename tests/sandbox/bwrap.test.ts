@@ -1,5 +1,7 @@
 import { BwrapBackend } from '../../runner/sandbox/bwrap.js';
 import { svcBinaryPath } from '../../runner/sandbox/select.js';
 import { sandboxConformance } from './conformance.js';
+import { collectionEscapes } from './escapes-collection.js';
 
 sandboxConformance('bwrap', (root) => new BwrapBackend(root, svcBinaryPath()));
+collectionEscapes('bwrap', (root) => new BwrapBackend(root, svcBinaryPath()));
