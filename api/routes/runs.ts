@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, join, relative, sep } from 'node:path';
 import { filter as rxFilter, type Subscription } from 'rxjs';
 import { DomainError } from '../../domain/decider.js';
 import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
