@@ -67,30 +67,89 @@ function describe(e: ErrorObject): { code: string; message: string; extra?: stri
   }
 }
 
+/** A request part's failing fields: the first ones, and how many fail in all. */
+export interface FieldSummary {
+  fields: FieldError[];
+  /** Null when the part was too large to look for every error: `fields` holds the first one. */
+  count: number | null;
+}
+
+/** At most this many field errors go into an answer; `details.fieldCount` tells how many there were. */
+export const maxReportedFields = 20;
+
 /**
  * Turns Ajv's errors into one entry per field. A union (`anyOf`) reports a failure per branch; the branches'
- * own errors are dropped in favour of one readable line built from the literals they allow.
+ * own errors are dropped in favour of one readable line built from the literals they allow. Linear in the number
+ * of errors: errors are grouped by path once, and only the first `limit` fields are described
+ * (docs/design.md, "Validation cost").
  */
-export function fieldErrorsFromAjv(errors: ErrorObject[]): FieldError[] {
-  const byField = new Map<string, FieldError>();
-  const unionPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
+export function summarizeAjvErrors(errors: ErrorObject[], limit = Number.POSITIVE_INFINITY): FieldSummary {
+  const atPath = new Map<string, { consts: unknown[]; others: ErrorObject[]; union: boolean }>();
+  for (const e of errors) {
+    let group = atPath.get(e.instancePath);
+    if (!group) atPath.set(e.instancePath, (group = { consts: [], others: [], union: false }));
+    if (e.keyword === 'anyOf') group.union = true;
+    if (e.keyword === 'const') group.consts.push((e.params as { allowedValue: unknown }).allowedValue);
+    // Two suffice: the first that is not the union error itself.
+    else if (e.keyword !== 'type' && group.others.length < 2) group.others.push(e);
+  }
+  const byField = new Map<string, { e: ErrorObject; union: boolean }>();
   for (const e of errors) {
     if (e.keyword === 'anyOf') {
-      const consts = errors
-        .filter((b) => b.instancePath === e.instancePath && b.keyword === 'const')
-        .map((b) => JSON.stringify((b.params as { allowedValue: unknown }).allowedValue));
-      const field = fieldPath(e.instancePath);
-      const nonConst = errors.find((b) => b.instancePath === e.instancePath && b !== e && b.keyword !== 'const' && b.keyword !== 'type');
-      const message = nonConst ? describe(nonConst).message : consts.length > 0 ? `must be one of ${consts.join(', ')}` : 'has an invalid value';
-      byField.set(field, { field: field || 'body', code: 'invalid', message });
+      byField.set(`${e.instancePath}\u0000`, { e, union: true });
       continue;
     }
-    if (unionPaths.has(e.instancePath) && e.keyword !== 'required' && e.keyword !== 'additionalProperties') continue;
-    const d = describe(e);
-    const field = fieldPath(e.instancePath, d.extra) || 'body';
-    if (!byField.has(field)) byField.set(field, { field, code: d.code, message: d.message });
+    if (atPath.get(e.instancePath)!.union && e.keyword !== 'required' && e.keyword !== 'additionalProperties') continue;
+    const key = `${e.instancePath}\u0000${extraOf(e) ?? ''}`;
+    if (!byField.has(key)) byField.set(key, { e, union: false });
   }
-  return [...byField.values()];
+  const fields: FieldError[] = [];
+  for (const { e, union } of byField.values()) {
+    if (fields.length >= limit) break;
+    if (union) {
+      const group = atPath.get(e.instancePath)!;
+      const nonConst = group.others.find((b) => b !== e);
+      const consts = group.consts.map((c) => JSON.stringify(c));
+      const message = nonConst ? describe(nonConst).message : consts.length > 0 ? `must be one of ${consts.join(', ')}` : 'has an invalid value';
+      fields.push({ field: fieldPath(e.instancePath) || 'body', code: 'invalid', message });
+      continue;
+    }
+    const d = describe(e);
+    fields.push({ field: fieldPath(e.instancePath, d.extra) || 'body', code: d.code, message: d.message });
+  }
+  return { fields, count: byField.size };
+}
+
+function extraOf(e: ErrorObject): string | undefined {
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'required') return String(p.missingProperty);
+  if (e.keyword === 'additionalProperties') return String(p.additionalProperty);
+  return undefined;
+}
+
+/** A request part refused by its schema, already summarized (api/validation.ts builds it). */
+export class ValidationFailure extends Error {
+  constructor(readonly summary: FieldSummary) {
+    super('validation failed');
+  }
+}
+
+/** The answer for failing fields: the first `maxReportedFields`, and the count of all when some were left out. */
+function validationBody(where: string, summary: FieldSummary, requestId: string, message?: string): ErrorBody {
+  const fields = summary.fields.slice(0, maxReportedFields);
+  if (summary.count === null) {
+    const text = message ?? `${where} has invalid fields; the first is listed (the body is too large to list them all)`;
+    return { code: 'validation_failed', message: text, fields, details: { truncated: 'true' }, requestId };
+  }
+  const count = Math.max(summary.count, summary.fields.length);
+  const text = message ?? `${where} has ${count === 1 ? 'an invalid field' : `${count} invalid fields`}`;
+  return {
+    code: 'validation_failed',
+    message: text,
+    fields,
+    ...(count > fields.length ? { details: { fieldCount: String(count), truncated: 'true' } } : {}),
+    requestId,
+  };
 }
 
 function send(reply: FastifyReply, status: number, body: ErrorBody): void {
@@ -105,16 +164,18 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { validation?: ErrorObject[]; validationContext?: string }, request, reply) => {
     const requestId = request.id;
     if (error instanceof DomainError) {
+      if (error.code === 'validation_failed' && error.fields && error.fields.length > maxReportedFields) {
+        return send(reply, 400, validationBody('The request', { fields: error.fields, count: error.fields.length }, requestId, error.message));
+      }
       return send(reply, statusOf[error.code], { code: error.code, message: error.message, fields: error.fields, requestId });
     }
     if (error instanceof ApiError) {
       for (const [k, v] of Object.entries(error.headers)) void reply.header(k, v);
       return send(reply, error.statusCode, { code: error.code, message: error.message, fields: error.fields, requestId });
     }
-    if (error.validation) {
-      const fields = fieldErrorsFromAjv(error.validation);
-      const where = error.validationContext === 'body' ? 'The request body' : 'The request';
-      return send(reply, 400, { code: 'validation_failed', message: `${where} has ${fields.length === 1 ? 'an invalid field' : `${fields.length} invalid fields`}`, fields, requestId });
+    if (error instanceof ValidationFailure || error.validation) {
+      const summary = error instanceof ValidationFailure ? error.summary : summarizeAjvErrors(error.validation!, maxReportedFields);
+      return send(reply, 400, validationBody(error.validationContext === 'body' ? 'The request body' : 'The request', summary, requestId));
     }
     switch (error.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -1,4 +1,5 @@
 import { DomainError, FieldErrors } from '../domain/decider.js';
+import { bounds } from '../schemas/common.js';
 import type { FindOptions, Search, Sort } from '../store/document-store.js';
 
 export interface ListRules {
@@ -28,7 +29,8 @@ export function parseListQuery(q: ListQueryInput, rules: ListRules): ParsedList 
   const errors = new FieldErrors();
   const page = q.page ?? 1;
   const pageSize = q.pageSize ?? 25;
-  if (!Number.isInteger(page) || page < 1) errors.add('page', 'out_of_range', 'must be 1 or more');
+  // The schema bounds page too; checked again here so no caller's offset can leave the exact integers.
+  if (!Number.isInteger(page) || page < 1 || page > bounds.page) errors.add('page', 'out_of_range', `must be between 1 and ${bounds.page}`);
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) errors.add('pageSize', 'out_of_range', 'must be between 1 and 100');
 
   const sort: Sort = [];

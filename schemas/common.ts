@@ -40,9 +40,24 @@ export function Envelope<T extends TSchema>(item: T, id: string) {
   );
 }
 
+/**
+ * Bounds of numbers a client sends (docs/security.md, "Requests: validation cost, bounds, access"): every one has
+ * a minimum and a maximum, so no value reaches a store or an offset computation as 1e20 or 1e308.
+ */
+export const bounds = {
+  /** The last page whose offset, at the largest page size, is still an exact integer. */
+  page: Math.floor(Number.MAX_SAFE_INTEGER / 100),
+  /** Unix ms: from 1970 up to the end of year 9999. */
+  timestamp: { minimum: 0, maximum: 253_402_300_799_999 },
+  /** Sequence and version numbers, counters: what a double holds exactly. */
+  counter: { minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  /** Dollar amounts of limits: a million dollars is no limit anyone sets by mistake. */
+  usd: { minimum: 0, maximum: 1_000_000 },
+} as const;
+
 /** Query parameters shared by every list route (SPEC §4.3). */
 export const listQueryProperties = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: bounds.page, default: 1, description: 'Page number, from 1' })),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
   sort: Type.Optional(
     Type.String({

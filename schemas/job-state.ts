@@ -28,7 +28,7 @@ export const StateKeyParams = Type.Object(
 export type StateKeyParams = Static<typeof StateKeyParams>;
 
 export const StateSetBody = Type.Object(
-  { value: Type.String({ description: 'Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values.' }) },
+  { value: Type.String({ maxLength: 1024 * 1024, description: 'Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values.' }) },
   { $id: 'StateSetBody', additionalProperties: false },
 );
 export type StateSetBody = Static<typeof StateSetBody>;

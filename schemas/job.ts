@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
 
 export const Mode = Type.Union([Type.Literal('explore'), Type.Literal('assisted'), Type.Literal('scripted')], {
   $id: 'Mode',
@@ -60,10 +60,12 @@ export type Spec = Static<typeof Spec>;
 const limitBounds = {
   timeoutSeconds: { minimum: 30, maximum: 86400 },
   maxTurns: { minimum: 1, maximum: 1000 },
-  maxCostUsd: { minimum: 0 },
+  maxCostUsd: bounds.usd,
   cpus: { minimum: 0.1, maximum: 64 },
   memoryMb: { minimum: 64, maximum: 262144 },
   pidsLimit: { minimum: 16, maximum: 65536 },
+  // At least room for a checkout and a toolchain's caches; at most what a sparse file on one host disk may claim.
+  diskMb: { minimum: 64, maximum: 1048576 },
 } as const;
 
 /** Per-job overrides; unset fields fall back to the workspace defaults. */
@@ -75,6 +77,7 @@ export const LimitOverrides = Type.Object(
     cpus: Type.Optional(Type.Number(limitBounds.cpus)),
     memoryMb: Type.Optional(Type.Integer(limitBounds.memoryMb)),
     pidsLimit: Type.Optional(Type.Integer(limitBounds.pidsLimit)),
+    diskMb: Type.Optional(Type.Integer(limitBounds.diskMb)),
   },
   { $id: 'LimitOverrides', additionalProperties: false },
 );
@@ -89,6 +92,7 @@ export const Limits = Type.Object(
     cpus: Type.Number(limitBounds.cpus),
     memoryMb: Type.Integer(limitBounds.memoryMb),
     pidsLimit: Type.Integer(limitBounds.pidsLimit),
+    diskMb: Type.Integer(limitBounds.diskMb),
   },
   { $id: 'Limits', additionalProperties: false },
 );
@@ -251,7 +255,7 @@ export type JobListEnvelope = Static<typeof JobListEnvelope>;
 export const JobListQuery = Type.Object(
   {
     ...listQueryProperties,
-    enabled: Type.Optional(Type.String({ description: 'Comma-separated `true`/`false`' })),
+    enabled: Type.Optional(Type.String({ maxLength: 20, description: 'Comma-separated `true`/`false`' })),
   },
   { additionalProperties: false },
 );

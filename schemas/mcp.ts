@@ -4,7 +4,7 @@ import { Envelope, Nullable } from './common.js';
 /** MCP servers (BEHAVIOUR §9.4), their tools, test answers, login status (SPEC §2.13) and job grants (SPEC §2.5). */
 
 const Transport = Type.Union([Type.Literal('stdio'), Type.Literal('http')]);
-const StringMap = (description: string) => Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8192 }), { description });
+const StringMap = (description: string) => Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8192 }), { description, maxProperties: 100 });
 
 export const OauthConfig = Type.Object(
   {
@@ -96,7 +96,7 @@ export const JobServer = Type.Object(
   {
     serverId: Type.String({ minLength: 1, maxLength: 100 }),
     allowedTools: Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500, description: 'null exposes every tool, including tools added later' })),
-    serverName: Type.Optional(Type.String({ description: 'Read-only' })),
+    serverName: Type.Optional(Type.String({ maxLength: 200, description: 'Read-only' })),
   },
   { $id: 'JobServer', additionalProperties: false },
 );

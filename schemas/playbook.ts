@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
 
 /** Limits of playbook parts (BEHAVIOUR §4.3, §4.4); the domain checks them too, so ops and edits agree. */
 export const playbookLimits = {
@@ -83,7 +83,7 @@ export const LearningInput = Type.Object(
     id: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'Left out: the next free L<n>' })),
     kind: Type.Optional(Type.String({ maxLength: 100 })),
     text: Type.String({ maxLength: 4000 }),
-    hits: Type.Optional(Type.Integer({ minimum: 0 })),
+    hits: Type.Optional(Type.Integer(bounds.counter)),
     status: Type.Optional(LearningStatus),
     sources: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 }))),
     when: Type.Optional(Nullable(Type.String({ maxLength: 1000 }))),
@@ -96,13 +96,13 @@ export const ScriptInput = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     content: Type.String({ maxLength: 1024 * 1024 }),
-    description: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
     language: Type.Optional(Type.String({ maxLength: 20, description: 'Used only to add a shebang to a script without one' })),
-    args: Type.Optional(Type.Record(Type.String(), Type.String())),
-    sideEffects: Type.Optional(Type.String()),
+    args: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 200 }), { maxProperties: 100 })),
+    sideEffects: Type.Optional(Type.String({ maxLength: 20 })),
     sources: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 }))),
-    calls: Type.Optional(Type.Integer({ minimum: 0 })),
-    failures: Type.Optional(Type.Integer({ minimum: 0 })),
+    calls: Type.Optional(Type.Integer(bounds.counter)),
+    failures: Type.Optional(Type.Integer(bounds.counter)),
   },
   { $id: 'ScriptInput', additionalProperties: false },
 );
@@ -203,7 +203,7 @@ export const PlaybookVersionListQuery = Type.Object({ ...listQueryProperties }, 
 export type PlaybookVersionListQuery = Static<typeof PlaybookVersionListQuery>;
 
 export const PlaybookVersionParams = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 100 }), version: Type.Integer({ minimum: 0 }) },
+  { id: Type.String({ minLength: 1, maxLength: 100 }), version: Type.Integer(bounds.counter) },
   { additionalProperties: false },
 );
 export type PlaybookVersionParams = Static<typeof PlaybookVersionParams>;
@@ -212,7 +212,7 @@ export const PlaybookPutBody = Type.Object(
   {
     content: ContentInput,
     summary: Type.Optional(Type.String({ maxLength: 500, description: 'Defaults to "Edited by hand"' })),
-    baseVersion: Type.Optional(Type.Integer({ minimum: 0, description: 'The version the edit started from; another answers 409' })),
+    baseVersion: Type.Optional(Type.Integer({ ...bounds.counter, description: 'The version the edit started from; another answers 409' })),
   },
   { $id: 'PlaybookPutBody', additionalProperties: false },
 );
@@ -220,8 +220,8 @@ export type PlaybookPutBody = Static<typeof PlaybookPutBody>;
 
 export const RollbackBody = Type.Object(
   {
-    version: Type.Integer({ minimum: 0, description: '0 is the empty playbook' }),
-    baseVersion: Type.Optional(Type.Integer({ minimum: 0, description: 'The version the caller last saw; another answers 409' })),
+    version: Type.Integer({ ...bounds.counter, description: '0 is the empty playbook' }),
+    baseVersion: Type.Optional(Type.Integer({ ...bounds.counter, description: 'The version the caller last saw; another answers 409' })),
   },
   { $id: 'RollbackBody', additionalProperties: false },
 );

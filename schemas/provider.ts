@@ -3,12 +3,15 @@ import { Envelope, Nullable, listQueryProperties } from './common.js';
 
 export const ProviderKind = Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('fake')], { $id: 'ProviderKind' });
 
+/** Up to $10,000 per million tokens, far above any listed price, so cost sums stay exact integers. */
+const microUsdPerMTok = { minimum: 0, maximum: 10_000_000_000 };
+
 export const Price = Type.Object(
-  { in: Type.Integer({ minimum: 0 }), out: Type.Integer({ minimum: 0 }), cacheRead: Type.Integer({ minimum: 0 }), cacheWrite: Type.Integer({ minimum: 0 }) },
+  { in: Type.Integer(microUsdPerMTok), out: Type.Integer(microUsdPerMTok), cacheRead: Type.Integer(microUsdPerMTok), cacheWrite: Type.Integer(microUsdPerMTok) },
   { $id: 'Price', additionalProperties: false, description: 'micro-USD per 1M tokens' },
 );
 export const Caps = Type.Object(
-  { tools: Type.Boolean(), parallelTools: Type.Boolean(), reasoning: Type.Boolean(), jsonSchema: Type.Boolean(), promptCache: Type.Boolean(), vision: Type.Boolean(), context: Type.Integer({ minimum: 1 }) },
+  { tools: Type.Boolean(), parallelTools: Type.Boolean(), reasoning: Type.Boolean(), jsonSchema: Type.Boolean(), promptCache: Type.Boolean(), vision: Type.Boolean(), context: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }) },
   { $id: 'Caps', additionalProperties: false },
 );
 
@@ -87,7 +90,7 @@ export const FakeResponse = Type.Object(
     reasoning: Type.Optional(Type.String({ maxLength: 100_000 })),
     toolCalls: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), args: Type.Unknown() }, { additionalProperties: false }), { maxItems: 100 })),
     stop: Type.Optional(Type.String({ maxLength: 50 })),
-    usage: Type.Optional(Type.Object({ input: Type.Integer({ minimum: 0 }), output: Type.Integer({ minimum: 0 }) }, { additionalProperties: false })),
+    usage: Type.Optional(Type.Object({ input: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }), output: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }) }, { additionalProperties: false })),
     delayMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
     error: Type.Optional(Type.String({ maxLength: 2000 })),
     errorStatus: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),

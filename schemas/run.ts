@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
 import { Mode, RunStatus } from './job.js';
 import { AppliedOp } from './playbook.js';
 
@@ -56,8 +56,8 @@ export const RunListQuery = Type.Object(
     job: Type.Optional(Type.String({ maxLength: 2000, description: 'Comma-separated job ids' })),
     mode: Type.Optional(Type.String({ maxLength: 100 })),
     trigger: Type.Optional(Type.String({ maxLength: 100 })),
-    from: Type.Optional(Type.Integer({ minimum: 0, description: 'Queued at or after (Unix ms)' })),
-    to: Type.Optional(Type.Integer({ minimum: 0, description: 'Queued before (Unix ms, exclusive)' })),
+    from: Type.Optional(Type.Integer({ ...bounds.timestamp, description: 'Queued at or after (Unix ms)' })),
+    to: Type.Optional(Type.Integer({ ...bounds.timestamp, description: 'Queued before (Unix ms, exclusive)' })),
   },
   { additionalProperties: false },
 );
@@ -98,7 +98,7 @@ export type EventDto = Static<typeof EventDto>;
 
 export const EventsQuery = Type.Object(
   {
-    after: Type.Optional(Type.Integer({ minimum: 0, description: 'Return events with a larger seq' })),
+    after: Type.Optional(Type.Integer({ ...bounds.counter, description: 'Return events with a larger seq' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000, default: 500 })),
   },
   { additionalProperties: false },

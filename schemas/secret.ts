@@ -23,7 +23,7 @@ export const JobSecret = Type.Object(
   {
     secretId: Type.String({ minLength: 1, maxLength: 100 }),
     envName: Type.String({ minLength: 1, maxLength: 100, pattern: envNamePattern.source }),
-    secretName: Type.Optional(Type.String({ description: 'Read-only' })),
+    secretName: Type.Optional(Type.String({ maxLength: 200, description: 'Read-only' })),
   },
   { $id: 'JobSecret', additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Nullable } from './common.js';
+import { Nullable, bounds } from './common.js';
 import { LimitOverrides, Limits } from './job.js';
 
 export const NotifyEvent = Type.Union([Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted')], { $id: 'NotifyEvent' });
@@ -31,7 +31,7 @@ export const SettingsPatch = Type.Object(
     reflectionModelId: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
     defaultImage: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
     defaultLimits: Type.Optional(LimitOverrides),
-    dailySpendLimitUsd: Type.Optional(Type.Number({ minimum: 0 })),
+    dailySpendLimitUsd: Type.Optional(Type.Number(bounds.usd)),
     retentionDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
     notifyWebhookUrl: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
     notifyOn: Type.Optional(Type.Array(NotifyEvent, { maxItems: 3 })),

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
 
 export const ApiTokenDto = Type.Object(
   {
@@ -19,7 +19,7 @@ export const ApiTokenEnvelope = Envelope(ApiTokenDto, 'ApiTokenListEnvelope');
 export const CreateTokenInputBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    expiresAt: Type.Optional(Type.Integer({ description: 'Unix ms; omit for a token that never expires' })),
+    expiresAt: Type.Optional(Type.Integer({ ...bounds.timestamp, description: 'Unix ms; omit for a token that never expires' })),
   },
   { $id: 'CreateInputBody', additionalProperties: false },
 );

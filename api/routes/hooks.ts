@@ -12,6 +12,7 @@ import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
+import { jsonShapeProblem, tooComplex } from '../json-body.js';
 import { RateLimiter } from '../rate-limit.js';
 
 const invalidToken = () => new ApiError(401, 'invalid_token', 'The webhook token is missing, wrong or was replaced');
@@ -22,6 +23,9 @@ export function webhookInput(body: Buffer | undefined): unknown {
   if (!body || body.length === 0) return {};
   const text = body.toString('utf8');
   if (text.trim() === '') return {};
+  // Same shape limits as every JSON body of the API (api/json-body.ts): parsing is where a hostile body costs.
+  const problem = jsonShapeProblem(text);
+  if (problem) throw tooComplex(problem);
   try {
     return JSON.parse(text) as unknown;
   } catch {

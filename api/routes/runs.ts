@@ -8,7 +8,7 @@ import { DomainError } from '../../domain/decider.js';
 import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
 import { runStreamId } from '../../domain/run.js';
 import { runsCollection, type RunDoc } from '../../projections/runs.js';
-import { IdParams } from '../../schemas/common.js';
+import { IdParams, bounds } from '../../schemas/common.js';
 import { Mode } from '../../schemas/job.js';
 import { ArtifactDto, ArtifactQuery, EventDto, EventsQuery, RunDto, RunListEnvelope, RunListQuery, Trigger, TriggerRunBody, TriggerRunOutput } from '../../schemas/run.js';
 import type { Filter } from '../../store/document-store.js';
@@ -152,7 +152,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       summary: 'One timeline entry, whole',
       description: 'The events route keeps payloads over 16 KiB shortened (long strings cut in the middle); this answers the entry with its payload as it was recorded (secrets redacted).',
       tags: ['runs'],
-      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), seq: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), seq: Type.Integer({ minimum: 1, maximum: bounds.counter.maximum }) }, { additionalProperties: false }),
       response: { 200: EventDto },
     },
   }, async (request) => {
@@ -166,7 +166,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
   });
 
   app.get('/api/runs/:id/stream', {
-    schema: { summary: 'Follow a run live (server-sent events)', description: 'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.', tags: ['runs'], params: IdParams, querystring: Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }) },
+    schema: { summary: 'Follow a run live (server-sent events)', description: 'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.', tags: ['runs'], params: IdParams, querystring: Type.Object({ after: Type.Optional(Type.Integer(bounds.counter)) }, { additionalProperties: false }) },
   }, async (request, reply) => {
     const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
     const header = request.headers['last-event-id'];
