@@ -1,0 +1,292 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Page } from '@playwright/test';
+import { serverWithFakeModel } from '../api/harness.js';
+import { browserSuite, screenshotPath } from './browser.js';
+
+/**
+ * The web app in a real browser against a real server (fake model provider, bwrap sandboxes): sign in through a
+ * sign-in link, create a job in the UI, run it and watch the run page, reload deep links, and make sure a hostile job
+ * name or run summary stays text.
+ */
+const web = browserSuite();
+const server = serverWithFakeModel();
+
+const hostileName = '<img src=x onerror="window.__pwned=1">Daily <b>report</b>';
+const hostileSummary = [
+  '## Weather report',
+  'It is **sunny** and _warm_; see [the source](https://example.com/forecast).',
+  '<script>window.__pwned=2</script>',
+  '<img src="http://127.0.0.1:9/beacon.png" onerror="window.__pwned=3">',
+  '![tracker](http://127.0.0.1:9/pixel.gif)',
+  '[click me](javascript:window.__pwned=4)',
+  '<form action="https://evil.example/steal"><input name=q></form>',
+  '- first point',
+  '- second point',
+].join('\n');
+
+async function signIn(page: Page): Promise<void> {
+  const link = await server.t.server.services.identity.issueSignInLink('admin@example.com');
+  await page.goto(server.t.url + link);
+  await page.waitForURL(/\/jobs$/);
+}
+
+async function expectInert(page: Page): Promise<void> {
+  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, 'no injected script ran');
+  assert.equal(await page.locator('main img').count(), 0, 'no image from untrusted text is in the page');
+  assert.equal(await page.locator('main script, main form[action], main iframe').count(), 0);
+}
+
+describe('web app serving', () => {
+  it('answers the app at / and at deep links, keeps the API answers JSON, and caches hashed assets for good', async () => {
+    const index = await fetch(`${server.t.url}/runs/00000000-0000-7000-8000-000000000001?tab=raw`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get('content-type') ?? '', /^text\/html/);
+    assert.equal(index.headers.get('cache-control'), 'no-cache');
+    const csp = index.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/, 'no unsafe-inline or eval for scripts');
+    assert.match(csp, /frame-ancestors 'none'/);
+    const html = await index.text();
+    assert.equal(html, await (await fetch(`${server.t.url}/`)).text(), 'every page path answers the same index');
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'the page has no inline script for the CSP to allow');
+
+    const asset = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const js = await fetch(server.t.url + asset, { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get('content-type') ?? '', /^text\/javascript/);
+    assert.equal(js.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    assert.equal(js.headers.get('content-encoding'), 'gzip');
+    const again = await fetch(server.t.url + asset, { headers: { 'if-none-match': js.headers.get('etag')! } });
+    assert.equal(again.status, 304);
+
+    for (const path of ['/api/no-such-route', '/api', '/api/jobs/x/y/z', '/hooks/x/y', '/assets/gone-1234.js']) {
+      const res = await fetch(server.t.url + path);
+      assert.equal(res.status, 404, path);
+      const body = (await res.json()) as { code: string };
+      assert.equal(body.code, 'not_found', path);
+    }
+    assert.equal((await fetch(`${server.t.url}/api/users/me`)).status, 401, 'the API is not opened by the app route');
+    assert.equal((await fetch(`${server.t.url}/jobs`, { method: 'POST' })).status, 404, 'the app answers only GET');
+  });
+
+  it('never serves a file outside the build, however the path is spelled', async () => {
+    const html = await (await fetch(`${server.t.url}/`)).text();
+    for (const path of ['/../package.json', '/%2e%2e/package.json', '/..%2f..%2fpackage.json', '/assets/..%2f..%2f..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/index.html%00.js', '/%E0%A4%A']) {
+      const res = await fetch(server.t.url + path);
+      const text = await res.text();
+      assert.ok(!text.includes('"devDependencies"') && !text.includes('root:x:0'), `${path} leaked a file`);
+      // 400: the router itself refuses a malformed escape before any route sees it.
+      assert.ok(res.status === 404 || res.status === 400 || text === html, `${path}: ${res.status} ${text.slice(0, 200)} ${html.slice(0, 200)}`);
+    }
+  });
+});
+
+describe('web app in a browser', () => {
+  it('sends a visitor without a session to sign-in, and a sign-in link lands on the jobs page', async () => {
+    const { context, page, problems } = await web.open();
+    try {
+      await page.goto(`${server.t.url}/jobs?search=abc`);
+      await page.waitForURL(/\/sign-in\?next=/);
+      assert.equal(new URL(page.url()).searchParams.get('next'), '/jobs?search=abc');
+      await page.getByText('svc admin sign-in-link').waitFor();
+      await page.screenshot({ path: screenshotPath('sign-in') });
+      await signIn(page);
+      await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
+      // Signed in, the sign-in page sends on to `next`, but never to another origin.
+      await page.goto(`${server.t.url}/sign-in?next=${encodeURIComponent('/runs')}`);
+      await page.waitForURL(/\/runs$/);
+      for (const evil of ['//evil.example/x', '/\\evil.example', 'https://evil.example/']) {
+        await page.goto(`${server.t.url}/sign-in?next=${encodeURIComponent(evil)}`);
+        await page.waitForURL(/\/jobs$/);
+        assert.equal(new URL(page.url()).origin, server.t.url);
+      }
+      // Signing out clears the session: the app is back at sign-in and the API refuses the browser.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(/\/sign-in/);
+      assert.equal((await page.evaluate(async () => (await fetch('/api/users/me')).status)), 401);
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('creates a job in the form, runs it, follows the run live to its end, and keeps hostile text inert', async () => {
+    const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, {
+      reset: true,
+      responses: [
+        { toolCalls: [{ name: 'bash', args: { command: 'echo hello from the sandbox; sleep 2' } }] },
+        { toolCalls: [{ name: 'finish', args: { status: 'success', summary: hostileSummary } }] },
+      ],
+    });
+    assert.equal(pushed.status, 200, pushed.text);
+    const { context, page, problems } = await web.open();
+    const streams: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/stream')) streams.push(r.url());
+    });
+    try {
+      await signIn(page);
+      await page.getByRole('button', { name: 'New job' }).click();
+      await page.waitForURL(/\/jobs\/new$/);
+      // The API's own field errors show next to the field.
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByText('must not be empty').first().waitFor();
+      assert.equal(await page.getByLabel('Name').getAttribute('aria-invalid'), 'true');
+
+      await page.getByLabel('Name').fill(hostileName);
+      await page.getByLabel('Instruction').fill('Say hello and report the weather.');
+      await page.getByRole('button', { name: 'Save & run' }).click();
+      await page.waitForURL(/\/runs\/[0-9a-f-]+$/);
+      const runId = page.url().split('/').pop()!;
+
+      // The run page follows the stream: the tool call, its result and the final status arrive without a reload.
+      await page.locator('.entry[data-type="tool.call"]').first().waitFor();
+      await page.locator('.entry[data-type="tool.result"]', { hasText: 'hello from the sandbox' }).waitFor();
+      await page.locator('h1 .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
+      assert.ok(streams.some((u) => u.endsWith(`/api/runs/${runId}/stream`)), 'the page read the live stream');
+      const statuses = await page.locator('.entry[data-type="run.status"] .badge').allTextContents();
+      assert.deepEqual(statuses, ['provisioning', 'running', 'succeeded']);
+
+      // The summary is rendered markdown, and nothing in it runs, loads or posts.
+      const summary = page.locator('.card', { has: page.getByRole('heading', { name: 'Summary' }) });
+      await summary.getByRole('heading', { name: 'Weather report' }).waitFor();
+      assert.equal(await summary.locator('strong').first().textContent(), 'sunny');
+      assert.equal(await summary.locator('li').count(), 2);
+      assert.equal(await summary.getByRole('link', { name: 'the source' }).getAttribute('href'), 'https://example.com/forecast');
+      assert.equal(await summary.getByRole('link', { name: 'click me' }).count(), 0, 'a javascript: link is not a link');
+      assert.match((await summary.textContent()) ?? '', /<script>window.__pwned=2<\/script>/, 'raw HTML shows as text');
+      assert.match((await summary.textContent()) ?? '', /\[image: tracker\]/);
+      await expectInert(page);
+      assert.equal(await page.locator('.crumbs a').first().textContent(), hostileName, 'the job name is text');
+
+      // A deep link reloads into the same page, read from the stored timeline.
+      await page.reload();
+      await summary.getByRole('heading', { name: 'Weather report' }).waitFor();
+      await page.locator('.entry[data-type="tool.result"]', { hasText: 'hello from the sandbox' }).waitFor();
+      await expectInert(page);
+
+      // The jobs list shows the job with its run in the strip, the name as text.
+      await page.goto(`${server.t.url}/jobs`);
+      const row = page.locator('tr', { hasText: 'Daily' });
+      await row.waitFor();
+      assert.equal(await row.locator('a.job-name').textContent(), hostileName);
+      assert.equal(await row.locator('.strip a').getAttribute('href'), `/runs/${runId}`);
+      assert.equal(await row.locator('.strip a').getAttribute('aria-label'), 'Run #1: succeeded');
+      await expectInert(page);
+      await page.screenshot({ path: screenshotPath('jobs-desktop') });
+      assert.deepEqual(problems, [], 'no console errors and no CSP violations');
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('keeps search, sort and paging in the URL, and each survives a reload', async () => {
+    for (const name of ['alpha sorter', 'beta sorter', 'gamma sorter']) {
+      const created = await server.api.post('/api/jobs', { name, instruction: 'x', selfImprove: false });
+      assert.equal(created.status, 201, created.text);
+    }
+    const { context, page, problems } = await web.open();
+    try {
+      await signIn(page);
+      await page.getByLabel('Search jobs').fill('sorter');
+      await page.waitForURL(/search=sorter/);
+      await page.locator('tbody tr').nth(2).waitFor();
+      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['alpha sorter', 'beta sorter', 'gamma sorter']);
+      // Name is the default order, so the first click turns it around.
+      await page.getByRole('button', { name: 'Name' }).click();
+      await page.waitForURL(/sort=-name/);
+      await page.getByLabel('Per page').selectOption('10');
+      await page.waitForURL(/pageSize=10/);
+      await page.reload();
+      await page.locator('a.job-name', { hasText: 'gamma sorter' }).waitFor();
+      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['gamma sorter', 'beta sorter', 'alpha sorter']);
+      assert.equal(await page.getByLabel('Search jobs').inputValue(), 'sorter');
+      assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'Name ▼');
+
+      // Paging is the server's: two per page (a URL value the page-size menu does not offer is still honoured).
+      await page.goto(`${server.t.url}/jobs?search=sorter&pageSize=2`);
+      await page.getByText('Page 1 of 2').waitFor();
+      await page.getByRole('button', { name: 'Next', exact: true }).click();
+      await page.waitForURL(/page=2/);
+      await page.getByText('Page 2 of 2').waitFor();
+      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['gamma sorter']);
+      await page.reload();
+      await page.getByText('Page 2 of 2').waitFor();
+
+      // The enable switch changes the job through the API.
+      await page.getByRole('switch', { name: 'Enable gamma sorter' }).click();
+      const gamma = (await server.api.get('/api/jobs?search=gamma%20sorter')).body.items[0];
+      await waitFor(async () => (await server.api.get(`/api/jobs/${gamma.id}`)).body.enabled === false);
+
+      // A query the API refuses shows its message instead of a blank page.
+      await page.goto(`${server.t.url}/jobs?sort=bogus`);
+      await page.getByRole('alert').filter({ hasText: '"bogus" is not a sort key' }).waitFor();
+      assert.equal(await page.locator('table').count(), 0);
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('opens job tabs by deep link, saves settings, and cancels a live run from its page', async () => {
+    const id = (await server.api.post('/api/jobs', { name: 'tabbed job', instruction: 'Wait with `sleep 30` and report.', selfImprove: false })).body.id as string;
+    await server.api.post(`/api/providers/${server.providerId}/script`, { reset: true, responses: [] });
+    const { context, page, problems } = await web.open(390, 800);
+    try {
+      await signIn(page);
+      await page.goto(`${server.t.url}/jobs/${id}/settings`);
+      assert.equal(await page.getByLabel('Name').inputValue(), 'tabbed job');
+      assert.equal(await page.locator('.tabs a.active').textContent(), 'Settings');
+      await page.getByLabel('Schedule (cron)').fill('not a cron');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.locator('.field.has-error', { hasText: 'Schedule' }).waitFor();
+      await page.getByLabel('Schedule (cron)').fill('');
+      await page.getByLabel('Name').fill('tabbed job, renamed');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByText('Saved.').waitFor();
+      assert.equal((await server.api.get(`/api/jobs/${id}`)).body.name, 'tabbed job, renamed');
+
+      await page.goto(`${server.t.url}/jobs/${id}/playbook`);
+      await page.getByText('The playbook is empty').waitFor();
+      await page.goto(`${server.t.url}/jobs/${id}`);
+      await page.getByRole('heading', { name: 'Instruction' }).waitFor();
+      await page.getByRole('button', { name: 'Run now' }).click();
+      await page.waitForURL(/\/runs\//);
+      await page.locator('h1 .badge', { hasText: /running|provisioning/ }).waitFor({ timeout: 30_000 });
+      await page.screenshot({ path: screenshotPath('run-phone') });
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'the run page fits a phone screen');
+      await page.getByRole('button', { name: 'Cancel run' }).click();
+      await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor({ timeout: 30_000 });
+      await page.getByRole('button', { name: 'Retry' }).waitFor();
+
+      await page.goto(`${server.t.url}/jobs/${id}/runs`);
+      await page.getByRole('link', { name: '#1' }).waitFor();
+      assert.equal(await page.locator('tbody .badge.status-cancelled').count(), 1);
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'the runs list fits a phone screen');
+      await page.goto(`${server.t.url}/jobs/${id}/nonsense`);
+      await page.getByText('This job has no “nonsense” section').waitFor();
+      await page.goto(`${server.t.url}/jobs/00000000-0000-7000-8000-00000000dead`);
+      await page.getByRole('alert').filter({ hasText: 'not found' }).waitFor();
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,83 @@
+import { before, after } from 'node:test';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
+
+/**
+ * The browser side of the web tests: Debian's chromium driven by Playwright (its own browser downloads are not
+ * reachable here), and a web build that is never older than web/ (so `npm test -- web` right after an edit tests
+ * the edit, not yesterday's dist/web).
+ */
+export const chromiumPath = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
+const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const root = new URL('../../', import.meta.url).pathname;
+export const webBuildDir = join(root, 'dist/web');
+
+function newestIn(dir: string): number {
+  let newest = 0;
+  for (const name of readdirSync(dir)) {
+    const full = join(dir, name);
+    const s = statSync(full);
+    newest = Math.max(newest, s.isDirectory() ? newestIn(full) : s.mtimeMs);
+  }
+  return newest;
+}
+
+/** Builds the app when dist/web is missing or older than any file of web/ or schemas/ (its types come from there). */
+export async function ensureWebBuild(): Promise<void> {
+  const index = join(webBuildDir, 'index.html');
+  const sources = Math.max(newestIn(join(root, 'web')), newestIn(join(root, 'schemas')));
+  if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
+  const { build } = await import('vite');
+  await build({ configFile: join(root, 'web/vite.config.ts'), logLevel: 'warn' });
+}
+
+export interface BrowserSuite {
+  browser: Browser;
+  /** A fresh context (its own cookies) with a page; console errors and CSP reports are collected in `problems`. */
+  open(width?: number, height?: number): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
+  /** The error with what the page showed when it happened, so a failure under load can be read from the log. */
+  explain(page: Page, err: unknown): Promise<Error>;
+}
+
+/** Registers hooks that build the app and launch chromium before the suite; call before the server's hooks. */
+export function browserSuite(): BrowserSuite {
+  const s = {} as BrowserSuite;
+  before(async () => {
+    if (!existsSync(chromiumPath)) {
+      throw new Error(`chromium is missing at ${chromiumPath}: the web app's browser tests need Debian's chromium package (scripts/prepare-host.sh installs it; or set SVC_CHROMIUM)`);
+    }
+    await ensureWebBuild();
+    s.browser = await chromium.launch({ executablePath: chromiumPath, args });
+  });
+  after(async () => s.browser?.close());
+  s.open = async (width = 1280, height = 860) => {
+    const context = await s.browser.newContext({ viewport: { width, height } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      // The browser logs every refused fetch; the API's 400/401/404 answers are part of the flows the tests drive
+      // (and shown on the page, where the tests look for them).
+      if (m.type() === 'error' && !/status of 40[014]/.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    return { context, page, problems };
+  };
+  s.explain = async (page, err) => {
+    const shown = await page.locator('body').innerText({ timeout: 2000 }).catch(() => '(page unreadable)');
+    const e = err instanceof Error ? err : new Error(String(err));
+    e.message += `\n--- page ${page.url()} showed:\n${shown.slice(0, 3000)}`;
+    await page.screenshot({ path: screenshotPath('failure') }).catch(() => undefined);
+    return e;
+  };
+  return s;
+}
+
+/** Where screenshots of the main pages go for review (kept out of the repository). */
+export function screenshotPath(name: string): string {
+  const dir = join(tmpdir(), 'svc-web-screenshots');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${name}.png`);
+}
