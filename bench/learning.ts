@@ -32,7 +32,7 @@ export async function scriptedOverhead(root: string, quick: boolean) {
   chmodSync(socket, 0o666);
   const backend = new BwrapBackend(join(dir, 'sandboxes'), svcBinaryPath());
   await backend.prepare();
-  const sb = await backend.create({ id: 'bench-direct', labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256 }, network: 'none', runAsRoot: false, env: {}, brokerSocket: socket, proxySocket: null, ttlMs: 600_000 });
+  const sb = await backend.create({ id: 'bench-direct', labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, network: 'none', runAsRoot: false, env: {}, brokerSocket: socket, proxySocket: null, ttlMs: 600_000 });
   await sb.putFiles([{ path: '/svc/main', content: main, mode: 0o755 }]);
   const direct: number[] = [];
   for (let i = 0; i < n; i++) {

@@ -22,7 +22,7 @@ import { signIn, useFakeModel } from '../demo/session.js';
 import { summarize } from './stats.js';
 
 const spec = (id: string, brokerSocket: string, env: Record<string, string> = {}): SandboxSpec => ({
-  id, labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256 }, network: 'none', runAsRoot: false, env, brokerSocket, proxySocket: null, ttlMs: 600_000,
+  id, labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, network: 'none', runAsRoot: false, env, brokerSocket, proxySocket: null, ttlMs: 600_000,
 });
 
 function runtime(root: string): string {

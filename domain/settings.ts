@@ -13,7 +13,7 @@ export const notifyEvents: readonly NotifyEvent[] = ['run.failed', 'run.fell_bac
 export const defaultModelKeys = ['agentModelId', 'utilityModelId', 'reflectionModelId'] as const;
 export type DefaultModelKey = (typeof defaultModelKeys)[number];
 
-export const defaultLimits: Limits = { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256 };
+export const defaultLimits: Limits = { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 4096 };
 
 /** What a workspace that never changed anything has. `defaultImage: null` means the server's sandbox image. */
 export const defaultSettings: SettingsDto = {

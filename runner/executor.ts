@@ -238,7 +238,7 @@ export class RunExecutor {
       try {
         sandbox = await this.ports.backend.create({
           id: `run-${runId}`, labels: { runId, jobId: run.jobId, workspaceId: ws }, image,
-          limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit },
+          limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
           network: job.config.network, runAsRoot: job.config.runAsRoot, env,
           brokerSocket: this.ports.brokerSocket, proxySocket: proxied ? this.ports.proxySocket : null,
           ttlMs: limits.timeoutSeconds * 1000 + 5 * 60_000,

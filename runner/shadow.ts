@@ -75,7 +75,7 @@ export class ShadowRunner {
       try {
         sandbox = await this.ports.backend.create({
           id: runId, labels: { runId, jobId: req.jobId, workspaceId: ws }, image,
-          limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit },
+          limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
           network: req.job.network, runAsRoot: req.job.runAsRoot,
           env: sandboxEnv(await this.ports.secretEnv(ws, req.jobId), token, runId, req.jobId, req.job.network),
           brokerSocket: this.ports.brokerSocket, proxySocket: req.job.network !== 'none' ? this.ports.proxySocket : null,

@@ -39,13 +39,16 @@ export async function startDockerd() {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
     if (child.exitCode === null) child.kill('SIGKILL');
   };
-  if (docker('image', 'inspect', 'svc-base:bookworm').status !== 0) {
+  // The image follows the tarball: prepare-host.sh writes the tarball's key beside it, and the import keeps it as a label.
+  const key = existsSync(join(cache, 'rootfs.key')) ? readFileSync(join(cache, 'rootfs.key'), 'utf8').trim() : '';
+  const current = docker('image', 'inspect', '--format', '{{index .Config.Labels "svc.rootfs"}}', 'svc-base:bookworm');
+  if (current.status !== 0 || current.stdout.trim() !== key) {
     const tarball = join(cache, 'rootfs.tar');
     if (!existsSync(tarball)) {
       await stop();
       return { host: null, reason: `${tarball} is missing (run scripts/prepare-host.sh)`, stop: async () => {} };
     }
-    const imported = spawnSync('sh', ['-c', `docker -H ${host} import - svc-base:bookworm < ${tarball}`], { encoding: 'utf8' });
+    const imported = spawnSync('sh', ['-c', `docker -H ${host} import --change 'LABEL svc.rootfs=${key}' - svc-base:bookworm < ${tarball}`], { encoding: 'utf8' });
     if (imported.status !== 0) {
       await stop();
       return { host: null, reason: `could not import the base image: ${imported.stderr}`, stop: async () => {} };

@@ -221,7 +221,7 @@ export class McpServers {
         const s = this.sandboxes;
         sandbox = await s.backend.create({
           id: `mcptest-${randomBytes(6).toString('hex')}`, labels: { workspaceId }, image: await s.defaultImage(workspaceId),
-          limits: { cpus: 1, memoryMb: 1024, pidsLimit: 256 }, network: 'internet', runAsRoot: false, env: {}, brokerSocket: s.brokerSocket, proxySocket: null, ttlMs: 5 * 60_000,
+          limits: { cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 1024 }, network: 'internet', runAsRoot: false, env: {}, brokerSocket: s.brokerSocket, proxySocket: null, ttlMs: 5 * 60_000,
         });
       }
       const connection = await McpConnection.open(config, { sandbox, fetch: this.fetch, connectTimeoutMs: 30_000 });

@@ -1,21 +1,35 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Cgroups } from './cgroups.js';
+import { Disks } from './disk.js';
 import { HostFiles } from './host-files.js';
 import { OutputCollector } from './output.js';
+import { baseImageName, defaultRootfs, rootfsArgs } from './rootfs.js';
+import { hostSeccompProgram } from './seccomp.js';
 import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
 
-const agentUid = 1000;
-
-let localBin: string[] | null = null;
-function hostLocalBin(): string[] {
-  localBin ??= existsSync('/usr/local/bin') ? readdirSync('/usr/local/bin') : [];
-  return localBin;
-}
+/**
+ * The host uid every bwrap sandbox runs as: no user of the host (prepare() checks), so nothing a sandbox does acts
+ * with a real user's rights. Inside its user namespace it is uid 1000 (agent) or 0 (root). docs/design.md, "Sandbox
+ * isolation".
+ */
+export const sandboxHostUid = 2_000_001_000;
+const agentUid = sandboxHostUid;
+/** The descriptors bwrap reads its options (--args) and its seccomp program (--seccomp) from; 3 is --info-fd. */
+const argsFd = 4;
+const seccompFd = 5;
 const killGraceMs = 1500;
+
+/** What every exec of a prepared backend needs. */
+interface Launch {
+  rootArgs: string[];
+  seccomp: Buffer;
+  svcBinary: string;
+  disks: Disks;
+}
 
 interface Meta {
   id: string;
@@ -30,10 +44,16 @@ interface Meta {
  * host pid comes on fd 3, bwrap's --info-fd), which passes it on to the command and kills the rest after its grace;
  * the spawned process group is killed when that grace is over, or at once if the init's pid is not known yet.
  */
-function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'> & { kill?: AbortSignal }, env: NodeJS.ProcessEnv): Promise<Omit<ExecResult, 'oomKilled'>> {
+function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'> & { kill?: AbortSignal }, env: NodeJS.ProcessEnv, inputs: Buffer[] = []): Promise<Omit<ExecResult, 'oomKilled'>> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', ...inputs.map(() => 'pipe' as const)], detached: true, env });
+    // Descriptors 4 and up: bwrap reads each to its end before it starts the sandbox.
+    inputs.forEach((data, i) => {
+      const pipe = child.stdio[4 + i] as unknown as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
+      pipe.on('error', () => undefined);
+      pipe.end(data);
+    });
     let info = '';
     (child.stdio[3] as Readable).on('data', (d: Buffer) => (info += d.toString('utf8')));
     const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
@@ -99,11 +119,17 @@ export class BwrapBackend implements SandboxBackend {
   readonly kind = 'bwrap' as const;
   private cgroups: Cgroups | null = null;
   private version = 'unknown';
+  private readonly disks: Disks;
+  private launch: Launch | null = null;
 
   constructor(
     private readonly root: string,
     private readonly svcBinary: string,
-  ) {}
+    /** The unpacked base root filesystem (scripts/prepare-host.sh). */
+    private readonly rootfs = defaultRootfs(),
+  ) {
+    this.disks = new Disks();
+  }
 
   async prepare(): Promise<void> {
     const probe = spawnSync('bwrap', ['--version'], { encoding: 'utf8' });
@@ -111,8 +137,14 @@ export class BwrapBackend implements SandboxBackend {
     this.version = probe.stdout.trim().replace(/^bubblewrap\s*/, '');
     if (!existsSync(this.svcBinary)) throw new Error(`the in-sandbox svc binary is missing at ${this.svcBinary}: run npm run build`);
     if (spawnSync('setpriv', ['--version']).status !== 0) throw new Error('setpriv (util-linux) is not installed');
+    if (spawnSync('getent', ['passwd', String(sandboxHostUid)]).status === 0) throw new Error(`uid ${sandboxHostUid} is a user of this host; bwrap sandboxes need it unused`);
+    const seccomp = hostSeccompProgram(arch());
+    if (!seccomp) throw new Error(`no seccomp filter for the ${arch()} architecture (only x64 and arm64)`);
+    const { args: rootArgs } = rootfsArgs(this.rootfs);
     mkdirSync(this.root, { recursive: true });
+    await this.disks.prepare();
     this.cgroups = new Cgroups();
+    this.launch = { rootArgs, seccomp, svcBinary: this.svcBinary, disks: this.disks };
   }
 
   info(): SandboxInfo {
@@ -127,20 +159,25 @@ export class BwrapBackend implements SandboxBackend {
   }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
-    const dir = join(this.root, spec.id);
-    for (const sub of ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates', 'etc']) {
-      mkdirSync(join(dir, sub), { recursive: true });
-      if (sub !== 'etc') chownSync(join(dir, sub), agentUid, agentUid);
+    if (!this.launch) throw new Error('the bwrap backend was not prepared');
+    if (spec.image !== null && spec.image !== baseImageName) {
+      throw new Error(`the bwrap backend runs every sandbox on its base root filesystem (${baseImageName}) and cannot run the image ${spec.image}: use the docker backend (SVC_SANDBOX=docker) for jobs with their own image`);
     }
-    writeFileSync(join(dir, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\nagent:x:1000:1000:agent:/workspace:/bin/bash\nmcp:x:1001:1001:mcp:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n');
-    writeFileSync(join(dir, 'etc/group'), 'root:x:0:\nagent:x:1000:\nmcp:x:1001:\nnogroup:x:65534:\n');
-    writeFileSync(join(dir, 'etc/hosts'), '127.0.0.1 localhost svc\n::1 localhost\n');
+    if (!/^[A-Za-z0-9_.-]+$/.test(spec.id)) throw new Error(`not a sandbox id: ${spec.id}`);
+    const dir = join(this.root, spec.id);
+    // The sandbox's own filesystem, its disk limit: /workspace, /svc and /tmp are directories of it.
+    await this.disks.attach(dir, spec.limits.diskMb);
+    for (const sub of ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates', 'tmp']) {
+      mkdirSync(join(dir, sub), { mode: sub === 'tmp' ? 0o1777 : 0o755 });
+      chownSync(join(dir, sub), agentUid, agentUid);
+    }
+    chmodSync(join(dir, 'tmp'), 0o1777);
     const now = Date.now();
     const { env: _env, ...rest } = spec;
     const meta: Meta = { id: spec.id, labels: spec.labels, createdAt: now, expiresAt: now + spec.ttlMs, spec: rest };
     writeFileSync(join(dir, 'meta.json'), JSON.stringify(meta));
     const procs = this.cgroups?.create(spec.id, spec.limits) ?? [];
-    return new BwrapSandbox(spec, dir, this.svcBinary, procs, this.cgroups);
+    return new BwrapSandbox(spec, dir, this.svcBinary, procs, this.cgroups, this.launch);
   }
 
   async list() {
@@ -160,6 +197,7 @@ export class BwrapBackend implements SandboxBackend {
   async destroy(id: string): Promise<void> {
     if (!/^[A-Za-z0-9_.-]+$/.test(id)) throw new Error(`not a sandbox id: ${id}`);
     this.cgroups?.destroy(id);
+    await this.disks.detach(join(this.root, id));
     rmSync(join(this.root, id), { recursive: true, force: true });
   }
 }
@@ -177,15 +215,20 @@ class BwrapSandbox implements Sandbox {
     private readonly svcBinary: string,
     private readonly cgroupProcs: string[],
     private readonly cgroups: Cgroups | null,
+    private readonly launch: Launch,
   ) {
-    this.files = new HostFiles({ '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc') }, agentUid);
+    this.files = new HostFiles({ '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc'), '/tmp': join(dir, 'tmp') }, agentUid);
   }
 
   get id(): string {
     return this.spec.id;
   }
 
-  private args(options: ExecOptions): string[] {
+  /**
+   * The bwrap command line, and the options it reads from a descriptor: the environment (secrets, the run token) is
+   * there and never on a command line, which any host user can read in /proc (docs/security.md, "Sandbox isolation").
+   */
+  private args(options: ExecOptions): { argv: string[]; fdOptions: string[] } {
     const env: Record<string, string> = {
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       HOME: '/workspace',
@@ -196,38 +239,33 @@ class BwrapSandbox implements Sandbox {
     const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
     // svc init is the namespace's pid 1 (no bwrap reaper in between), so a SIGTERM from the host reaches it and it gives
     // the command its grace; --info-fd tells its host pid.
-    const a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--as-pid-1', '--info-fd', '3'];
-    // A user-namespace root: uid 0 inside, still the unprivileged agent uid on the host.
-    if (user === 'root') a.push('--uid', '0', '--gid', '0');
-    a.push('--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/sbin', '/sbin');
-    if (existsSync('/usr/lib64')) a.push('--symlink', 'usr/lib64', '/lib64');
-    if (existsSync('/usr/lib32')) a.push('--symlink', 'usr/lib32', '/lib32');
-    a.push('--ro-bind', '/etc', '/etc');
-    for (const f of ['passwd', 'group', 'hosts']) a.push('--ro-bind', join(this.dir, 'etc', f), `/etc/${f}`);
-    // /usr is read-only: /usr/local/bin becomes a fresh directory holding svc beside the host's own entries.
-    a.push('--tmpfs', '/usr/local/bin');
-    for (const entry of hostLocalBin()) if (entry !== 'svc') a.push('--ro-bind', `/usr/local/bin/${entry}`, `/usr/local/bin/${entry}`);
-    a.push('--ro-bind', this.svcBinary, '/usr/local/bin/svc');
-    a.push('--bind', join(this.dir, 'workspace'), '/workspace', '--bind', join(this.dir, 'svc'), '/svc');
-    a.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev');
+    const a = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--as-pid-1', '--info-fd', '3', '--seccomp', String(seccompFd)];
+    // Inside the user namespace: uid 0 (still the unprivileged sandbox uid on the host) or the agent's 1000.
+    const inner = user === 'root' ? '0' : '1000';
+    a.push('--uid', inner, '--gid', inner, '--hostname', 'svc');
+    // The base root filesystem read-only, /etc included: nothing of the host's /etc or binaries is seen.
+    a.push(...this.launch.rootArgs);
+    a.push('--tmpfs', '/usr/local/bin', '--ro-bind', this.svcBinary, '/usr/local/bin/svc');
+    a.push('--bind', join(this.dir, 'workspace'), '/workspace', '--bind', join(this.dir, 'svc'), '/svc', '--bind', join(this.dir, 'tmp'), '/tmp');
+    a.push('--proc', '/proc', '--dev', '/dev');
     a.push('--ro-bind', this.spec.brokerSocket, '/run/svc/broker.sock');
     if (this.spec.proxySocket) a.push('--ro-bind', this.spec.proxySocket, '/run/svc/proxy.sock');
     a.push('--chdir', options.cwd ?? '/workspace', '--clearenv');
     for (const [k, v] of Object.entries(env)) a.push('--setenv', k, v);
-    a.push('/usr/local/bin/svc', 'init', '--', ...options.cmd);
-    return a;
+    return { argv: ['bwrap', '--args', String(argsFd), '/usr/local/bin/svc', 'init', '--', ...options.cmd], fdOptions: a };
   }
 
   async exec(options: ExecOptions): Promise<ExecResult> {
     if (this.destroyed) throw new Error('the sandbox was destroyed');
     if (this.stopped.signal.aborted) throw new Error("the sandbox's processes were stopped: it runs nothing more");
-    const bwrap = this.args(options);
+    const { argv: bwrap, fdOptions } = this.args(options);
+    if (fdOptions.some((o) => o.includes('\0'))) throw new Error('an environment variable or path holds a NUL byte');
     const setpriv = ['setpriv', `--reuid=${agentUid}`, `--regid=${agentUid}`, '--clear-groups', '--inh-caps=-all', ...bwrap];
     // The process joins the sandbox's cgroups before bwrap starts, so every process inside is limited.
     const join = this.cgroupProcs.map((f) => `echo $$ > '${f}'`).join(' && ');
     const argv = join ? ['sh', '-c', `${join} && exec "$@"`, 'sh', ...setpriv] : setpriv;
     const before = this.cgroups?.memoryFailures(this.spec.id) ?? 0;
-    const launched = runBwrap(argv, { ...options, kill: this.stopped.signal }, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' });
+    const launched = runBwrap(argv, { ...options, kill: this.stopped.signal }, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' }, [Buffer.from(fdOptions.map((o) => `${o}\0`).join('')), this.launch.seccomp]);
     this.running.add(launched);
     const result = await launched.finally(() => this.running.delete(launched));
     const oomKilled = result.exitCode === 137 && (this.cgroups?.memoryFailures(this.spec.id) ?? 0) > before;
@@ -259,6 +297,7 @@ class BwrapSandbox implements Sandbox {
   async destroy(): Promise<void> {
     this.destroyed = true;
     this.cgroups?.destroy(this.spec.id);
+    await this.launch.disks.detach(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -95,30 +95,84 @@ export class DockerBackend implements SandboxBackend {
     };
   }
 
+  /**
+   * The disk limit (docs/design.md, "Sandbox isolation"): /workspace, /svc and /tmp are size-limited tmpfs volumes of
+   * the engine (a remote engine has no host path to give), and /var/tmp, the image's other world-writable directory,
+   * a tmpfs mount. The engine unmounts a tmpfs volume, losing its files, when no running container uses it; a keeper
+   * container holds them, so a sandbox whose processes were stopped still has its files to read back.
+   */
+  private async disks(spec: SandboxSpec, ttl: string): Promise<Array<{ Type: 'volume'; Source: string; Target: string }>> {
+    const size = `size=${spec.limits.diskMb}m`;
+    const volumes = [
+      { name: `svc-${spec.id}-workspace`, target: '/workspace', o: `${size},uid=1000,gid=1000,mode=0755` },
+      { name: `svc-${spec.id}-svc`, target: '/svc', o: `${size},uid=1000,gid=1000,mode=0755` },
+      { name: `svc-${spec.id}-tmp`, target: '/tmp', o: `${size},mode=1777` },
+    ];
+    const labels = { 'svc.disk-of': this.instance };
+    await Promise.all(volumes.map((v) => this.docker.createVolume({ Name: v.name, Driver: 'local', DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: v.o }, Labels: labels })));
+    const mounts = volumes.map((v) => ({ Type: 'volume' as const, Source: v.name, Target: v.target }));
+    const keeper = await this.docker.createContainer({
+      name: `svc-${spec.id}-disk`,
+      Image: this.defaultImage,
+      Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
+      Cmd: [],
+      User: '65534:65534',
+      Labels: labels,
+      NetworkDisabled: true,
+      HostConfig: {
+        NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Memory: 32 * 1024 * 1024, PidsLimit: 4,
+        Binds: [`${this.svcBinary}:/usr/local/bin/svc:ro`], Mounts: mounts, RestartPolicy: { Name: 'no' },
+      },
+    });
+    await keeper.start();
+    return mounts;
+  }
+
   async create(spec: SandboxSpec): Promise<Sandbox> {
+    try {
+      return await this.createOrThrow(spec);
+    } catch (err) {
+      // Nothing half-made is left: the keeper and the volumes of a sandbox that did not start go with it.
+      await removeSandbox(this.docker, spec.id).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async createOrThrow(spec: SandboxSpec): Promise<Sandbox> {
     const now = Date.now();
     const binds = [`${this.svcBinary}:/usr/local/bin/svc:ro`, `${spec.brokerSocket}:/run/svc/broker.sock`];
     if (spec.proxySocket) binds.push(`${spec.proxySocket}:/run/svc/proxy.sock`);
     const labels: Record<string, string> = { 'svc.instance': this.instance, 'svc.created': String(now), 'svc.expires': String(now + spec.ttlMs) };
     for (const [k, v] of Object.entries(spec.labels)) if (v) labels[`svc.${k.replace(/Id$/, '')}`] = v;
+    const ttl = String(Math.ceil(spec.ttlMs / 1000));
+    const mounts = await this.disks(spec, ttl);
+    // A tmpfs's pages are charged to the memory of the container that writes them: the memory limit leaves room for
+    // a full disk, so filling it ends in ENOSPC and not in the OOM killer.
+    const memory = (spec.limits.memoryMb + spec.limits.diskMb) * 1024 * 1024;
     const container = await this.docker.createContainer({
       name: `svc-${spec.id}`,
       Image: spec.image ?? this.defaultImage,
-      Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', String(Math.ceil(spec.ttlMs / 1000))],
+      Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
       Cmd: [],
       User: '0:0',
       WorkingDir: '/workspace',
       Labels: labels,
+      // Not the engine's host name or resolver: the image's /etc and a resolver that answers nothing (network none).
+      Hostname: 'svc',
       NetworkDisabled: true,
       HostConfig: {
         NetworkMode: 'none',
+        Dns: ['127.0.0.1'],
+        DnsSearch: ['.'],
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         NanoCpus: Math.round(spec.limits.cpus * 1e9),
-        Memory: spec.limits.memoryMb * 1024 * 1024,
-        MemorySwap: spec.limits.memoryMb * 1024 * 1024,
+        Memory: memory,
+        MemorySwap: memory,
         PidsLimit: spec.limits.pidsLimit,
         Binds: binds,
+        Mounts: mounts,
+        Tmpfs: { '/var/tmp': `rw,nosuid,nodev,size=${Math.min(spec.limits.diskMb, 64)}m` },
         RestartPolicy: { Name: 'no' },
       },
     });
@@ -126,7 +180,7 @@ export class DockerBackend implements SandboxBackend {
     const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
     await container.putArchive(pack(dirs), { path: '/' });
     await container.start();
-    return new DockerSandbox(spec, container);
+    return new DockerSandbox(spec, container, () => removeSandbox(this.docker, spec.id));
   }
 
   async list() {
@@ -140,8 +194,22 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async destroy(id: string): Promise<void> {
+    await removeSandbox(this.docker, id);
+  }
+}
+
+/** The container, its disk keeper and its volumes; idempotent. */
+async function removeSandbox(docker: Docker, id: string): Promise<void> {
+  for (const name of [`svc-${id}`, `svc-${id}-disk`]) {
     try {
-      await this.docker.getContainer(`svc-${id}`).remove({ force: true });
+      await docker.getContainer(name).remove({ force: true });
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    }
+  }
+  for (const sub of ['workspace', 'svc', 'tmp']) {
+    try {
+      await docker.getVolume(`svc-${id}-${sub}`).remove();
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode !== 404) throw err;
     }
@@ -248,6 +316,8 @@ class DockerSandbox implements Sandbox {
   constructor(
     private readonly spec: SandboxSpec,
     private readonly container: Docker.Container,
+    /** Removes the disk keeper and the volumes once the container is gone. */
+    private readonly removeDisks: () => Promise<void>,
   ) {}
 
   get id(): string {
@@ -432,5 +502,6 @@ class DockerSandbox implements Sandbox {
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode !== 404) throw err;
     }
+    await this.removeDisks();
   }
 }

@@ -15,6 +15,8 @@ export interface SandboxLimits {
   cpus: number;
   memoryMb: number;
   pidsLimit: number;
+  /** /workspace, /svc and /tmp together; writing past it fails with ENOSPC inside (docs/design.md, "Sandbox isolation"). */
+  diskMb: number;
 }
 
 export interface SandboxSpec {

@@ -23,7 +23,7 @@ const defaults = {
   utilityModelId: null,
   reflectionModelId: null,
   defaultImage: null,
-  defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256 },
+  defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 4096 },
   dailySpendLimitUsd: 0,
   retentionDays: 90,
   notifyWebhookUrl: null,

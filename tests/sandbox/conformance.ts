@@ -28,7 +28,7 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       id: `conf-${randomUUID().slice(0, 12)}`,
       labels: { runId: 'run-1', jobId: 'job-1', workspaceId: 'ws-1' },
       image: null,
-      limits: { cpus: 1, memoryMb: 512, pidsLimit: 256 },
+      limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 },
       network: 'none',
       runAsRoot: false,
       env: {},
@@ -200,7 +200,7 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
         console.log(`[sandbox ${name}] !!! PIDS LIMIT NOT ENFORCED on this machine (capabilities.limits.pids is false): not tested !!!`);
         return t.skip('pids limit not enforced here');
       }
-      const box = await make({ limits: { cpus: 1, memoryMb: 512, pidsLimit: 32 } });
+      const box = await make({ limits: { cpus: 1, memoryMb: 512, pidsLimit: 32, diskMb: 1024 } });
       // dash (not bash, which retries a failed fork for a long time).
       const r = await sh(box, 'i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo all-started', { timeoutMs: 15_000 });
       assert.equal(r.timedOut, false);
@@ -214,7 +214,7 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
         console.log(`[sandbox ${name}] !!! MEMORY LIMIT NOT ENFORCED on this machine (capabilities.limits.memory is false): not tested !!!`);
         return t.skip('memory limit not enforced here');
       }
-      const box = await make({ limits: { cpus: 1, memoryMb: 64, pidsLimit: 256 } });
+      const box = await make({ limits: { cpus: 1, memoryMb: 64, pidsLimit: 256, diskMb: 64 } });
       // tail keeps the whole "line" (no newline in 200 MB of zeros) in memory; the pipeline's status is tail's.
       const r = await sh(box, 'head -c 200M /dev/zero | tail > /dev/null', { timeoutMs: 20_000 });
       assert.equal(r.timedOut, false);

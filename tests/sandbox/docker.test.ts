@@ -4,6 +4,7 @@ import { dockerClient } from '../../runner/sandbox/docker.js';
 import { svcBinaryPath } from '../../runner/sandbox/select.js';
 import { sandboxConformance } from './conformance.js';
 import { collectionEscapes } from './escapes-collection.js';
+import { isolationEscapes } from './escapes-isolation.js';
 
 const host = process.env.SVC_DOCKER_HOST;
 if (host) {
@@ -12,6 +13,7 @@ if (host) {
   const instance = `conformance-${process.pid}`;
   sandboxConformance('docker', () => new DockerBackend(dockerClient(host), svcBinaryPath(), 'svc-base:bookworm', instance));
   collectionEscapes('docker', () => new DockerBackend(dockerClient(host), svcBinaryPath(), 'svc-base:bookworm', instance));
+  isolationEscapes('docker', () => new DockerBackend(dockerClient(host), svcBinaryPath(), 'svc-base:bookworm', instance));
 } else {
   console.log('[sandbox] docker conformance SKIPPED: SVC_DOCKER_HOST is not set (npm test starts dockerd when docker.io is installed)');
   it('sandbox conformance: docker', { skip: 'SVC_DOCKER_HOST is not set: install docker.io (scripts/prepare-host.sh) so npm test can start dockerd' }, () => {});

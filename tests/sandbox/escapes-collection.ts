@@ -32,7 +32,7 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       id: `esc-${randomUUID().slice(0, 12)}`,
       labels: { runId: 'run-esc', jobId: 'job-esc', workspaceId: 'ws-esc' },
       image: null,
-      limits: { cpus: 1, memoryMb: 256, pidsLimit: 64 },
+      limits: { cpus: 1, memoryMb: 256, pidsLimit: 64, diskMb: 256 },
       network: 'none',
       runAsRoot: false,
       env: {},

@@ -45,6 +45,7 @@ describe('job decider: create', () => {
       ['cpus', 0.1, 64, 0.09, 64.5],
       ['memoryMb', 64, 262144, 63, 262145],
       ['pidsLimit', 16, 65536, 15, 65537],
+      ['diskMb', 64, 1048576, 63, 1048577],
     ];
     for (const [key, lo, hi, below, above] of edges) {
       assert.equal(created({ limits: { [key]: lo } }).length, 1, `${key}=${lo}`);

@@ -1,0 +1,164 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync, openSync, ftruncateSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/**
+ * The disk limit of bwrap sandboxes (docs/design.md, "Sandbox isolation"): each sandbox's directory is its own ext4
+ * filesystem, in a sparse file on a loop device, so /workspace, /svc and /tmp together end in ENOSPC at the size and
+ * nothing else of the host's disk is written. Making one (mkfs + loop mount) costs about 55 ms, twice the whole
+ * provisioning budget, so a few are kept formatted and mounted per size in use and moved into place on demand. The
+ * backing file is unlinked once mounted: unmounting (the loop device is auto-cleared) frees the space, and a crashed
+ * service leaves only mounts, which `sweep` removes.
+ */
+export class Disks {
+  private readonly pool = new Map<number, string[]>();
+  private readonly refilling = new Set<number>();
+  /** Sizes by last use; a size not asked for lately gives its spare filesystems back. */
+  private readonly recent: number[] = [];
+  private closed = false;
+
+  constructor(
+    /**
+     * Holds the spare filesystems, one directory per process; those of dead processes are swept. Outside the
+     * sandboxes' root, so removing that root never meets a spare that is still mounted.
+     */
+    private readonly root = '/run/svc-disks',
+    private readonly spares = 2,
+    private readonly sizesKept = 3,
+  ) {}
+
+  private get poolDir(): string {
+    return join(this.root, String(process.pid));
+  }
+
+  /** Throws a clear message when the machine cannot make loop filesystems; sweeps what dead processes left. */
+  async prepare(): Promise<void> {
+    if (!existsSync('/dev/loop-control')) throw new Error('loop devices are missing (/dev/loop-control): sandboxes need them for their disk limit');
+    try {
+      await run('mkfs.ext4', ['-V']);
+    } catch {
+      throw new Error('mkfs.ext4 (e2fsprogs) is not installed: run scripts/prepare-host.sh');
+    }
+    mkdirSync(this.root, { recursive: true });
+    for (const name of readdirSync(this.root)) {
+      const pid = /^(\d+)$/.exec(name)?.[1];
+      if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
+      const dir = join(this.root, name);
+      for (const spare of readdirSync(dir)) await this.detach(join(dir, spare));
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // a spare still busy: the next sweep tries again
+      }
+    }
+  }
+
+  /** Mounts a fresh, empty filesystem of `sizeMb` at `target` (created when missing). */
+  async attach(target: string, sizeMb: number): Promise<void> {
+    mkdirSync(target, { recursive: true });
+    this.touch(sizeMb);
+    const spare = this.pool.get(sizeMb)?.shift();
+    if (spare) {
+      try {
+        await run('mount', ['--move', spare, target]);
+        rmdirSync(spare);
+      } catch {
+        // A shared parent mount refuses a move: the spare is unmounted and a fresh one made in place.
+        await this.detach(spare);
+        await this.make(target, sizeMb);
+      }
+    } else {
+      await this.make(target, sizeMb);
+    }
+    this.refill(sizeMb);
+  }
+
+  /** Unmounts what is mounted at `target` and removes the directory; idempotent, and lazy when something holds it. */
+  async detach(target: string): Promise<void> {
+    if (mounted(target)) {
+      await run('umount', [target]).catch(() => run('umount', ['-l', target]).catch(() => undefined));
+    }
+    try {
+      rmdirSync(target);
+    } catch {
+      // already gone, or not empty because it was never a mount (the caller removes it)
+    }
+  }
+
+  /** Gives the spare filesystems back. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const spares of this.pool.values()) for (const s of spares.splice(0)) await this.detach(s);
+    rmSync(this.poolDir, { recursive: true, force: true });
+  }
+
+  private touch(sizeMb: number): void {
+    const at = this.recent.indexOf(sizeMb);
+    if (at >= 0) this.recent.splice(at, 1);
+    this.recent.unshift(sizeMb);
+    for (const old of this.recent.splice(this.sizesKept)) {
+      for (const s of this.pool.get(old)?.splice(0) ?? []) void this.detach(s);
+    }
+  }
+
+  private refill(sizeMb: number): void {
+    if (this.closed || this.refilling.has(sizeMb)) return;
+    this.refilling.add(sizeMb);
+    void (async () => {
+      try {
+        const spares = this.pool.get(sizeMb) ?? [];
+        this.pool.set(sizeMb, spares);
+        while (!this.closed && spares.length < this.spares && this.recent.includes(sizeMb)) {
+          const dir = join(this.poolDir, randomUUID());
+          await this.make(dir, sizeMb);
+          if (this.closed) await this.detach(dir);
+          else spares.push(dir);
+        }
+      } catch {
+        // The next attach makes its filesystem itself and reports the error there.
+      } finally {
+        this.refilling.delete(sizeMb);
+      }
+    })();
+  }
+
+  private async make(target: string, sizeMb: number): Promise<void> {
+    mkdirSync(target, { recursive: true });
+    const image = `${target}.img`;
+    const fd = openSync(image, 'w', 0o600);
+    try {
+      ftruncateSync(fd, sizeMb * 1024 * 1024);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      // No journal (the contents die with the sandbox), no reserved blocks, inode tables initialised lazily.
+      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', image]);
+      await run('mount', ['-o', 'loop,nodev,nosuid,noatime', image, target]);
+    } catch (err) {
+      rmSync(image, { force: true });
+      const e = err as { stderr?: string; message: string };
+      throw new Error(`could not make the sandbox's ${sizeMb} MB filesystem: ${(e.stderr || e.message).trim()}`);
+    }
+    unlinkSync(image);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether `path` is a mount point, from this process's mount table. */
+export function mounted(path: string): boolean {
+  const escaped = path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((line) => line.split(' ')[4] === escaped);
+}
