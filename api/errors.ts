@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorObject } from 'ajv';
 import { DomainError, type DomainErrorCode, type FieldError } from '../domain/decider.js';
 import type { ErrorBody } from '../schemas/common.js';
+import { ProjectionUnavailable } from '../projections/engine.js';
 
 const statusOf: Record<DomainErrorCode, number> = {
   validation_failed: 400,
@@ -168,6 +169,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
         return send(reply, 400, validationBody('The request', { fields: error.fields, count: error.fields.length }, requestId, error.message));
       }
       return send(reply, statusOf[error.code], { code: error.code, message: error.message, fields: error.fields, requestId });
+    }
+    if (error instanceof ProjectionUnavailable) {
+      // The write is stored: a client must not repeat it, only read again later (docs/design.md, "Failure handling").
+      return send(reply, 503, { code: error.code, message: error.message, requestId });
     }
     if (error instanceof ApiError) {
       for (const [k, v] of Object.entries(error.headers)) void reply.header(k, v);

@@ -7,30 +7,82 @@ import type { DocOp, Projector } from './projector.js';
 interface CheckpointDoc extends Doc {
   position: string | null;
   version: number;
+  /** Set while the projector fails, so processes without the projector role can report it too. */
+  lastError?: string | null;
+  retries?: number;
 }
 
 const checkpointCollection = 'projection_checkpoints';
 const flushDelayMs = 50;
+/** A failed projector is retried after 100 ms, doubling up to 30 s (docs/design.md, "Failure handling"). */
+const firstRetryMs = 100;
+const maxRetryMs = 30_000;
+/** Events read per step when a recovering projector catches up on what it missed. */
+const catchUpBatch = 500;
+/** How many recent events' streams are remembered to tell whether a write concerns a failed read model. */
+const recentEventsKept = 4096;
+/** Streams remembered per failed projector; past this every write counts as one it may miss. */
+const missedStreamsKept = 10_000;
+const errorChars = 500;
 
 export interface EngineLogger {
   error(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
 
+/** What `GET /api/system/info` reports per projector. */
+export interface ProjectionStatus {
+  name: string;
+  /** The last event applied, opaque; null before the first. */
+  position: string | null;
+  healthy: boolean;
+  lastError: string | null;
+  /** Retries since the current failure began; 0 when healthy. */
+  retries: number;
+}
+
+/**
+ * A write was stored, but a read model it shows up in is failing: answering from that read model now would show a
+ * state without the write. The API answers 503 with the projector's name.
+ */
+export class ProjectionUnavailable extends Error {
+  readonly code = 'projection_unavailable';
+  constructor(readonly projectors: string[]) {
+    super(`The change was saved, but the ${projectors.join(', ')} read model${projectors.length === 1 ? ' is' : 's are'} failing and cannot show it yet; it is retried on its own (see GET /api/system/info)`);
+  }
+}
+
+interface Lane {
+  projector: Projector;
+  checkpoint: Position | null;
+  healthy: boolean;
+  lastError: string | null;
+  retries: number;
+  retryTimer: NodeJS.Timeout | null;
+  retryDue: boolean;
+  /** Streams of events this projector had to skip while failed; null once there were too many to keep. */
+  missed: Set<string> | null;
+}
+
 /**
  * Feeds every projector from one subscription to the global log: catch-up from the oldest checkpoint, then live.
- * Each projector keeps its own checkpoint, so one can be rebuilt while the others stay where they are.
+ * Each projector keeps its own checkpoint, so one can be rebuilt while the others stay where they are, and one that
+ * fails stops alone: it is retried with backoff and catches up from its checkpoint, while the others go on.
  */
 export class ProjectionEngine {
-  private readonly checkpoints = new Map<string, Position | null>();
+  private readonly lanes = new Map<string, Lane>();
   private processed: Position | null = null;
+  /** The last position handed to the queue; a resubscription skips what is already queued. */
+  private enqueued: Position | null = null;
   private subscription: Subscription | null = null;
+  private resubscribeTimer: NodeJS.Timeout | null = null;
+  private subscriptionFailures = 0;
   private queue: RecordedEvent[] = [];
-  private draining = false;
+  private draining: Promise<void> | null = null;
   private dirty = false;
   private flushTimer: NodeJS.Timeout | null = null;
   private waiters: Array<{ position: Position; resolve: (ok: boolean) => void; timer: NodeJS.Timeout }> = [];
-  private failure: Error | null = null;
+  private readonly recent = new Map<Position, string>();
   private readonly changeListeners: Array<(collections: Set<string>) => void> = [];
 
   constructor(
@@ -38,10 +90,12 @@ export class ProjectionEngine {
     private readonly docs: DocumentStore,
     readonly projectors: Projector[],
     private readonly log: EngineLogger,
-  ) {}
+  ) {
+    for (const p of projectors) this.lanes.set(p.name, freshLane(p));
+  }
 
   get running(): boolean {
-    return this.subscription !== null;
+    return this.subscription !== null || this.resubscribeTimer !== null;
   }
 
   /** Called after each event with the collections it changed, before any waiter for it resolves. */
@@ -56,24 +110,39 @@ export class ProjectionEngine {
         await this.docs.collection(index.collection).createIndex(index.keys, { unique: index.unique ?? false });
       }
       const cp = await stored.findOne({ _id: p.name });
+      const lane = freshLane(p);
+      this.lanes.set(p.name, lane);
       if (cp && cp.version !== p.version) {
         this.log.info({ projector: p.name, from: cp.version, to: p.version }, 'projector changed, rebuilding its read model');
         await this.reset(p);
-        this.checkpoints.set(p.name, null);
       } else {
-        this.checkpoints.set(p.name, (cp?.position as Position | null | undefined) ?? null);
+        lane.checkpoint = (cp?.position as Position | null | undefined) ?? null;
       }
     }
     const from = this.oldestCheckpoint();
     this.processed = from;
-    this.subscription = this.events.subscribeAll({ after: from }).subscribe({
+    this.enqueued = from;
+    this.queue = [];
+    this.subscribe();
+  }
+
+  private subscribe(): void {
+    this.resubscribeTimer = null;
+    this.subscription = this.events.subscribeAll({ after: this.enqueued }).subscribe({
       next: (e) => {
+        if (this.enqueued !== null && this.events.comparePositions(e.position, this.enqueued) <= 0) return;
+        this.enqueued = e.position;
+        this.subscriptionFailures = 0;
         this.queue.push(e);
-        void this.drain();
+        this.kick();
       },
+      // The log itself failed (a closed or broken store): subscribe again with backoff from what is queued.
       error: (err: Error) => {
-        this.failure = err;
-        this.log.error({ err }, 'projection subscription failed');
+        this.subscription = null;
+        this.subscriptionFailures++;
+        const delay = backoff(this.subscriptionFailures);
+        this.log.error({ err, retryInMs: delay }, 'projection subscription failed; subscribing again');
+        this.resubscribeTimer = setTimeout(() => this.subscribe(), delay);
       },
     });
   }
@@ -81,7 +150,13 @@ export class ProjectionEngine {
   async stop(): Promise<void> {
     this.subscription?.unsubscribe();
     this.subscription = null;
-    while (this.draining) await new Promise((r) => setTimeout(r, 5));
+    if (this.resubscribeTimer) clearTimeout(this.resubscribeTimer);
+    this.resubscribeTimer = null;
+    for (const lane of this.lanes.values()) {
+      if (lane.retryTimer) clearTimeout(lane.retryTimer);
+      lane.retryTimer = null;
+    }
+    await this.draining;
     await this.flush();
     for (const w of this.waiters) {
       clearTimeout(w.timer);
@@ -99,7 +174,7 @@ export class ProjectionEngine {
     if (wasRunning) await this.stop();
     for (const p of chosen) {
       await this.reset(p);
-      this.checkpoints.set(p.name, null);
+      this.lanes.set(p.name, freshLane(p));
     }
     const dropped = new Set(chosen.flatMap((p) => p.collections));
     for (const l of this.changeListeners) l(dropped);
@@ -112,24 +187,64 @@ export class ProjectionEngine {
   async catchUp(timeoutMs = 600_000): Promise<void> {
     const head = await this.events.headPosition();
     if (head && !(await this.waitFor(head, timeoutMs))) throw new Error('projection did not catch up in time');
+    const failing = this.status().filter((s) => !s.healthy);
+    if (failing.length > 0) throw new Error(`projection failed: ${failing.map((s) => `${s.name}: ${s.lastError}`).join('; ')}`);
+  }
+
+  /** Every projector's position and health, as this process knows it. */
+  status(): ProjectionStatus[] {
+    return this.projectors.map((p) => {
+      const lane = this.lanes.get(p.name)!;
+      return { name: p.name, position: lane.checkpoint, healthy: lane.healthy, lastError: lane.lastError, retries: lane.retries };
+    });
+  }
+
+  /** The status as stored by whichever process runs the projectors (for an api-only process). */
+  async storedStatus(): Promise<ProjectionStatus[]> {
+    if (this.running) return this.status();
+    const cps = await this.docs.collection<CheckpointDoc>(checkpointCollection).find({ _id: { $in: this.projectors.map((p) => p.name) } });
+    const byName = new Map(cps.map((c) => [c._id, c]));
+    return this.projectors.map((p) => {
+      const c = byName.get(p.name);
+      const lastError = c?.lastError ?? null;
+      return { name: p.name, position: c?.position ?? null, healthy: lastError === null, lastError, retries: c?.retries ?? 0 };
+    });
   }
 
   /**
-   * Read-your-writes: resolves true once every projector has passed `position`, false after `timeoutMs`.
-   * Without a local engine (an api-only process) it polls the stored checkpoints.
+   * Read-your-writes: resolves true once every healthy projector has passed `position`, false after `timeoutMs`.
+   * A failing projector does not hold writes back; only when the write at `position` is one it had to skip does this
+   * throw `ProjectionUnavailable`, because the caller would read a state without its own write
+   * (docs/design.md, "Failure handling"). Without a local engine (an api-only process) it polls stored checkpoints.
    */
   async waitFor(position: Position | null, timeoutMs = 500): Promise<boolean> {
     if (position === null) return true;
-    if (this.failure) throw this.failure;
     if (!this.running) return this.pollStored(position, timeoutMs);
-    if (this.processed && this.events.comparePositions(this.processed, position) >= 0) return true;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w.timer !== timer);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push({ position, resolve, timer });
-    });
+    const reached =
+      this.processed !== null && this.events.comparePositions(this.processed, position) >= 0
+        ? true
+        : await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => {
+              this.waiters = this.waiters.filter((w) => w.timer !== timer);
+              resolve(false);
+            }, timeoutMs);
+            this.waiters.push({ position, resolve, timer });
+          });
+    const missing = this.missingAt(position);
+    if (missing.length > 0) throw new ProjectionUnavailable(missing);
+    return reached;
+  }
+
+  /** Failing projectors that skipped an event of the stream written at `position`. */
+  private missingAt(position: Position): string[] {
+    const stream = this.recent.get(position);
+    const out: string[] = [];
+    for (const lane of this.lanes.values()) {
+      if (lane.healthy) continue;
+      if (lane.checkpoint !== null && this.events.comparePositions(lane.checkpoint, position) >= 0) continue;
+      if (lane.missed === null || (stream !== undefined && lane.missed.has(stream))) out.push(lane.projector.name);
+    }
+    return out;
   }
 
   private async pollStored(position: Position, timeoutMs: number): Promise<boolean> {
@@ -137,9 +252,10 @@ export class ProjectionEngine {
     const stored = this.docs.collection<CheckpointDoc>(checkpointCollection);
     for (;;) {
       const cps = await stored.find({ _id: { $in: this.projectors.map((p) => p.name) } });
+      // A failing projector (as its runner reports it) does not hold writes back here either.
       const passed =
         cps.length === this.projectors.length &&
-        cps.every((c) => c.position !== null && this.events.comparePositions(c.position as Position, position) >= 0);
+        cps.every((c) => (c.lastError ?? null) !== null || (c.position !== null && this.events.comparePositions(c.position as Position, position) >= 0));
       if (passed) return true;
       if (Date.now() >= deadline) return false;
       await new Promise((r) => setTimeout(r, 10));
@@ -149,7 +265,8 @@ export class ProjectionEngine {
   private oldestCheckpoint(): Position | null {
     let oldest: Position | null = null;
     let first = true;
-    for (const cp of this.checkpoints.values()) {
+    for (const lane of this.lanes.values()) {
+      const cp = lane.checkpoint;
       if (cp === null) return null;
       if (first || this.events.comparePositions(cp, oldest!) < 0) oldest = cp;
       first = false;
@@ -157,36 +274,53 @@ export class ProjectionEngine {
     return oldest;
   }
 
+  /** Starts the one drain loop unless it runs; events and retries are applied by it alone, one at a time. */
+  private kick(): void {
+    this.draining ??= this.drain()
+      .catch((err: unknown) => this.log.error({ err }, 'projection loop failed'))
+      .finally(() => {
+        this.draining = null;
+        if (this.queue.length > 0 || this.retryPending()) this.kick();
+      });
+  }
+
+  private retryPending(): boolean {
+    for (const lane of this.lanes.values()) if (lane.retryDue) return true;
+    return false;
+  }
+
   private async drain(): Promise<void> {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (this.queue.length > 0 && this.subscription) {
-        const event = this.queue.shift()!;
-        await this.apply(event);
+    for (;;) {
+      // Retries go first: a recovered projector then follows live events with the others.
+      for (const lane of this.lanes.values()) {
+        if (!lane.retryDue || !this.running) continue;
+        lane.retryDue = false;
+        await this.recover(lane);
       }
-    } catch (err) {
-      this.failure = err as Error;
-      this.log.error({ err }, 'projection failed; the read model stops here until the cause is fixed');
-      this.subscription?.unsubscribe();
-      this.subscription = null;
-    } finally {
-      this.draining = false;
+      if (this.queue.length === 0 || !this.running) return;
+      await this.apply(this.queue.shift()!);
     }
   }
 
   private async apply(raw: RecordedEvent): Promise<void> {
     const event = upcast(raw);
     const changed = new Set<string>();
-    for (const p of this.projectors) {
-      const cp = this.checkpoints.get(p.name) ?? null;
-      if (cp !== null && this.events.comparePositions(event.position, cp) <= 0) continue;
-      for (const op of p.project(event)) {
-        await this.applyOp(op);
-        changed.add(op.collection);
+    for (const lane of this.lanes.values()) {
+      if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
+      if (!lane.healthy) {
+        this.noteMissed(lane, event);
+        continue;
       }
-      this.checkpoints.set(p.name, event.position);
+      try {
+        await this.applyTo(lane.projector, event, changed);
+        lane.checkpoint = event.position;
+      } catch (err) {
+        this.fail(lane, event, err);
+        this.noteMissed(lane, event);
+      }
     }
+    this.recent.set(event.position, event.streamId);
+    if (this.recent.size > recentEventsKept) this.recent.delete(this.recent.keys().next().value!);
     if (changed.size > 0) for (const l of this.changeListeners) l(changed);
     this.processed = event.position;
     this.scheduleFlush();
@@ -198,6 +332,78 @@ export class ProjectionEngine {
         return false;
       });
     }
+  }
+
+  private async applyTo(p: Projector, event: RecordedEvent, changed: Set<string>): Promise<void> {
+    for (const op of p.project(event)) {
+      await this.applyOp(op);
+      changed.add(op.collection);
+    }
+  }
+
+  /** Remembers that a failing projector skipped an event it would have changed its read model for. */
+  private noteMissed(lane: Lane, event: RecordedEvent): void {
+    if (lane.missed === null) return;
+    let concerns = true;
+    try {
+      concerns = lane.projector.project(event).length > 0;
+    } catch {
+      // A projector that cannot even map the event is counted as concerned by it.
+    }
+    if (!concerns) return;
+    lane.missed.add(event.streamId);
+    if (lane.missed.size > missedStreamsKept) lane.missed = null;
+  }
+
+  private fail(lane: Lane, event: Pick<RecordedEvent, 'position' | 'type' | 'streamId'> | null, err: unknown): void {
+    const first = lane.healthy;
+    lane.healthy = false;
+    lane.lastError = errorText(err);
+    if (!first) lane.retries++;
+    const delay = backoff(lane.retries + 1);
+    this.log.error(
+      { err, projector: lane.projector.name, position: event?.position ?? lane.checkpoint, eventType: event?.type ?? null, streamId: event?.streamId ?? null, retries: lane.retries, retryInMs: delay },
+      first ? 'projector failed; the others go on, it is retried with backoff' : 'projector failed again',
+    );
+    this.dirty = true;
+    this.scheduleFlush();
+    lane.retryTimer = setTimeout(() => {
+      lane.retryTimer = null;
+      lane.retryDue = true;
+      this.kick();
+    }, delay);
+  }
+
+  /** Replays what the projector missed from its own checkpoint up to where the others are, then rejoins them. */
+  private async recover(lane: Lane): Promise<void> {
+    const changed = new Set<string>();
+    let current: RecordedEvent | null = null;
+    try {
+      while (this.processed !== null && (lane.checkpoint === null || this.events.comparePositions(lane.checkpoint, this.processed) < 0)) {
+        const batch = await this.events.readAll({ after: lane.checkpoint, limit: catchUpBatch });
+        const from = lane.checkpoint;
+        for (const raw of batch) {
+          if (this.events.comparePositions(raw.position, this.processed) > 0) break;
+          current = upcast(raw);
+          await this.applyTo(lane.projector, current, changed);
+          lane.checkpoint = current.position;
+          current = null;
+        }
+        if (lane.checkpoint === from) break;
+      }
+    } catch (err) {
+      if (changed.size > 0) for (const l of this.changeListeners) l(changed);
+      this.fail(lane, current, err);
+      return;
+    }
+    if (changed.size > 0) for (const l of this.changeListeners) l(changed);
+    this.log.info({ projector: lane.projector.name, retries: lane.retries, position: lane.checkpoint }, 'projector recovered');
+    lane.healthy = true;
+    lane.lastError = null;
+    lane.retries = 0;
+    lane.missed = new Set();
+    this.dirty = true;
+    this.scheduleFlush();
   }
 
   private async applyOp(op: DocOp): Promise<void> {
@@ -232,8 +438,8 @@ export class ProjectionEngine {
   private async flushAll(): Promise<void> {
     const stored = this.docs.collection<CheckpointDoc>(checkpointCollection);
     for (const p of this.projectors) {
-      const position = this.checkpoints.get(p.name) ?? null;
-      await stored.updateOne({ _id: p.name }, { $set: { position, version: p.version } }, { upsert: true });
+      const lane = this.lanes.get(p.name)!;
+      await stored.updateOne({ _id: p.name }, { $set: { position: lane.checkpoint, version: p.version, lastError: lane.lastError, retries: lane.retries } }, { upsert: true });
     }
   }
 
@@ -243,4 +449,17 @@ export class ProjectionEngine {
       await this.docs.collection(index.collection).createIndex(index.keys, { unique: index.unique ?? false });
     }
   }
+}
+
+function freshLane(projector: Projector): Lane {
+  return { projector, checkpoint: null, healthy: true, lastError: null, retries: 0, retryTimer: null, retryDue: false, missed: new Set() };
+}
+
+function backoff(attempt: number): number {
+  return Math.min(maxRetryMs, firstRetryMs * 2 ** Math.max(0, attempt - 1));
+}
+
+function errorText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > errorChars ? `${text.slice(0, errorChars)}…` : text;
 }

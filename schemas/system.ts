@@ -28,12 +28,24 @@ export const SandboxInfo = Type.Object(
   { $id: 'SandboxInfo', additionalProperties: false },
 );
 
+export const ProjectionInfo = Type.Object(
+  {
+    name: Type.String({ description: 'The projector, named for its read model' }),
+    position: Nullable(Type.String({ description: 'The last event it applied (opaque); null before the first' })),
+    healthy: Type.Boolean({ description: 'False while it fails; it is retried with backoff on its own and the others go on' }),
+    lastError: Nullable(Type.String({ description: 'Why it fails; shown to instance admins only, null for others' })),
+    retries: Type.Integer({ minimum: 0, description: 'Retries since the current failure began; 0 when healthy' }),
+  },
+  { $id: 'ProjectionInfo', additionalProperties: false },
+);
+
 export const InfoOutputBody = Type.Object(
   {
     version: Type.String(),
     database: Type.String({ description: 'Event store and document store in use, e.g. `sqlite`' }),
     allowPrivateNetworkTargets: Type.Boolean(),
     sandbox: Type.Optional(SandboxInfo),
+    projections: Type.Array(ProjectionInfo, { description: 'Each read model: how far it is and whether it fails' }),
   },
   { $id: 'InfoOutputBody', additionalProperties: false },
 );

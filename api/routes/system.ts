@@ -14,9 +14,12 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
 
   app.get('/api/system/info', {
     schema: { summary: 'Version, database and sandbox backend of this instance', tags: ['system'], response: { 200: InfoOutputBody } },
-  }, async () => {
+  }, async (request) => {
     const sandbox = deps.sandbox();
-    return { version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets, ...(sandbox ? { sandbox } : {}) };
+    // Store errors can name internal details: the reason is for instance admins, the health for every member.
+    const admin = principalOf(request).isAdmin;
+    const projections = (await deps.engine.storedStatus()).map((s) => ({ ...s, lastError: admin ? s.lastError : null }));
+    return { version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets, ...(sandbox ? { sandbox } : {}), projections };
   });
 
   app.get('/api/users/me', {

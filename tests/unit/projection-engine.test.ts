@@ -132,3 +132,92 @@ describe('projection engine', () => {
     await other.close();
   });
 });
+
+/** Holds one document per stream with `slot` = the event's n, under a unique index: a taken slot fails the write. */
+function slotted(name: string): Projector {
+  return {
+    name,
+    version: 1,
+    collections: [name],
+    indexes: [{ collection: name, keys: [['slot', 1]], unique: true }],
+    project(e): DocOp[] {
+      if (e.type !== 'Counted') return [];
+      return [{ kind: 'update', collection: name, filter: { _id: e.streamId }, update: { $set: { slot: (e.data as { n: number }).n } }, upsert: true }];
+    },
+  };
+}
+
+async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('projection engine failures', () => {
+  it('stops a failing projector alone, answers writes it does not show, retries with backoff and catches up', async () => {
+    const logged: Array<{ obj: Record<string, unknown>; msg: string }> = [];
+    const log = { error: (obj: object, msg: string) => logged.push({ obj: obj as Record<string, unknown>, msg }), info: () => {} };
+    const events = openSqliteEventStore(':memory:');
+    const docs = openSqliteDocumentStore(':memory:');
+    const engine = new ProjectionEngine(events, docs, [counter('a'), slotted('b')], log);
+    open.push({ events, docs, engine });
+    await engine.start();
+    // A real write failure: slot 3 is taken, so b's unique index refuses the third event of stream s.
+    await docs.collection('b').updateOne({ _id: 'blocker' }, { $set: { slot: 3 } }, { upsert: true });
+    const onS = await count(events, 's', 1, 5);
+
+    await assert.rejects(engine.waitFor(onS, 2000), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'projection_unavailable');
+      assert.match(err.message, /\bb read model\b/);
+      return true;
+    });
+    assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 5, 'the healthy projector went on');
+    assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.slot, 2, 'the failing one stopped before the event it cannot apply');
+    // A write b has nothing to do with is answered as usual; one b would show, on any stream, is not.
+    assert.equal(await engine.waitFor((await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position, 2000), true);
+    await assert.rejects(engine.waitFor(await count(events, 't', 9, 9), 2000), /b read model/);
+
+    const failing = await until('two retries', () => {
+      const b = engine.status().find((s) => s.name === 'b')!;
+      return b.retries >= 2 ? b : null;
+    });
+    assert.equal(failing.healthy, false);
+    assert.match(failing.lastError ?? '', /UNIQUE/i);
+    assert.equal(engine.status().find((s) => s.name === 'a')!.healthy, true);
+    const first = logged.find((l) => l.obj.projector === 'b');
+    assert.ok(first, 'the failure is logged with the projector name');
+    assert.equal(first.obj.eventType, 'Counted');
+    assert.equal(first.obj.streamId, 's');
+
+    // A process without the projector role reads the same health from the stored checkpoints.
+    const reader = new ProjectionEngine(events, docs, [counter('a'), slotted('b')], quiet);
+    const stored = await until('the failure in the stored checkpoints', async () => (await reader.storedStatus()).find((s) => s.name === 'b' && !s.healthy));
+    assert.match(stored.lastError ?? '', /UNIQUE/i);
+
+    // The cause goes away: b recovers by itself and replays what it skipped, in order, then follows live events.
+    await docs.collection('b').deleteMany({ _id: 'blocker' });
+    await until('b to recover', () => engine.status().find((s) => s.name === 'b')!.healthy);
+    const b = engine.status().find((s) => s.name === 'b')!;
+    assert.deepEqual({ lastError: b.lastError, retries: b.retries }, { lastError: null, retries: 0 });
+    assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.slot, 5);
+    assert.equal((await docs.collection('b').findOne({ _id: 't' }))?.slot, 9);
+    assert.equal(await engine.waitFor(await count(events, 's', 6, 6), 2000), true);
+    assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.slot, 6);
+    assert.deepEqual((await docs.collection('a').findOne({ _id: 's' }))?.seen, [1, 2, 3, 4, 5, 6], 'the healthy projector saw each event once');
+  });
+
+  it('doubles the wait between retries up to a cap', async () => {
+    const { events, docs, engine } = setup([slotted('b')]);
+    await engine.start();
+    await docs.collection('b').updateOne({ _id: 'blocker' }, { $set: { slot: 1 } }, { upsert: true });
+    await count(events, 's', 1, 1);
+    const started = Date.now();
+    await until('three retries', () => engine.status()[0]!.retries >= 3);
+    // 100 + 200 + 400 ms of backoff at least; under load it only takes longer.
+    assert.ok(Date.now() - started >= 650, `three retries took ${Date.now() - started} ms`);
+  });
+});
