@@ -185,6 +185,35 @@ describe('web app in a browser', () => {
     }
   });
 
+  it('compiles a sentence into the form, and saves the proposal with its schedule and allow-list', async () => {
+    const { context, page, problems } = await web.open();
+    try {
+      await signIn(page);
+      await page.goto(`${server.t.url}/jobs/new`);
+      await page.getByLabel('Describe the job in a sentence').fill('Every monday at 8am Europe/Berlin fetch the weather from wttr.in');
+      await page.getByRole('button', { name: 'Compile into a job' }).click();
+      await page.getByText('Proposed from your sentence.').waitFor();
+      assert.equal(await page.getByLabel('Name').inputValue(), 'Every monday at 8am Europe Berlin');
+      assert.equal(await page.getByLabel('Schedule (cron)').inputValue(), '0 8 * * 1');
+      assert.equal(await page.getByLabel('Time zone').inputValue(), 'Europe/Berlin');
+      assert.equal(await page.getByLabel('Network').inputValue(), 'allowlist');
+      assert.equal(await page.getByLabel('Allowed domains').inputValue(), 'wttr.in');
+      await page.getByLabel('Name').fill('Monday weather');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.waitForURL(/\/jobs\/[0-9a-f-]+$/);
+      await page.getByText('0 8 * * 1').waitFor();
+      const job = (await server.api.get(`/api/jobs/${page.url().split('/').pop()}`)).body;
+      assert.equal(job.name, 'Monday weather');
+      assert.deepEqual(job.allowedDomains, ['wttr.in']);
+      assert.equal(job.spec.schedule.human, 'every monday at 08:00', 'the compiled spec was saved with the job');
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('keeps search, sort and paging in the URL, and each survives a reload', async () => {
     for (const name of ['alpha sorter', 'beta sorter', 'gamma sorter']) {
       const created = await server.api.post('/api/jobs', { name, instruction: 'x', selfImprove: false });

@@ -30,7 +30,14 @@ export async function ensureWebBuild(): Promise<void> {
   const sources = Math.max(newestIn(join(root, 'web')), newestIn(join(root, 'schemas')));
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
   const { build } = await import('vite');
-  await build({ configFile: join(root, 'web/vite.config.ts'), logLevel: 'warn' });
+  // Vite keeps a NODE_ENV it finds (the test runner sets `test`), which would bundle React's development build.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ configFile: join(root, 'web/vite.config.ts'), logLevel: 'warn', mode: 'production' });
+  } finally {
+    process.env.NODE_ENV = nodeEnv;
+  }
 }
 
 export interface BrowserSuite {

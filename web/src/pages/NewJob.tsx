@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { Link, useNavigate } from 'react-router-dom';
 import { ApiError, post } from '../api.js';
+import { CompileBox, CompiledNotes, type CompiledJob } from '../components/CompileBox.js';
 import { domainList, emptyJob, JobForm, type JobFormValues } from '../components/JobForm.js';
 import type { JobDto, JobFields, TriggerRunOutput } from '../types.js';
 
@@ -18,10 +19,23 @@ export function toJobFields(v: JobFormValues): JobFields {
   };
 }
 
+function fromCompiled(job: CompiledJob): JobFormValues {
+  return {
+    ...emptyJob,
+    name: job.name,
+    instruction: job.instruction,
+    cron: job.cron ?? '',
+    timezone: job.timezone ?? '',
+    network: job.network,
+    allowedDomains: (job.allowedDomains ?? []).join('\n'),
+  };
+}
+
 export function NewJobPage() {
   const navigate = useNavigate();
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  const [compiled, setCompiled] = useState<{ job: CompiledJob; n: number } | null>(null);
 
   useEffect(() => {
     document.title = 'New job · svc';
@@ -31,7 +45,8 @@ export function NewJobPage() {
     setBusy(true);
     setError(null);
     try {
-      const job = await post<JobDto>('/api/jobs', toJobFields(v));
+      // The compiled spec (inputs, outputs, success criteria, Dockerfile) goes with the form's fields.
+      const job = await post<JobDto>('/api/jobs', { ...toJobFields(v), ...(compiled ? { spec: compiled.job.spec } : {}) });
       if (submitter === 'run') {
         const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, {});
         navigate(started.runId ? `/runs/${started.runId}` : `/jobs/${job.id}`);
@@ -48,8 +63,12 @@ export function NewJobPage() {
         <Link to="/jobs">Jobs</Link> / New job
       </nav>
       <h1>New job</h1>
+      <CompileBox onCompiled={(job) => setCompiled((c) => ({ job, n: (c?.n ?? 0) + 1 }))} />
+      <h2 className="or">{compiled ? 'The proposed job' : 'Or fill in the form'}</h2>
+      {compiled && <CompiledNotes job={compiled.job} />}
       <JobForm
-        initial={emptyJob}
+        key={compiled?.n ?? 0}
+        initial={compiled ? fromCompiled(compiled.job) : emptyJob}
         error={error}
         busy={busy}
         onSubmit={(v, s) => void save(v, s)}
