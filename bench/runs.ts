@@ -59,12 +59,16 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
   await broker.start(brokerSocket);
   const timeline = new TimelineWriter(stores.events, 'bench-run', 'w');
   const model = { client: new FakeClient('bench'), name: 'fake-model', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 } };
-  broker.open({ runId: 'bench-run', jobId: 'bench-job', workspaceId: 'w', token: 'bench-token', costLimit: 0, jobState: new JobStateStore(stores.docs, stores.events), egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false }, hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }) });
-  const sb = await backend.create(spec('bench-svc', brokerSocket, { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 'bench-token' }));
+  const session = broker.open({ runId: 'bench-run', jobId: 'bench-job', workspaceId: 'w', token: 'bench-token', costLimit: 0, jobState: new JobStateStore(stores.docs, stores.events), egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false }, hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }) });
+  // Each run has a socket of its own; the shared one honours no token.
+  const runSocket = join(dir, 'bench-run.sock');
+  await broker.serve(session, runSocket);
+  const sb = await backend.create(spec('bench-svc', runSocket, { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 'bench-token' }));
   const calls = quick ? 100 : 500;
   const loop = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc state set k$i v || exit 1; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
   const base = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
   await sb.destroy();
+  session.close();
   await broker.stop();
   if (loop.exitCode !== 0) throw new Error(`svc state set failed: ${loop.output.toString()}`);
   const perCallNs = Number(loop.output.toString().trim());

@@ -1,10 +1,10 @@
 import { closeServer, listenOnSocket } from './unix-server.js';
+import { rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { randomUUID } from 'node:crypto';
 import { addressAllowed, addressRefusal, decideHost } from './address-guard.js';
-import type { Broker } from './server.js';
 import type { RunSession } from './run-session.js';
 
 const dialTimeoutMs = 15_000;
@@ -55,37 +55,54 @@ async function dial(addresses: string[], port: number): Promise<Socket> {
 }
 
 /**
- * The egress proxy (DESIGN §5, BEHAVIOUR §5.5) on its own Unix socket, seen as /run/svc/proxy.sock in sandboxes: the
- * only way out of one. `CONNECT host:port` and absolute http:// URLs; the run token is the Basic password. It checks
- * the job's network rule and allow-list on the name, never takes a bare IP address, resolves the name itself and
- * dials only addresses the guard allows.
+ * The egress proxy (DESIGN §5, BEHAVIOUR §5.5), one Unix socket per run, seen as /run/svc/proxy.sock in that run's
+ * sandbox: the only way out of one. `CONNECT host:port` and absolute http:// URLs; the run token is the Basic
+ * password, and a socket takes only its own run's token, so another run's token never unlocks this run's allow-list
+ * (docs/design.md "One broker socket per run"). It checks the job's network rule and allow-list on the name, never
+ * takes a bare IP address, resolves the name itself and dials only addresses the guard allows.
  */
 export class EgressProxy {
-  private server: Server | null = null;
   private readonly seen = new WeakMap<RunSession, Set<string>>();
+  /** Each run's socket and its open CONNECT tunnels (which the HTTP server no longer tracks), until the run ends. */
+  private readonly channels = new Map<Server, Set<Socket>>();
 
-  constructor(private readonly broker: Broker) {}
-
-  async start(path: string): Promise<void> {
-    const server = createServer((req, res) => void this.forward(req, res));
-    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
-    this.server = server;
+  /**
+   * Serves `session` alone on a new socket at `path`. When the session closes the socket is removed and the run's
+   * tunnels are cut: a run that ended keeps no way out.
+   */
+  async serve(session: RunSession, path: string): Promise<void> {
+    const tunnels = new Set<Socket>();
+    // What escapes forward() and tunnel() (they answer their own refusals) ends that one connection, never the process.
+    const server = createServer((req, res) => void this.forward(req, res, session).catch(() => res.destroy()));
+    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      tunnels.add(socket);
+      socket.once('close', () => tunnels.delete(socket));
+      void this.tunnel(req, socket, head, session).catch(() => socket.destroy());
+    });
     await listenOnSocket(server, path);
+    this.channels.set(server, tunnels);
+    session.onClose(async () => {
+      for (const t of tunnels) t.destroy();
+      rmSync(path, { force: true });
+      await closeServer(server);
+      this.channels.delete(server);
+    });
   }
 
+  /** Closes every run's socket and tunnel (the runner stops). */
   async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    if (server) await closeServer(server);
+    const all = [...this.channels];
+    this.channels.clear();
+    for (const [, tunnels] of all) for (const t of tunnels) t.destroy();
+    await Promise.all(all.map(([server]) => closeServer(server)));
   }
 
-  private authenticate(req: IncomingMessage): RunSession {
+  private authenticate(req: IncomingMessage, session: RunSession): RunSession {
     const basic = /^Basic\s+(\S+)\s*$/i.exec(req.headers['proxy-authorization'] ?? '')?.[1];
     const decoded = basic ? Buffer.from(basic, 'base64').toString('utf8') : '';
     const colon = decoded.indexOf(':');
     const password = colon >= 0 ? decoded.slice(colon + 1) : '';
-    const session = password ? this.broker.sessionFor(password) : null;
-    if (!session) throw new Refusal(407, 'invalid_token', 'the egress proxy needs the run token as the Basic password');
+    if (!password || !session.holds(password)) throw new Refusal(407, 'invalid_token', 'the egress proxy needs the run token of this run as the Basic password, while the run executes');
     return session;
   }
 
@@ -136,10 +153,10 @@ export class EgressProxy {
     return { status: r.status, headers, text };
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async forward(req: IncomingMessage, res: ServerResponse, channel: RunSession): Promise<void> {
     const started = Date.now();
     try {
-      const session = this.authenticate(req);
+      const session = this.authenticate(req, channel);
       let url: URL;
       try {
         url = new URL(req.url ?? '');
@@ -179,11 +196,11 @@ export class EgressProxy {
     res.end(r.text);
   }
 
-  private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
+  private async tunnel(req: IncomingMessage, client: Socket, head: Buffer, channel: RunSession): Promise<void> {
     const started = Date.now();
     client.on('error', () => undefined);
     try {
-      const session = this.authenticate(req);
+      const session = this.authenticate(req, channel);
       const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(req.url ?? '') ?? /^([^:[\]]+):(\d{1,5})$/.exec(req.url ?? '');
       const port = Number(m?.[2]);
       if (!m || port < 1 || port > 65535) throw new Refusal(400, 'validation_failed', 'CONNECT needs host:port');

@@ -114,6 +114,7 @@ export class RunSession {
   private stateSet = false;
   private overflowNoted = false;
   private readonly actionList: Array<{ server: string; tool: string; args: string; ok: boolean }> = [];
+  private readonly closers: Array<() => Promise<void>> = [];
 
   constructor(
     readonly options: RunSessionOptions,
@@ -125,6 +126,18 @@ export class RunSession {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+  /** Whether `token` is this run's token and the run is still executing. */
+  holds(token: string): boolean {
+    return !this.closed && hashToken(token) === this.tokenHash;
+  }
+  /**
+   * Runs `fn` when the session closes (at once if it is closed already): the run's sockets go with it. A failure
+   * there is the closer's to report; it never fails the close.
+   */
+  onClose(fn: () => Promise<void>): void {
+    if (this.closed) void fn().catch(() => undefined);
+    else this.closers.push(fn);
   }
   /** Outputs reported with `svc output set`, by key. */
   get outputs(): Record<string, unknown> {
@@ -309,6 +322,7 @@ export class RunSession {
       this.unregister(this);
       for (const worst of this.reservations.values()) this.spent += worst;
       this.reservations.clear();
+      for (const fn of this.closers.splice(0)) void fn().catch(() => undefined);
     }
     return { llmSpend: this.spent };
   }

@@ -1,4 +1,4 @@
-import { closeServer, listenOnSocket } from './unix-server.js';
+import { closeServer, listenOnSocket, retireServer } from './unix-server.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { hashToken } from '../server/keys.js';
@@ -20,15 +20,18 @@ class RawJson {
 const noMcp = () => new BrokerError(404, 'not_found', 'This job has no MCP servers');
 
 /**
- * The /v1 routes `svc` calls from inside sandboxes (SPEC §4.6, BEHAVIOUR §5) on a Unix socket that each sandbox sees
- * as /run/svc/broker.sock. A run's token is valid while its session is open; at most 8 of a run's requests are
- * handled at once, the rest wait in order.
+ * The /v1 routes `svc` calls from inside sandboxes (SPEC §4.6, BEHAVIOUR §5). Each run is served on a Unix socket of
+ * its own, which only its sandbox sees as /run/svc/broker.sock, and that socket honours that run's token alone, until
+ * the run's session closes (docs/design.md "One broker socket per run"). At most 8 of a run's requests are handled
+ * at once, the rest wait in order.
  */
 export class Broker {
   private readonly sessions = new Map<string, RunSession>();
   private server: Server | null = null;
+  /** The sockets of runs, until their sessions close. */
+  private readonly channels = new Set<Server>();
 
-  /** Registers a live run under its token; `session.close()` unregisters it. */
+  /** Registers a live run under its token; `session.close()` unregisters it. It is reachable once `serve`d. */
   open(options: RunSessionOptions): RunSession {
     const session = new RunSession(options, (s) => {
       if (this.sessions.get(s.tokenHash) === s) this.sessions.delete(s.tokenHash);
@@ -37,22 +40,44 @@ export class Broker {
     return session;
   }
 
-  /** The open session of a token (the egress proxy authenticates with it too). */
+  /** The open session of a token. */
   sessionFor(token: string): RunSession | null {
     const s = this.sessions.get(hashToken(token));
     return s && !s.isClosed ? s : null;
   }
 
+  /**
+   * Serves `session` alone on a new socket at `path`: a token of any other run is refused there, and the socket is
+   * closed and removed when the session closes.
+   */
+  async serve(session: RunSession, path: string): Promise<void> {
+    // What escapes handle() (it answers its own errors) ends that one request, never the process.
+    const server = createServer((req, res) => void this.handle(req, res, session).catch(() => res.destroy()));
+    await listenOnSocket(server, path);
+    this.channels.add(server);
+    session.onClose(async () => {
+      await retireServer(server, path);
+      this.channels.delete(server);
+    });
+  }
+
+  /**
+   * The socket of sandboxes that belong to no run (an MCP server's test sandbox): it exists so such sandboxes have a
+   * broker address, and refuses every token.
+   */
   async start(path: string): Promise<void> {
-    const server = createServer((req, res) => void this.handle(req, res));
+    const server = createServer((req, res) => void this.handle(req, res, null).catch(() => res.destroy()));
     this.server = server;
     await listenOnSocket(server, path);
   }
 
+  /** Closes every session still open (their tokens stop working) and every socket, cutting open connections. */
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
-    if (server) await closeServer(server);
+    for (const session of [...this.sessions.values()]) session.close();
+    await Promise.all([...this.channels, ...(server ? [server] : [])].map((s) => closeServer(s)));
+    this.channels.clear();
   }
 
   private send(res: ServerResponse, status: number, body: unknown, requestId: string): void {
@@ -66,10 +91,11 @@ export class Broker {
     this.send(res, err.status, { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}), requestId }, requestId);
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `channel`: the run whose socket the request came in on, null on the socket of no run. */
+  private async handle(req: IncomingMessage, res: ServerResponse, channel: RunSession | null): Promise<void> {
     const requestId = randomUUID();
     const token = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
-    const session = token ? this.sessionFor(token) : null;
+    const session = channel && token && channel.holds(token) ? channel : null;
     if (!session) {
       return this.sendError(res, new BrokerError(401, 'invalid_token', 'The run token is missing or unknown, or the run is no longer executing'), requestId);
     }

@@ -14,3 +14,14 @@ export async function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
   await closed;
 }
+
+/**
+ * Stops listening and removes the socket at once; requests already being handled get their answers, idle keep-alive
+ * connections are cut. Resolves when the last connection is gone.
+ */
+export async function retireServer(server: Server, path: string): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  rmSync(path, { force: true });
+  await closed;
+}

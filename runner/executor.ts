@@ -68,12 +68,19 @@ export interface AgentModel {
   contextWindow: number;
 }
 
+/** A run's open session and the host paths of its own sockets (docs/design.md "One broker socket per run"). */
+export interface OpenedSession {
+  session: BrokerSession;
+  brokerSocket: string;
+  /** Null for a job without network access. */
+  proxySocket: string | null;
+}
+
 /** The host services a run uses, as ports: wiring adapts the concrete ones (server/start.ts). */
 export interface ExecutorPorts {
   backend: SandboxBackend;
-  brokerSocket: string;
-  proxySocket: string;
-  openSession(request: SessionRequest): BrokerSession;
+  /** Opens the run's session on sockets of its own, which honour only its token and go when the session closes. */
+  openSession(request: SessionRequest): Promise<OpenedSession>;
   agentModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
   utilityModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
   settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null; dailySpendLimitUsd: number }>;
@@ -136,7 +143,9 @@ export class RunExecutor {
     const ws = run.workspaceId;
     const ctx: CommandContext = { workspaceId: ws, actor: { type: 'run', id: runId }, requestId: null, correlationId: runId };
     const secretValues = await this.ports.secretValues(ws).catch(() => []);
-    const redact = redactor(secretValues);
+    // The run token is redacted like a secret wherever the run's texts are stored.
+    const token = randomBytes(32).toString('base64url');
+    const redact = redactor([...secretValues, token]);
     const timeline = new TimelineWriter(this.events, runId, ws, redact, this.clock, this.files, this.log);
     const startedAt = run.startedAt ?? this.clock();
     let sandbox: Sandbox | null = null;
@@ -223,16 +232,15 @@ export class RunExecutor {
       const image = resolved.image;
 
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
-      const token = randomBytes(32).toString('base64url');
       const maxCost = Math.round(limits.maxCostUsd * 1e6);
       mcp = (await this.ports.mcp?.(ws, run.jobId, { shadow: false, runAsRoot: job.config.runAsRoot, timeline: (type, payload, ms) => timeline.record(type, payload, { ms }) })) ?? null;
-      session = this.ports.openSession({
+      const opened = await this.ports.openSession({
         runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost, mcp,
         egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
       });
+      session = opened.session;
 
       const env = sandboxEnv(await this.ports.secretEnv(ws, run.jobId), token, runId, run.jobId, job.config.network);
-      const proxied = job.config.network !== 'none';
 
       const t0 = this.clock();
       try {
@@ -240,7 +248,7 @@ export class RunExecutor {
           id: `run-${runId}`, labels: { runId, jobId: run.jobId, workspaceId: ws }, image,
           limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
           network: job.config.network, runAsRoot: job.config.runAsRoot, env,
-          brokerSocket: this.ports.brokerSocket, proxySocket: proxied ? this.ports.proxySocket : null,
+          brokerSocket: opened.brokerSocket, proxySocket: opened.proxySocket,
           ttlMs: limits.timeoutSeconds * 1000 + 5 * 60_000,
         });
       } catch (err) {

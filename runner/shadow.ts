@@ -67,18 +67,19 @@ export class ShadowRunner {
     try {
       const image = req.dockerfileChanged ? req.image ?? null : await this.ports.runImage({ workspaceId: ws, jobId: req.jobId, playbookVersion: req.baseVersion, fallback: req.job.image ?? settings.defaultImage, signal: controller.signal });
       mcp = (await this.ports.mcp?.(ws, req.jobId, { shadow: true, runAsRoot: req.job.runAsRoot, timeline: () => undefined })) ?? null;
-      session = this.ports.openSession({
+      const opened = await this.ports.openSession({
         runId, jobId: req.jobId, workspaceId: ws, token, costLimit: Math.round(limits.maxCostUsd * 1e6), timeline: discardedTimeline,
         agentModel: model, utilityModel: utility, agentSpend: () => 0, mcp, stateOverlay: true,
         egress: { network: req.job.network, allowedDomains: req.job.allowedDomains, allowPrivateNetwork: req.job.allowPrivateNetwork },
       });
+      session = opened.session;
       try {
         sandbox = await this.ports.backend.create({
           id: runId, labels: { runId, jobId: req.jobId, workspaceId: ws }, image,
           limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
           network: req.job.network, runAsRoot: req.job.runAsRoot,
           env: sandboxEnv(await this.ports.secretEnv(ws, req.jobId), token, runId, req.jobId, req.job.network),
-          brokerSocket: this.ports.brokerSocket, proxySocket: req.job.network !== 'none' ? this.ports.proxySocket : null,
+          brokerSocket: opened.brokerSocket, proxySocket: opened.proxySocket,
           ttlMs: main.ms + 10 * 60_000,
         });
       } catch (err) {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { Static } from 'typebox';
 import { Broker } from '../broker/server.js';
 import { EgressProxy } from '../broker/egress-proxy.js';
+import { serveRun } from '../broker/run-channel.js';
 import { runSessionHooks } from './broker-hooks.js';
 import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
 import { Dispatcher } from '../runner/dispatcher.js';
@@ -59,22 +60,22 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     s.log.error({ err }, 'the sandbox backend cannot run sandboxes; runs will fail until this is fixed');
   }
   const broker = new Broker();
-  const proxy = new EgressProxy(broker);
+  const proxy = new EgressProxy();
+  // Runs get sockets of their own under runs/; this one is for sandboxes of no run and honours no token.
   const brokerSocket = join(dir, 'broker.sock');
-  const proxySocket = join(dir, 'proxy.sock');
   await broker.start(brokerSocket);
-  await proxy.start(proxySocket);
   // Stdio MCP servers are tested in a sandbox of their own, on this backend.
   s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
 
   const imageBuilder = backend.images && backendError === null ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log) : null;
   const ports: ExecutorPorts = {
     backend,
-    brokerSocket,
-    proxySocket,
-    openSession: (req) => broker.open({
-      runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState, hooks: runSessionHooks(req),
-    }),
+    openSession: async (req) => {
+      const session = broker.open({
+        runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState, hooks: runSessionHooks(req),
+      });
+      return { session, ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none')) };
+    },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
     settings: (ws) => s.models.settings(ws),

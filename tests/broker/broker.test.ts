@@ -63,7 +63,7 @@ function recording(providerId: string, calls: ModelCall[], live: Run['live']): M
   };
 }
 
-function openRun(options: { costLimit?: number; agentSpend?: () => number } = {}): Run {
+async function openRun(options: { costLimit?: number; agentSpend?: () => number } = {}): Promise<Run> {
   const runId = `run-${randomUUID()}`;
   const jobId = `job-${randomUUID()}`;
   const token = `tok-${randomUUID()}`;
@@ -82,6 +82,7 @@ function openRun(options: { costLimit?: number; agentSpend?: () => number } = {}
       agentSpend: options.agentSpend ?? (() => 0),
     }),
   });
+  await fixture.serve(session, token);
   return {
     session, token, runId, jobId, timeline, agent, utility, calls, live,
     call: (method, path, body) => send(method, path, body, token),
@@ -109,7 +110,7 @@ function send(method: string, path: string, body?: unknown, token?: string | nul
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
-        socketPath: fixture.socket, method, path, agent: false,
+        socketPath: fixture.socketFor(token), method, path, agent: false,
         headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}), ...headers },
       },
       (res) => {
@@ -146,12 +147,15 @@ const key = (n: number, c = 'k') => c.repeat(n);
 const path = (k: string) => `/v1/state/${encodeURIComponent(k)}`;
 
 describe('broker: transport and auth', () => {
-  it('listens on a socket the sandbox user can open', () => {
+  it('listens on sockets the sandbox user can open', async () => {
     assert.equal(statSync(fixture.socket).mode & 0o777, 0o666);
+    const run = await openRun();
+    assert.equal(statSync(fixture.socketFor(run.token)).mode & 0o777, 0o666);
+    run.session.close();
   });
 
   it('answers 401 invalid_token without a token, with an unknown one, and after the session closes', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal((await run.call('GET', '/v1/state')).status, 200);
     for (const token of [null, 'not-a-token', `${run.token}x`]) {
       const res = await send('GET', '/v1/state', undefined, token);
@@ -162,9 +166,9 @@ describe('broker: transport and auth', () => {
     assert.equal((await send('GET', '/v1/state', undefined, null, { authorization: `Basic ${run.token}` })).status, 401, 'only a Bearer token');
     assert.deepEqual(run.session.close(), { llmSpend: 0 });
     for (const [method, p] of [['GET', '/v1/state'], ['PUT', '/v1/state/a'], ['POST', '/v1/output'], ['POST', '/v1/llm'], ['POST', '/v1/fail']] as const) {
-      const res = await run.call(method, p, { value: 'v', key: 'k', prompt: 'p' });
-      assert.equal(res.status, 401, `${method} ${p} after close`);
-      assert.equal(res.body.code, 'invalid_token');
+      // The run's socket goes with its session: a call after close cannot connect, or is refused if it raced in.
+      const res = await run.call(method, p, { value: 'v', key: 'k', prompt: 'p' }).catch((err: NodeJS.ErrnoException) => err.code);
+      assert.ok(res === 'ENOENT' || res === 'ECONNREFUSED' || (typeof res === 'object' && res.status === 401 && res.body.code === 'invalid_token'), `${method} ${p} after close: ${JSON.stringify(res)}`);
     }
     assert.equal(broker.sessionFor(run.token), null);
     assert.equal(await fixture.jobState.get(workspaceId, run.jobId, 'a'), null, 'nothing was written after close');
@@ -172,7 +176,7 @@ describe('broker: transport and auth', () => {
   });
 
   it('refuses unknown routes, MCP without servers, and bodies that are not JSON or too large', async () => {
-    const run = openRun();
+    const run = await openRun();
     const unknown = await run.call('GET', '/v1/nope');
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.code, 'not_found');
@@ -200,7 +204,7 @@ describe('broker: transport and auth', () => {
 
 describe('broker: state', () => {
   it('gets, sets and lists through the job state store, and records a state event', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.deepEqual((await run.call('GET', '/v1/state/missing')).body, { key: 'missing', value: null, found: false });
     for (const [k, v] of [['zeta', '1'], ['alpha', 'two'], ['mid dle/é', ''], ['9', 'nine'], ['10', 'ten']]) assert.deepEqual((await run.call('PUT', path(k!), { value: v })).body, { ok: true });
     assert.deepEqual((await run.call('GET', path('mid dle/é'))).body, { key: 'mid dle/é', value: '', found: true }, 'an empty value is found');
@@ -219,7 +223,7 @@ describe('broker: state', () => {
   });
 
   it('limits keys to 200 characters and values to 1 MiB', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal((await run.call('PUT', path(key(stateLimits.keyChars)), { value: 'v' })).status, 200);
     assert.equal((await run.call('PUT', path(key(stateLimits.keyChars / 2, 'é')), { value: 'v' })).status, 200, 'characters, not bytes');
     assert.equal((await run.call('PUT', path('\u{1F600}'.repeat(200)), { value: 'v' })).status, 200, '200 characters outside the BMP');
@@ -236,7 +240,7 @@ describe('broker: state', () => {
   });
 
   it('keeps at most 1,000 keys: a new key is refused, existing keys stay writable', async () => {
-    const run = openRun();
+    const run = await openRun();
     for (let i = 0; i < stateLimits.keys - 1; i++) await fixture.jobState.set(run.session.ctx, workspaceId, run.jobId, `k${i}`, 'v');
     assert.equal((await run.call('PUT', path('last'), { value: 'v' })).status, 200, 'the 1,000th key');
     const refused = await run.call('PUT', path('one-more'), { value: 'v' });
@@ -251,7 +255,7 @@ describe('broker: state', () => {
   });
 
   it('keeps keys and values of a job within 16 MiB: growing beyond fails, keeping or shrinking succeeds', async () => {
-    const run = openRun();
+    const run = await openRun();
     const value = 'v'.repeat(MiB);
     for (let i = 0; i < 15; i++) await fixture.jobState.set(run.session.ctx, workspaceId, run.jobId, `b${i}`, value);
     const used = 15 * MiB + 10 * 2 + 5 * 3; // keys b0..b9 and b10..b14
@@ -268,7 +272,7 @@ describe('broker: state', () => {
 
 describe('broker: outputs, steps, summary, fail', () => {
   it('turns output text into JSON when it parses and keeps anything else a string', async () => {
-    const run = openRun();
+    const run = await openRun();
     const set = (body: Record<string, unknown>) => run.call('POST', '/v1/output', body);
     for (const body of [
       { key: 'num', text: '42' }, { key: 'float', text: '-1.5e3' }, { key: 'yes', text: 'true' }, { key: 'obj', text: '{"a":[1,2]}' }, { key: 'arr', text: '[1,"x"]' },
@@ -287,7 +291,7 @@ describe('broker: outputs, steps, summary, fail', () => {
   });
 
   it('takes at most 100 outputs; replacing one at the limit still works', async () => {
-    const run = openRun();
+    const run = await openRun();
     for (let i = 0; i < brokerLimits.outputs; i++) assert.equal((await run.call('POST', '/v1/output', { key: `o${i}`, text: String(i) })).status, 200);
     const refused = await run.call('POST', '/v1/output', { key: 'o100', text: '1' });
     assert.equal(refused.status, 400);
@@ -300,7 +304,7 @@ describe('broker: outputs, steps, summary, fail', () => {
   });
 
   it('takes at most 1 MiB of outputs, key and value counted, and replacing frees the old size', async () => {
-    const run = openRun();
+    const run = await openRun();
     // A key counts its bytes, a value the bytes of its JSON text (a string with its quotes).
     const size = (k: string, v: unknown) => Buffer.byteLength(k) + Buffer.byteLength(JSON.stringify(v));
     const exact = 'x'.repeat(brokerLimits.outputBytes - size('big', ''));
@@ -323,7 +327,7 @@ describe('broker: outputs, steps, summary, fail', () => {
   });
 
   it('marks steps of up to 200 bytes, at most 1,000 per run, each on the timeline', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal((await run.call('POST', '/v1/step', { name: 's'.repeat(200) })).status, 200);
     assert.equal((await run.call('POST', '/v1/step', { name: 'é'.repeat(100) })).status, 200, '200 bytes in 100 characters');
     assertInvalid(await run.call('POST', '/v1/step', { name: 's'.repeat(201) }), 'name', 'too_large');
@@ -346,7 +350,7 @@ describe('broker: outputs, steps, summary, fail', () => {
   });
 
   it('takes a summary of up to 16 KiB', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal((await run.call('POST', '/v1/summary', { summary: '# Done\n' + 's'.repeat(16 * 1024 - 7) })).status, 200);
     assert.equal(Buffer.byteLength(run.session.summary!), 16 * 1024);
     assertInvalid(await run.call('POST', '/v1/summary', { summary: 's'.repeat(16 * 1024 + 1) }), 'summary', 'too_large');
@@ -358,7 +362,7 @@ describe('broker: outputs, steps, summary, fail', () => {
   });
 
   it('stores the fail reason cut at 2,000 characters, with a default when none is given', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal(run.session.failReason, null);
     assert.deepEqual((await run.call('POST', '/v1/fail', { reason: 'r'.repeat(2000) })).body, { ok: true });
     assert.equal(run.session.failReason, 'r'.repeat(2000));
@@ -376,7 +380,7 @@ describe('broker: outputs, steps, summary, fail', () => {
 
 describe('broker: svc llm', () => {
   it('calls the utility model by default and the agent model when asked, tool-less at low effort', async () => {
-    const run = openRun();
+    const run = await openRun();
     script(run.utility, [{ text: 'from utility', usage: { input: 30, output: 12 } }]);
     script(run.agent, [{ text: 'from agent', usage: { input: 5, output: 7 } }]);
     const utility = await run.call('POST', '/v1/llm', { prompt: 'hi', system: 'be brief', model: 'something-else' });
@@ -401,7 +405,7 @@ describe('broker: svc llm', () => {
   });
 
   it('needs a prompt, and takes maxTokens 1..16,000 (anything else is 4096)', async () => {
-    const run = openRun();
+    const run = await openRun();
     assertInvalid(await run.call('POST', '/v1/llm', {}), 'prompt', 'required');
     assertInvalid(await run.call('POST', '/v1/llm', { prompt: ' \n ' }), 'prompt', 'required');
     assert.equal(run.calls.length, 0);
@@ -410,7 +414,7 @@ describe('broker: svc llm', () => {
   });
 
   it('refuses a schema that is not JSON or not an object at its top level', async () => {
-    const run = openRun();
+    const run = await openRun();
     assertInvalid(await run.call('POST', '/v1/llm', { prompt: 'p', schemaText: '{"type":' }), 'schema', 'invalid_json');
     assertInvalid(await run.call('POST', '/v1/llm', { prompt: 'p', schemaText: '' }), 'schema', 'invalid_json');
     for (const schemaText of ['[]', '"object"', '3', 'true', 'null']) assertInvalid(await run.call('POST', '/v1/llm', { prompt: 'p', schemaText }), 'schema', 'not_object');
@@ -420,7 +424,7 @@ describe('broker: svc llm', () => {
   });
 
   it('answers indented JSON matching the schema, with one second try when the first answer does not match', async () => {
-    const run = openRun();
+    const run = await openRun();
     const schema = { type: 'object', required: ['name'], properties: { name: { type: 'string' } }, additionalProperties: false };
     const schemaText = JSON.stringify(schema);
     script(run.utility, [{ text: '{"name":"first"}', usage: { input: 10, output: 5 } }]);
@@ -453,7 +457,7 @@ describe('broker: svc llm', () => {
   });
 
   it('answers a provider error as 502 and charges nothing for a call the provider refused', async () => {
-    const run = openRun();
+    const run = await openRun();
     script(run.utility, [{ error: 'overloaded', errorStatus: 529 }]);
     const res = await run.call('POST', '/v1/llm', { prompt: 'p' });
     assert.equal(res.status, 502);
@@ -467,7 +471,7 @@ describe('broker: svc llm', () => {
   });
 
   it('handles at most 8 calls of a run at once; the 9th starts only after one finishes', async () => {
-    const run = openRun();
+    const run = await openRun();
     script(run.utility, Array.from({ length: 9 }, () => ({ text: 'slow', delayMs: 250, usage: { input: 1, output: 1 } })));
     const answers = await Promise.all(Array.from({ length: 9 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
     assert.ok(answers.every((a) => a.status === 200));
@@ -481,7 +485,7 @@ describe('broker: svc llm', () => {
     script(run.utility, Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })));
     const busy = Promise.all(Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
     await new Promise((r) => setTimeout(r, 50));
-    const other = openRun();
+    const other = await openRun();
     let t = performance.now();
     assert.equal((await other.call('GET', '/v1/state')).status, 200);
     assert.ok(performance.now() - t < 200, 'another run answers at once');
@@ -492,12 +496,12 @@ describe('broker: svc llm', () => {
   });
 
   it('drops a waiting request whose client gave up', async () => {
-    const run = openRun();
+    const run = await openRun();
     script(run.utility, Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })));
     const busy = Promise.all(Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
     await new Promise((r) => setTimeout(r, 50));
     const body = Buffer.from(JSON.stringify({ key: 'abandoned', text: '1' }));
-    const gaveUp = httpRequest({ socketPath: fixture.socket, method: 'POST', path: '/v1/output', agent: false, headers: { authorization: `Bearer ${run.token}`, 'content-type': 'application/json', 'content-length': String(body.length) } });
+    const gaveUp = httpRequest({ socketPath: fixture.socketFor(run.token), method: 'POST', path: '/v1/output', agent: false, headers: { authorization: `Bearer ${run.token}`, 'content-type': 'application/json', 'content-length': String(body.length) } });
     gaveUp.on('error', () => undefined);
     gaveUp.end(body);
     await new Promise((r) => setTimeout(r, 50));
@@ -509,7 +513,7 @@ describe('broker: svc llm', () => {
 
   it('reserves the worst case so 20 concurrent calls cannot overspend a small limit by more than one call', async () => {
     const limit = 500;
-    const run = openRun({ costLimit: limit });
+    const run = await openRun({ costLimit: limit });
     // est = 100 / 2 = 50 input tokens, maxTokens 100: worst = 150 micro-USD; each answer costs 50 + 50 = 100.
     const worst = 150;
     script(run.utility, Array.from({ length: 40 }, () => ({ text: 'ok', delayMs: 40, usage: { input: 50, output: 50 } })));
@@ -538,7 +542,7 @@ describe('broker: svc llm', () => {
 
   it("counts the agent loop's spend against the limit", async () => {
     let agentSpend = 99;
-    const run = openRun({ costLimit: 100, agentSpend: () => agentSpend });
+    const run = await openRun({ costLimit: 100, agentSpend: () => agentSpend });
     script(run.utility, [{ text: 'ok', usage: { input: 1, output: 1 } }]);
     assert.equal((await run.call('POST', '/v1/llm', { prompt: 'p' })).status, 200, 'a lone call is allowed below the limit');
     agentSpend = 98;
@@ -546,7 +550,7 @@ describe('broker: svc llm', () => {
   });
 
   it('charges a call still running when the run ends its whole estimate, once', async () => {
-    const run = openRun();
+    const run = await openRun();
     const schema = { type: 'object' };
     // est = ceil((100 + 17) / 2) = 59; with a schema worst = cost(2·59 + 100, 2·100) = 418.
     script(run.utility, [{ text: '{}', delayMs: 300, usage: { input: 1, output: 1 } }]);
@@ -564,7 +568,7 @@ describe('broker: svc llm', () => {
 
 describe('broker: timeline', () => {
   it('records the first 1,000 calls, then one log entry, then only paid llm calls and the first state write', async () => {
-    const run = openRun();
+    const run = await openRun();
     for (let i = 0; i < brokerLimits.recordedCalls; i += 8) await Promise.all(Array.from({ length: 8 }, () => run.call('GET', '/v1/state/k')));
     let entries = await run.entries();
     assert.equal(entries.filter((e) => e.type === 'broker.call').length, 1000);
@@ -600,7 +604,7 @@ describe('broker: timeline', () => {
   });
 
   it('keeps the first state write when it comes after the cap even if earlier writes failed', async () => {
-    const run = openRun();
+    const run = await openRun();
     for (let i = 0; i < brokerLimits.recordedCalls; i += 8) await Promise.all(Array.from({ length: 8 }, () => run.call('GET', '/v1/state')));
     await run.call('PUT', path('k'.repeat(201)), { value: 'refused' });
     await run.call('PUT', '/v1/state/ok', { value: '1' });

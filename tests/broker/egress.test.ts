@@ -18,16 +18,13 @@ import { brokerFixture } from './fixture.js';
  * the pure address guard it decides with. Names under `.invalid` never resolve (RFC 6761), so a 502 "could not be
  * resolved" shows that a name got past the allow-list without anything leaving this machine.
  */
+/** The proxy socket of the run opened last; a run's own auth goes to its own socket (`socketOf`). */
 let proxySocket: string;
-const fixture = brokerFixture('egress', {
-  start: async (f) => {
-    proxySocket = join(f.dir, 'proxy.sock');
-    await proxy.start(proxySocket);
-  },
-  stop: () => proxy.stop(),
-});
+const proxySockets = new Map<string, string>();
+const socketOf = (auth: string | null) => (auth ? proxySockets.get(auth) : undefined) ?? proxySocket;
+const fixture = brokerFixture('egress', { stop: () => proxy.stop() });
 const { broker } = fixture;
-const proxy = new EgressProxy(broker);
+const proxy = new EgressProxy();
 const price = { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 };
 
 interface Run {
@@ -37,7 +34,7 @@ interface Run {
   refusals(): Promise<Array<{ endpoint: string; ok: boolean; error?: string }>>;
 }
 
-function openRun(egress: NetworkRule): Run {
+async function openRun(egress: NetworkRule): Promise<Run> {
   const runId = `run-${randomUUID()}`;
   const token = `tok-${randomUUID()}`;
   const timeline = new TimelineWriter(fixture.stores.events, runId, 'ws-egress');
@@ -47,9 +44,12 @@ function openRun(egress: NetworkRule): Run {
     jobState: fixture.jobState,
     hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }),
   });
+  const auth = `Basic ${Buffer.from(`svc:${token}`).toString('base64')}`;
+  proxySocket = join(fixture.dir, `${runId}-proxy.sock`);
+  await proxy.serve(session, proxySocket);
+  proxySockets.set(auth, proxySocket);
   return {
-    session, token,
-    auth: `Basic ${Buffer.from(`svc:${token}`).toString('base64')}`,
+    session, token, auth,
     async refusals() {
       await timeline.flush();
       const events = await fixture.stores.events.readStream(`timeline-${runId}`);
@@ -67,7 +67,7 @@ interface ProxyAnswer {
 /** A raw CONNECT over the proxy socket; the proxy answers a refusal and closes. */
 function connectThrough(target: string, auth: string | null): Promise<ProxyAnswer> {
   return new Promise((resolve, reject) => {
-    const socket = connect(proxySocket);
+    const socket = connect(socketOf(auth));
     const chunks: Buffer[] = [];
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', reject);
@@ -85,7 +85,7 @@ function connectThrough(target: string, auth: string | null): Promise<ProxyAnswe
 /** A plain-http request with an absolute URL, as HTTP_PROXY clients send it. */
 function getThrough(url: string, auth: string | null): Promise<ProxyAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ socketPath: proxySocket, method: 'GET', path: url, agent: false, headers: { host: URL.canParse(url) ? new URL(url).host : 'svc', ...(auth ? { 'proxy-authorization': auth } : {}) } }, (res) => {
+    const req = httpRequest({ socketPath: socketOf(auth), method: 'GET', path: url, agent: false, headers: { host: URL.canParse(url) ? new URL(url).host : 'svc', ...(auth ? { 'proxy-authorization': auth } : {}) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') }));
@@ -99,12 +99,14 @@ const message = (a: ProxyAnswer) => (JSON.parse(a.body) as { message: string }).
 const internet: NetworkRule = { network: 'internet', allowedDomains: null, allowPrivateNetwork: false };
 
 describe('egress proxy: who may use it', () => {
-  it('listens on a socket the sandbox user can open', () => {
-    assert.equal(statSync(proxySocket).mode & 0o777, 0o666);
+  it('listens on a socket the sandbox user can open', async () => {
+    const run = await openRun(internet);
+    assert.equal(statSync(socketOf(run.auth)).mode & 0o777, 0o666);
+    run.session.close();
   });
 
   it('answers 407 with a Basic realm without the run token as the password', async () => {
-    const run = openRun(internet);
+    const run = await openRun(internet);
     const wrong = `Basic ${Buffer.from('svc:not-the-token').toString('base64')}`;
     const asUser = `Basic ${Buffer.from(`${run.token}:`).toString('base64')}`;
     const bearer = `Bearer ${run.token}`;
@@ -120,12 +122,15 @@ describe('egress proxy: who may use it', () => {
     const ok = await connectThrough('a.test.invalid:443', run.auth);
     assert.notEqual(ok.status, 407, 'any user name with the token as password');
     run.session.close();
-    assert.equal((await connectThrough('a.test.invalid:443', run.auth)).status, 407, 'the token dies with the run');
-    assert.equal((await getThrough('http://a.test.invalid/', run.auth)).status, 407);
+    // The run's proxy socket goes with its session; a request that raced in is refused.
+    const gone = (err: NodeJS.ErrnoException) => err.code;
+    for (const answer of [await connectThrough('a.test.invalid:443', run.auth).catch(gone), await getThrough('http://a.test.invalid/', run.auth).catch(gone)]) {
+      assert.ok(answer === 'ENOENT' || answer === 'ECONNREFUSED' || (typeof answer === 'object' && answer.status === 407), `the token dies with the run: ${JSON.stringify(answer)}`);
+    }
   });
 
   it('answers 403 to a job without network access', async () => {
-    const run = openRun({ network: 'none', allowedDomains: ['example.com'], allowPrivateNetwork: true });
+    const run = await openRun({ network: 'none', allowedDomains: ['example.com'], allowPrivateNetwork: true });
     for (const answer of [await connectThrough('example.com:443', run.auth), await getThrough('http://example.com/', run.auth)]) {
       assert.equal(answer.status, 403);
       assert.equal(message(answer), 'the egress proxy does not serve jobs without network access');
@@ -136,7 +141,7 @@ describe('egress proxy: who may use it', () => {
 
 describe('egress proxy: targets', () => {
   it('never takes a bare IP address, v4 or bracketed v6, in CONNECT or an absolute URL', async () => {
-    const run = openRun({ network: 'internet', allowedDomains: null, allowPrivateNetwork: true });
+    const run = await openRun({ network: 'internet', allowedDomains: null, allowPrivateNetwork: true });
     const connects = ['1.2.3.4:443', '127.0.0.1:80', '[::1]:443', '[2606:4700:4700::1111]:443', '[::ffff:127.0.0.1]:80', '127.1:80', '2130706433:80', '0x7f.0.0.1:80'];
     for (const target of connects) {
       const answer = await connectThrough(target, run.auth);
@@ -155,7 +160,7 @@ describe('egress proxy: targets', () => {
   });
 
   it('matches the allow-list: exact names, and *.x below x but not x itself', async () => {
-    const run = openRun({ network: 'allowlist', allowedDomains: ['exact.test.invalid', '*.x.test.invalid'], allowPrivateNetwork: false });
+    const run = await openRun({ network: 'allowlist', allowedDomains: ['exact.test.invalid', '*.x.test.invalid'], allowPrivateNetwork: false });
     const passes = ['exact.test.invalid:443', 'EXACT.Test.Invalid.:443', 'a.x.test.invalid:443', 'deep.a.x.test.invalid:8443'];
     for (const target of passes) {
       const answer = await connectThrough(target, run.auth);
@@ -181,19 +186,19 @@ describe('egress proxy: targets', () => {
 
   it('refuses localhost after DNS even when the allow-list names it', async () => {
     for (const allowPrivateNetwork of [false, true]) {
-      const run = openRun({ network: 'allowlist', allowedDomains: ['localhost'], allowPrivateNetwork });
+      const run = await openRun({ network: 'allowlist', allowedDomains: ['localhost'], allowPrivateNetwork });
       for (const answer of [await connectThrough('localhost:80', run.auth), await getThrough('http://localhost:8080/', run.auth)]) {
         assert.equal(answer.status, 403, answer.body);
         assert.equal(message(answer), addressRefusal);
       }
       assert.deepEqual(await run.refusals(), Array.from({ length: 2 }, () => ({ endpoint: 'proxy localhost', ok: false, error: addressRefusal })));
     }
-    const open = openRun(internet);
+    const open = await openRun(internet);
     assert.equal(message(await connectThrough('localhost:443', open.auth)), addressRefusal, 'an internet job too');
   });
 
   it('takes only http:// absolute URLs and CONNECT host:port', async () => {
-    const run = openRun(internet);
+    const run = await openRun(internet);
     for (const target of ['no-port.test.invalid', 'a.test.invalid:0', 'a.test.invalid:70000', ':443']) {
       assert.equal((await connectThrough(target, run.auth)).status, 400, target);
     }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Broker } from '../../broker/server.js';
+import type { RunSession } from '../../broker/run-session.js';
 import { JobStateStore } from '../../server/job-state.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
 
@@ -10,8 +11,13 @@ export interface BrokerFixture {
   broker: Broker;
   /** Set by the suite's `before`. */
   dir: string;
+  /** The socket of no run, which refuses every token. */
   socket: string;
   stores: Stores;
+  /** Serves a session on a socket of its own (as the runner does for each run) and answers its path. */
+  serve(session: RunSession, token: string): Promise<string>;
+  /** The socket a token's run is served on; the socket of no run for any other token. */
+  socketFor(token: string | null | undefined): string;
   jobState: JobStateStore;
 }
 
@@ -20,7 +26,17 @@ export interface BrokerFixture {
  * suite and stopped after it. `extra` starts and stops what a suite adds (the egress proxy).
  */
 export function brokerFixture(name: string, extra: { start?(f: BrokerFixture): Promise<void>; stop?(): Promise<void> } = {}): BrokerFixture {
-  const f = { broker: new Broker() } as BrokerFixture;
+  const sockets = new Map<string, string>();
+  const f = {
+    broker: new Broker(),
+    async serve(session, token) {
+      const path = join(f.dir, `${session.options.runId}.sock`);
+      await f.broker.serve(session, path);
+      sockets.set(token, path);
+      return path;
+    },
+    socketFor: (token) => (token ? sockets.get(token) : undefined) ?? f.socket,
+  } as BrokerFixture;
   before(async () => {
     f.dir = mkdtempSync(join(tmpdir(), `svc-${name}-`));
     f.socket = join(f.dir, 'broker.sock');

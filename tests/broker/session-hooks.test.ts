@@ -31,7 +31,7 @@ interface Run {
   entries(): Promise<Array<{ type: string; payload: Record<string, any>; ms: number | null }>>;
 }
 
-function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
+async function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Promise<Run> {
   const runId = `run-${randomUUID()}`;
   const jobId = `job-${randomUUID()}`;
   const token = randomUUID();
@@ -42,6 +42,7 @@ function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
     runId, jobId, workspaceId: ws, token, costLimit, jobState: fixture.jobState, egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
     hooks: { ...runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }), ...extra },
   });
+  await fixture.serve(session, token);
   return {
     session, token, jobId, provider,
     call: (method, path, body) => send(method, path, body, token),
@@ -58,7 +59,7 @@ function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Run {
 function send(method: string, path: string, body: unknown, token: string, signal?: AbortSignal): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ socketPath: fixture.socket, method, path, agent: false, signal, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
+    const req = httpRequest({ socketPath: fixture.socketFor(token), method, path, agent: false, signal, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
@@ -84,7 +85,7 @@ const mcp: Partial<RunSessionHooks> = {
 
 describe('run session: lifecycle', () => {
   it('registers a run under its token until session.close(), which also answers the final spend', async () => {
-    const run = openRun();
+    const run = await openRun();
     assert.equal(broker.sessionFor(run.token), run.session);
     await run.call('PUT', '/v1/state/a', { value: '1' });
     await run.call('POST', '/v1/step', { name: 'one' });
@@ -94,15 +95,14 @@ describe('run session: lifecycle', () => {
     assert.equal(run.session.wroteState, true);
     assert.deepEqual(run.session.close(), { llmSpend: 0 });
     assert.equal(broker.sessionFor(run.token), null);
-    const after = await run.call('GET', '/v1/state');
-    assert.equal(after.status, 401);
-    assert.equal(after.body.code, 'invalid_token');
+    const after = await run.call('GET', '/v1/state').catch((err: NodeJS.ErrnoException) => err.code);
+    assert.ok(after === 'ENOENT' || after === 'ECONNREFUSED' || (typeof after === 'object' && after.status === 401), `after close: ${JSON.stringify(after)}`);
     assert.deepEqual(run.session.close(), { llmSpend: 0 }, 'closing twice is harmless');
     await assert.rejects(run.session.llm({ which: 'utility', system: null, prompt: 'p', schema: null, maxTokens: 10 }), (err: Error) => err.message === costLimitMessage);
   });
 
   it('drops a request whose client gives up while waiting for one of the 8 slots', async () => {
-    const run = openRun();
+    const run = await openRun();
     fakeScripts.push(run.provider, Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })));
     const busy = Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' }));
     await new Promise((r) => setTimeout(r, 50));
@@ -123,7 +123,7 @@ describe('run session: lifecycle', () => {
 
 describe('run session: svc llm through the hooks', () => {
   it('reserves with the hook worst case and counts maxTokens 4096 when out of range', async () => {
-    const run = openRun({}, 0);
+    const run = await openRun({}, 0);
     fakeScripts.push(run.provider, [{ text: 'late', delayMs: 300, usage: { input: 1, output: 1 } }]);
     // est = ceil((20 + 4) / 2) = 12 input tokens; maxTokens 0 counts as 4096: worst = 12 + 4096.
     const pending = run.call('POST', '/v1/llm', { prompt: 'p'.repeat(20), system: 'sys!', maxTokens: 0 });
@@ -136,7 +136,7 @@ describe('run session: svc llm through the hooks', () => {
   it('charges the worst case for a call that failed after billing may have started, nothing for one refused before', async () => {
     // The fake provider never fails mid-answer, so this hook stands in for a dropped stream (ModelError started).
     let started = true;
-    const run = openRun({
+    const run = await openRun({
       llm: async () => {
         throw new ModelError('stream dropped', null, true, false, started);
       },
@@ -156,7 +156,7 @@ describe('run session: svc llm through the hooks', () => {
 
 describe('run session: MCP through the hooks', () => {
   it('answers 404 naming the missing MCP servers when the runner gives no MCP hooks', async () => {
-    const run = openRun();
+    const run = await openRun();
     for (const res of [await run.call('GET', '/v1/mcp/tools'), await run.call('POST', '/v1/mcp/call', { server: 's', tool: 't' })]) {
       assert.equal(res.status, 404);
       assert.deepEqual([res.body.code, res.body.message], ['not_found', 'This job has no MCP servers']);
@@ -164,7 +164,7 @@ describe('run session: MCP through the hooks', () => {
   });
 
   it('lists tools, calls them with arguments as JSON text or a value, and records server, tool, isError and result', async () => {
-    const run = openRun(mcp);
+    const run = await openRun(mcp);
     assert.deepEqual((await run.call('GET', '/v1/mcp/tools')).body, tools);
     assert.deepEqual((await run.call('GET', '/v1/mcp/tools?server=nope')).body, []);
     assert.deepEqual((await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', argumentsText: '{"path":"/a"}' })).body, { output: 'read:{"path":"/a"}', isError: false });
@@ -194,7 +194,7 @@ describe('run session: MCP through the hooks', () => {
   });
 
   it('keeps up to 200 non-read-only MCP calls on the timeline past the first 1,000 calls; read-only ones are left out', async () => {
-    const run = openRun(mcp);
+    const run = await openRun(mcp);
     for (let i = 0; i < 1000; i += 8) await Promise.all(Array.from({ length: Math.min(8, 1000 - i) }, () => run.call('GET', '/v1/state/k')));
     await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read' });
     for (let i = 0; i < 201; i += 8) await Promise.all(Array.from({ length: Math.min(8, 201 - i) }, () => run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write' })));
