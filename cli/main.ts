@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../server/config.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
+import { guardProcess } from '../server/process-guards.js';
 
 const usage = `svc: self-hosted job automation
 
@@ -38,6 +39,7 @@ async function serve(args: string[]): Promise<void> {
     roles: v.roles as string | undefined,
   });
   const server = await startServer(config);
+  guardProcess(server.services.log, () => server.close());
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
