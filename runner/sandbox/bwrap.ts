@@ -283,7 +283,7 @@ class BwrapSandbox implements Sandbox {
   }
 
   async putFiles(files: Parameters<Sandbox['putFiles']>[0]): Promise<void> {
-    this.files.put(files);
+    await this.files.put(files);
   }
 
   async readFile(path: string, maxBytes: number): Promise<Buffer | null> {

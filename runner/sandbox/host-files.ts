@@ -1,4 +1,5 @@
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, writeSync, type Stats } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
+import { mkdir, open, readdir, type FileHandle } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { FileIn, FileOut } from './types.js';
 
@@ -12,8 +13,8 @@ const writeFlags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 const maxDepth = 64;
 const maxEntries = 100_000;
 
-/** The path of `name` inside the directory open as `fd`: Node has no openat, /proc/self/fd gives the same anchoring. */
-const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
+/** The path of `name` inside the directory open as `dir`: Node has no openat, /proc/self/fd gives the same anchoring. */
+const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
 
 function code(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException).code;
@@ -27,7 +28,8 @@ function checkName(name: string, path: string): void {
  * Files of a sandbox whose writable directories live on the host (bwrap), read and written as root. Every path
  * component is opened relative to the descriptor of its parent with O_NOFOLLOW, so a link the sandbox plants, or
  * swaps in while the host walks (a rename race), can never point the host at one of its own files; what is read is
- * checked on the open descriptor, not on the name (docs/security.md, "Reading back from sandboxes").
+ * checked on the open descriptor, not on the name (docs/security.md, "Reading back from sandboxes"). Everything is
+ * asynchronous: a sandbox with a hundred thousand files must not hold the event loop the API shares.
  */
 export class HostFiles {
   constructor(
@@ -51,79 +53,78 @@ export class HostFiles {
   }
 
   /**
-   * The descriptor of the directory `parts` name below the mount, each step without following a link. With `create`,
-   * missing directories are made and given to the sandbox's user. Throws ENOENT-coded errors when one is missing.
+   * The directory `parts` name below the mount, each step opened without following a link. With `create`, missing
+   * directories are made and given to the sandbox's user. Rejects with an ENOENT-coded error when one is missing.
    */
-  private openDir(path: string, host: string, parts: string[], create: boolean): number {
-    let fd = openSync(host, dirFlags);
+  private async openDir(path: string, host: string, parts: string[], create: boolean): Promise<FileHandle> {
+    let dir = await open(host, dirFlags);
     try {
       for (const part of parts) {
-        let next: number;
+        let next: FileHandle;
         try {
-          next = openSync(at(fd, part), dirFlags);
+          next = await open(at(dir, part), dirFlags);
         } catch (err) {
           if (code(err) === 'ENOENT' && create) {
             try {
-              mkdirSync(at(fd, part), 0o755);
+              await mkdir(at(dir, part), 0o755);
             } catch (made) {
               if (code(made) !== 'EEXIST') throw made;
             }
-            next = openSync(at(fd, part), dirFlags);
-            fchownSync(next, this.uid, this.uid);
+            next = await open(at(dir, part), dirFlags);
+            await next.chown(this.uid, this.uid);
           } else if (code(err) === 'ELOOP' || code(err) === 'ENOTDIR') {
             throw new Error(`${path} goes through something that is not a directory (${part}): a symbolic link is never followed`);
           } else throw err;
         }
-        closeSync(fd);
-        fd = next;
+        await dir.close();
+        dir = next;
       }
-      return fd;
+      return dir;
     } catch (err) {
-      closeSync(fd);
+      await dir.close();
       throw err;
     }
   }
 
-  put(files: FileIn[]): void {
+  async put(files: FileIn[]): Promise<void> {
     for (const f of files) {
       const { host, parts } = this.split(f.path);
       const name = parts.pop();
       if (name === undefined) throw new Error(`${f.path} is a directory of the sandbox, not a file`);
-      const dir = this.openDir(f.path, host, parts, true);
-      let fd: number;
+      const dir = await this.openDir(f.path, host, parts, true);
+      let file: FileHandle;
       try {
-        fd = openSync(at(dir, name), writeFlags, f.mode ?? 0o644);
+        file = await open(at(dir, name), writeFlags, f.mode ?? 0o644);
       } catch (err) {
         if (code(err) === 'ELOOP') throw new Error(`${f.path} is a symbolic link`);
         throw err;
       } finally {
-        closeSync(dir);
+        await dir.close();
       }
       try {
-        const st = fstatSync(fd);
+        const st = await file.stat();
         if (!st.isFile()) throw new Error(`${f.path} is not a regular file`);
         // A second name of a file the sandbox does not own is never truncated or written.
         if (st.nlink > 1 && st.uid !== this.uid) throw new Error(`${f.path} is a hard link to a file the sandbox does not own`);
-        ftruncateSync(fd, 0);
-        const content = Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content);
-        for (let off = 0; off < content.length; ) off += writeSync(fd, content, off, content.length - off);
-        fchmodSync(fd, f.mode ?? 0o644);
-        fchownSync(fd, this.uid, this.uid);
+        await file.truncate(0);
+        await file.writeFile(Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content));
+        await file.chmod(f.mode ?? 0o644);
+        await file.chown(this.uid, this.uid);
       } finally {
-        closeSync(fd);
+        await file.close();
       }
     }
   }
 
-  /** A regular file's content as the open descriptor sees it; null for anything that is not a readable file. */
-  private static content(fd: number, st: Stats, limit: number, path: string): Buffer {
+  /** A regular file's content as the open descriptor sees it, at most its size when it was checked. */
+  private static async content(file: FileHandle, st: Stats, limit: number, path: string): Promise<Buffer> {
     if (st.size > limit) throw new Error(`${path} is ${st.size} bytes, more than ${limit}`);
     const out = Buffer.alloc(st.size);
     let off = 0;
     while (off < st.size) {
-      const n = readSync(fd, out, off, st.size - off, off);
-      if (n === 0) break;
-      off += n;
+      const { bytesRead } = await file.read(out, off, st.size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
     }
     return out.subarray(0, off);
   }
@@ -133,17 +134,17 @@ export class HostFiles {
     return st.isFile() && (st.nlink === 1 || st.uid === this.uid);
   }
 
-  read(path: string, maxBytes: number): Buffer | null {
+  async read(path: string, maxBytes: number): Promise<Buffer | null> {
     const { host, parts } = this.split(path);
     const name = parts.pop();
     if (name === undefined) throw new Error(`${path} is a directory`);
-    let fd: number;
+    let file: FileHandle;
     try {
-      const dir = this.openDir(path, host, parts, false);
+      const dir = await this.openDir(path, host, parts, false);
       try {
-        fd = openSync(at(dir, name), readFlags);
+        file = await open(at(dir, name), readFlags);
       } finally {
-        closeSync(dir);
+        await dir.close();
       }
     } catch (err) {
       if (code(err) === 'ENOENT') return null;
@@ -151,19 +152,19 @@ export class HostFiles {
       throw err;
     }
     try {
-      const st = fstatSync(fd);
+      const st = await file.stat();
       if (!this.readable(st)) throw new Error(`${path} is not a regular file of the sandbox`);
-      return HostFiles.content(fd, st, maxBytes, path);
+      return await HostFiles.content(file, st, maxBytes, path);
     } finally {
-      closeSync(fd);
+      await file.close();
     }
   }
 
-  readDir(path: string, maxTotal: number): { files: FileOut[]; truncated: boolean } {
+  async readDir(path: string, maxTotal: number): Promise<{ files: FileOut[]; truncated: boolean }> {
     const { host, parts } = this.split(path);
-    let root: number;
+    let root: FileHandle;
     try {
-      root = this.openDir(path, host, parts, false);
+      root = await this.openDir(path, host, parts, false);
     } catch (err) {
       if (code(err) === 'ENOENT') return { files: [], truncated: false };
       throw err;
@@ -172,10 +173,10 @@ export class HostFiles {
     let total = 0;
     let seen = 0;
     let truncated = false;
-    const walk = (dir: number, prefix: string, depth: number) => {
+    const walk = async (dir: FileHandle, prefix: string, depth: number): Promise<void> => {
       let entries;
       try {
-        entries = readdirSync(at(dir, ''), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+        entries = (await readdir(at(dir, ''), { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
       } catch {
         return;
       }
@@ -186,36 +187,36 @@ export class HostFiles {
         }
         // The entry's type is only a hint of what to skip: what counts is what the descriptor opened below is.
         if (!e.isDirectory() && !e.isFile()) continue;
-        let fd: number;
+        let file: FileHandle;
         try {
-          fd = openSync(at(dir, e.name), readFlags);
+          file = await open(at(dir, e.name), readFlags);
         } catch {
           continue;
         }
         try {
-          const st = fstatSync(fd);
+          const st = await file.stat();
           const name = prefix + e.name;
           if (st.isDirectory()) {
             if (depth >= maxDepth) truncated = true;
-            else walk(fd, `${name}/`, depth + 1);
+            else await walk(file, `${name}/`, depth + 1);
           } else if (this.readable(st)) {
             if (truncated || total + st.size > maxTotal) {
               truncated = true;
               continue;
             }
-            const content = HostFiles.content(fd, st, maxTotal - total, name);
+            const content = await HostFiles.content(file, st, maxTotal - total, name);
             total += content.length;
             files.push({ name, size: content.length, content });
           }
         } finally {
-          closeSync(fd);
+          await file.close();
         }
       }
     };
     try {
-      walk(root, '', 0);
+      await walk(root, '', 0);
     } finally {
-      closeSync(root);
+      await root.close();
     }
     return { files, truncated };
   }
