@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, screenshotPath } from './browser.js';
@@ -147,8 +148,7 @@ describe('web app in a browser', () => {
       await page.locator('.entry[data-type="tool.result"]', { hasText: 'hello from the sandbox' }).waitFor();
       await page.locator('h1 .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
       assert.ok(streams.some((u) => u.endsWith(`/api/runs/${runId}/stream`)), 'the page read the live stream');
-      const statuses = await page.locator('.entry[data-type="run.status"] .badge').allTextContents();
-      assert.deepEqual(statuses, ['provisioning', 'running', 'succeeded']);
+      await expectTexts(page, '.entry[data-type="run.status"] .badge', ['provisioning', 'running', 'succeeded']);
 
       // The summary is rendered markdown, and nothing in it runs, loads or posts.
       const summary = page.locator('.card', { has: page.getByRole('heading', { name: 'Summary' }) });
@@ -161,6 +161,12 @@ describe('web app in a browser', () => {
       assert.match((await summary.textContent()) ?? '', /\[image: tracker\]/);
       await expectInert(page);
       assert.equal(await page.locator('.crumbs a').first().textContent(), hostileName, 'the job name is text');
+
+      // The timeline exports as the JSON the events route answers.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+      const exported = JSON.parse(readFileSync((await download.path())!, 'utf8')) as Array<{ seq: number; type: string }>;
+      const stored = (await server.api.get(`/api/runs/${runId}/events?limit=2000`)).body as Array<{ seq: number; type: string }>;
+      assert.deepEqual(exported.map((e) => e.seq), stored.map((e) => e.seq));
 
       // A deep link reloads into the same page, read from the stored timeline.
       await page.reload();
@@ -224,18 +230,22 @@ describe('web app in a browser', () => {
       await signIn(page);
       await page.getByLabel('Search jobs').fill('sorter');
       await page.waitForURL(/search=sorter/);
-      await page.locator('tbody tr').nth(2).waitFor();
-      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['alpha sorter', 'beta sorter', 'gamma sorter']);
+      await expectTexts(page, 'a.job-name', ['alpha sorter', 'beta sorter', 'gamma sorter']);
       // Name is the default order, so the first click turns it around.
       await page.getByRole('button', { name: 'Name' }).click();
       await page.waitForURL(/sort=-name/);
       await page.getByLabel('Per page').selectOption('10');
       await page.waitForURL(/pageSize=10/);
       await page.reload();
-      await page.locator('a.job-name', { hasText: 'gamma sorter' }).waitFor();
-      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['gamma sorter', 'beta sorter', 'alpha sorter']);
+      await expectTexts(page, 'a.job-name', ['gamma sorter', 'beta sorter', 'alpha sorter']);
       assert.equal(await page.getByLabel('Search jobs').inputValue(), 'sorter');
       assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'Name ▼');
+
+      // The strip of last runs follows the workspace's run events: a run started elsewhere shows up without a reload.
+      const alpha = (await server.api.get('/api/jobs?search=alpha%20sorter')).body.items[0];
+      const started = await server.api.post(`/api/jobs/${alpha.id}/runs`, {});
+      assert.equal(started.status, 201, started.text);
+      await page.locator('tr', { hasText: 'alpha sorter' }).locator(`.strip a[href="/runs/${started.body.runId}"]`).waitFor();
 
       // Paging is the server's: two per page (a URL value the page-size menu does not offer is still honoured).
       await page.goto(`${server.t.url}/jobs?search=sorter&pageSize=2`);
@@ -243,7 +253,7 @@ describe('web app in a browser', () => {
       await page.getByRole('button', { name: 'Next', exact: true }).click();
       await page.waitForURL(/page=2/);
       await page.getByText('Page 2 of 2').waitFor();
-      assert.deepEqual(await page.locator('a.job-name').allTextContents(), ['gamma sorter']);
+      await expectTexts(page, 'a.job-name', ['gamma sorter']);
       await page.reload();
       await page.getByText('Page 2 of 2').waitFor();
 
@@ -311,6 +321,18 @@ describe('web app in a browser', () => {
     }
   });
 });
+
+/** Waits until the elements' texts are `expected` (a list keeps its old rows while the next page loads). */
+async function expectTexts(page: Page, selector: string, expected: string[], ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  let got: string[] = [];
+  while (Date.now() < deadline) {
+    got = await page.locator(selector).allTextContents();
+    if (JSON.stringify(got) === JSON.stringify(expected)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.deepEqual(got, expected);
+}
 
 async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -4,7 +4,7 @@ import { ApiError, get, post } from '../api.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge } from '../components/ui.js';
 import { Timeline, type LiveText } from '../components/Timeline.js';
 import { cost, dateTime, duration, liveStatuses } from '../format.js';
-import { useApi } from '../hooks.js';
+import { useApi, useRunEvents } from '../hooks.js';
 import { Markdown } from '../markdown.js';
 import type { ArtifactDto, EventDto, RunDto, TriggerRunOutput } from '../types.js';
 
@@ -25,6 +25,10 @@ export function RunPage() {
   const [actionError, setActionError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const seen = useRef(new Set<number>());
+  // Status and reflection changes of this run (a reflection ends after the run's own stream has closed).
+  useRunEvents((e) => {
+    if (e.runId === id) run.reload();
+  });
   const r = run.data;
   const isLive = r ? liveStatuses.has(r.status) : false;
   const loaded = r !== undefined;
@@ -132,6 +136,30 @@ export function RunPage() {
       setBusy(false);
     }
   };
+  const learn = async () => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      await post(`/api/runs/${id}/learn`);
+      run.reload();
+    } catch (err) {
+      setActionError(err as ApiError);
+    } finally {
+      setBusy(false);
+    }
+  };
+  /** The whole timeline as a JSON file, built in the page from what it already holds. */
+  const exportTimeline = () => {
+    const blob = new Blob([JSON.stringify(events, null, 2)], { type: 'application/json' });
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `run-${r?.jobName.replace(/[^\w.-]+/g, '_') ?? 'run'}-${r?.number ?? ''}-timeline.json`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
   const retry = async () => {
     setBusy(true);
     setActionError(null);
@@ -177,6 +205,11 @@ export function RunPage() {
               Retry
             </button>
           )}
+          {['succeeded', 'failed', 'timed_out'].includes(r.status) && r.reflection !== 'pending' && (
+            <button type="button" disabled={busy} onClick={() => void learn()} title="Reflect on this run and update the playbook">
+              Learn from this run
+            </button>
+          )}
         </div>
       </div>
       <ErrorBox error={actionError} />
@@ -208,6 +241,11 @@ export function RunPage() {
               </span>
             )}
             {streamState === 'reconnecting' && <span className="muted small">reconnecting…</span>}
+            {events.length > 0 && (
+              <button type="button" className="ghost small" onClick={exportTimeline}>
+                Export JSON
+              </button>
+            )}
           </h2>
           <ErrorBox error={timelineError} />
           <Timeline events={events} live={live} running={isLive} />
