@@ -1,18 +1,36 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DomainError } from '../../domain/decider.js';
+import { roleRank } from '../../domain/membership.js';
 import { SettingsDto, SettingsPatch } from '../../schemas/settings.js';
 import { webhookUrlRefusal } from '../../server/notifications.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 
+/**
+ * What a member sees of the webhook URL: its origin only. The path and query of a webhook often carry its credential
+ * (a chat service's hook key), which only those who may change the URL need (docs/design.md "Notifications").
+ */
+export function maskedWebhookUrl(url: string): string {
+  try {
+    const origin = new URL(url).origin;
+    return origin === 'null' ? '…' : `${origin}/…`;
+  } catch {
+    return '…';
+  }
+}
+
 /** Workspace settings (BEHAVIOUR §9.2): readable by members, changed by admins. */
 export default function settingsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/api/settings', { schema: { summary: 'Workspace settings', description: 'Every field with its effective value (defaults filled in).', tags: ['settings'], response: { 200: SettingsDto } } }, async (request) =>
-    deps.models.settingsFor(principalOf(request).workspaceId));
+  app.get('/api/settings', { schema: { summary: 'Workspace settings', description: 'Every field with its effective value (defaults filled in). Members see notifyWebhookUrl masked to its origin (`https://hooks.example.com/…`); admins and the owner see it whole.', tags: ['settings'], response: { 200: SettingsDto } } }, async (request) => {
+    const p = principalOf(request);
+    const settings = await deps.models.settingsFor(p.workspaceId);
+    if (roleRank[p.role] >= roleRank.admin || settings.notifyWebhookUrl === null) return settings;
+    return { ...settings, notifyWebhookUrl: maskedWebhookUrl(settings.notifyWebhookUrl) };
+  });
 
   app.patch('/api/settings', {
     schema: {
