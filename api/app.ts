@@ -4,6 +4,7 @@ import { registerAuth } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { registerErrorHandling } from './errors.js';
 import { installJsonParser } from './json-body.js';
+import { clientError, frameworkError } from './protocol-errors.js';
 import { OpenApiRegistry } from './openapi.js';
 import './principal.js';
 import adminRoutes from './routes/admin.js';
@@ -53,6 +54,9 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
     // percent-encoded); the router's default of 100 would answer 414 before any of them is seen.
     routerOptions: { maxParamLength: 4096 },
     trustProxy: false,
+    // Errors of the router and of Node's HTTP parser answer in the API's error format too.
+    frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
   });
   // The API speaks JSON only: a text body is refused as invalid_request_body instead of failing validation later.
   app.removeContentTypeParser('text/plain');
