@@ -220,6 +220,55 @@ describe('web app in a browser', () => {
     }
   });
 
+  it('manages secrets without ever showing a value, and shows a new API token once', async () => {
+    const value = 'hunter2-web-secret-value';
+    const { context, page, problems } = await web.open();
+    page.on('dialog', (d) => void d.accept());
+    try {
+      await signIn(page);
+      await page.getByRole('link', { name: 'Settings' }).click();
+      await page.waitForURL(/\/settings\/secrets$/);
+      await page.getByLabel('Name', { exact: true }).fill('<b>bad</b> name');
+      await page.getByLabel('Value', { exact: true }).fill(value);
+      await page.getByRole('button', { name: 'Add secret' }).click();
+      await page.locator('.field.has-error', { hasText: 'Name' }).waitFor();
+      await page.getByLabel('Name', { exact: true }).fill('WEATHER_KEY');
+      await page.getByRole('button', { name: 'Add secret' }).click();
+      await page.locator('td code', { hasText: 'WEATHER_KEY' }).waitFor();
+      assert.equal(await page.getByLabel('Value', { exact: true }).inputValue(), '', 'the value is not kept in the form');
+      await page.getByRole('button', { name: 'Replace the value of WEATHER_KEY' }).click();
+      await page.getByLabel('New value for WEATHER_KEY').fill(`${value}-2`);
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Replace the value of WEATHER_KEY' }).waitFor();
+      await page.reload();
+      await page.locator('td code', { hasText: 'WEATHER_KEY' }).waitFor();
+      assert.ok(!(await page.content()).includes(value), 'no secret value is anywhere in the page');
+
+      await page.getByRole('link', { name: 'API tokens' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('nightly script');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      const token = await page.getByLabel('The new token').inputValue();
+      assert.match(token, /^svc_/);
+      const me = await fetch(`${server.t.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(me.status, 200, 'the token shown works');
+      await page.reload();
+      await page.locator('td', { hasText: 'nightly script' }).waitFor();
+      assert.ok(!(await page.content()).includes(token), 'a token is shown once only');
+      await page.getByRole('button', { name: 'Delete token nightly script' }).click();
+      await page.locator('td', { hasText: 'nightly script' }).waitFor({ state: 'detached' });
+      assert.equal((await fetch(`${server.t.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+
+      await page.getByRole('link', { name: 'Secrets' }).click();
+      await page.getByRole('button', { name: 'Delete WEATHER_KEY' }).click();
+      await page.getByText('No secrets yet').waitFor();
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('keeps search, sort and paging in the URL, and each survives a reload', async () => {
     for (const name of ['alpha sorter', 'beta sorter', 'gamma sorter']) {
       const created = await server.api.post('/api/jobs', { name, instruction: 'x', selfImprove: false });

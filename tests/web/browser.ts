@@ -74,10 +74,10 @@ export function browserSuite(): BrowserSuite {
   };
   s.explain = async (page, err) => {
     const shown = await page.locator('body').innerText({ timeout: 2000 }).catch(() => '(page unreadable)');
-    const e = err instanceof Error ? err : new Error(String(err));
-    e.message += `\n--- page ${page.url()} showed:\n${shown.slice(0, 3000)}`;
+    const message = err instanceof Error ? err.message : String(err);
     await page.screenshot({ path: screenshotPath('failure') }).catch(() => undefined);
-    return e;
+    // A new error: the reporter prints the stack, which holds the message as it was when the error was made.
+    return new Error(`${message}\n--- page ${page.url()} showed:\n${shown.slice(0, 3000)}`, { cause: err });
   };
   return s;
 }

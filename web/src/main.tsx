@@ -11,6 +11,8 @@ import { RunPage } from './pages/Run.js';
 import { RunsPage } from './pages/Runs.js';
 import { McpLandingPage } from './pages/McpLanding.js';
 import { NotFoundPage } from './pages/NotFound.js';
+import { SecretsPage } from './pages/Secrets.js';
+import { TokensPage } from './pages/Tokens.js';
 import './styles.css';
 
 function App() {
@@ -27,6 +29,9 @@ function App() {
             <Route path="/runs" element={<RunsPage />} />
             <Route path="/runs/:id" element={<RunPage />} />
             <Route path="/mcp" element={<McpLandingPage />} />
+            <Route path="/settings" element={<Navigate to="/settings/secrets" replace />} />
+            <Route path="/settings/secrets" element={<SecretsPage />} />
+            <Route path="/settings/tokens" element={<TokensPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Routes>

@@ -5,3 +5,5 @@ export type { JobDto, JobListDto, JobListEnvelope, JobFields, JobPatch, LastRun,
 export type { RunDto, RunListEnvelope, EventDto, ArtifactDto, TriggerRunOutput } from '../../schemas/run.js';
 export type { MeOutputBody } from '../../schemas/user.js';
 export type { PlaybookDto, PlaybookVersionEnvelope, PlaybookVersionDetailDto, Content } from '../../schemas/playbook.js';
+export type { SecretDto } from '../../schemas/secret.js';
+export type { ApiTokenDto, CreateTokenOutputBody } from '../../schemas/token.js';

@@ -17,6 +17,7 @@ export function Layout() {
           <nav aria-label="Main">
             <NavLink to="/jobs">Jobs</NavLink>
             <NavLink to="/runs">Runs</NavLink>
+            <NavLink to="/settings">Settings</NavLink>
             <a href="/api/docs">API</a>
           </nav>
         )}

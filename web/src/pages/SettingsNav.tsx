@@ -1,0 +1,10 @@
+import { NavLink } from 'react-router-dom';
+
+export function SettingsNav() {
+  return (
+    <nav className="tabs" aria-label="Settings sections">
+      <NavLink to="/settings/secrets">Secrets</NavLink>
+      <NavLink to="/settings/tokens">API tokens</NavLink>
+    </nav>
+  );
+}
