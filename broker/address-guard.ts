@@ -115,7 +115,19 @@ function v6Bytes(address: string): number[] | null {
   return all.flatMap((g) => [g >> 8, g & 0xff]);
 }
 
-/** Classifies an IPv4 or IPv6 address; IPv6 forms that embed an IPv4 address are judged by that address. */
+const rank: Record<AddressClass, number> = { public: 0, private: 1, never: 2 };
+const worst = (classes: AddressClass[]) => classes.reduce((a, b) => (rank[b] > rank[a] ? b : a), 'public' as AddressClass);
+
+/** Cloud metadata services on IPv6 (AWS, Google Cloud): inside the unique-local range, but never a target. */
+const v6Metadata = ['fd00:ec2::254', 'fd20:ce::254'].map((a) => v6Bytes(a)!.join('.'));
+
+/**
+ * Classifies an IPv4 or IPv6 address. IPv6 forms that carry an IPv4 address a translator or tunnel delivers to are
+ * judged by that address (docs/design.md "Outbound addresses"): mapped `::ffff:0:0/96`, translated `::ffff:0:0:0/96`,
+ * compatible `::/96`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, and Teredo `2001::/32` (server and client both). The
+ * local-use NAT64 prefix `64:ff9b:1::/48` is never a target: where its IPv4 address sits depends on the operator's
+ * prefix length, so it cannot be judged.
+ */
 export function classifyAddress(address: string): AddressClass {
   const v4 = v4Parts(address);
   if (v4) return classifyV4(v4);
@@ -125,11 +137,20 @@ export function classifyAddress(address: string): AddressClass {
   if (zero(0, 16)) return 'never'; // ::
   if (zero(0, 15) && b[15] === 1) return 'never'; // ::1
   if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return classifyV4(b.slice(12)); // ::ffff:a.b.c.d (mapped)
+  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12)) return classifyV4(b.slice(12)); // ::ffff:0:a.b.c.d (SIIT)
   if (zero(0, 12)) return classifyV4(b.slice(12)); // ::a.b.c.d (compatible, deprecated)
-  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return classifyV4(b.slice(12)); // 64:ff9b::/96 NAT64
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b) {
+    if (zero(4, 12)) return classifyV4(b.slice(12)); // 64:ff9b::/96 NAT64
+    if (b[4] === 0 && b[5] === 1) return 'never'; // 64:ff9b:1::/48 local-use NAT64
+  }
   if (b[0] === 0x20 && b[1] === 0x02) return classifyV4(b.slice(2, 6)); // 2002::/16 6to4
+  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0) {
+    // 2001::/32 Teredo: the server's address in bits 32-63, the client's inverted in the last 32.
+    return worst([classifyV4(b.slice(4, 8)), classifyV4(b.slice(12).map((x) => x ^ 0xff)), 'public']);
+  }
   if (b[0] === 0xff) return 'never'; // multicast
   if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) return 'never'; // fe80::/10 link-local
+  if (v6Metadata.includes(b.join('.'))) return 'never';
   if (b[0] === 0xfe && (b[1]! & 0xc0) === 0xc0) return 'private'; // fec0::/10 site-local (deprecated)
   if ((b[0]! & 0xfe) === 0xfc) return 'private'; // fc00::/7 unique local
   return 'public';
@@ -138,4 +159,50 @@ export function classifyAddress(address: string): AddressClass {
 export function addressAllowed(address: string, allowPrivateNetwork: boolean): boolean {
   const c = classifyAddress(address);
   return c === 'public' || (c === 'private' && allowPrivateNetwork);
+}
+
+/**
+ * The rule for connections the host itself makes (MCP servers over HTTP, their OAuth endpoints, notification
+ * webhooks): public addresses always; private ranges and this host's loopback only when the operator allows private
+ * network targets (SVC_ALLOW_PRIVATE_NETWORK_TARGETS), since a server beside the service is an operator's choice;
+ * link-local, metadata, unspecified and multicast never. Loopback is judged after unwrapping any IPv4 form it hides in.
+ */
+export function hostTargetAllowed(address: string, allowPrivateTargets: boolean): boolean {
+  const c = classifyAddress(address);
+  if (c === 'public') return true;
+  if (!allowPrivateTargets) return false;
+  return c === 'private' || isLoopback(address);
+}
+
+function isLoopback(address: string): boolean {
+  const v4 = v4Parts(address);
+  if (v4) return v4[0] === 127;
+  const b = v6Bytes(address);
+  if (!b) return false;
+  if (b.slice(0, 15).every((x) => x === 0) && b[15] === 1) return true;
+  // ::ffff:127.x.y.z, the only embedded form a host's own stack delivers to its loopback.
+  return b.slice(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff && b[12] === 127;
+}
+
+/**
+ * Why the host must not connect to `url`, judged on what the URL itself says before any DNS lookup, or null: an
+ * address literal in any spelling (the URL parser turns `0x7f.1`, `2130706433` or `017700000001` into dotted form),
+ * `localhost` and names under it. A name's addresses can change, so they are judged again at every dial
+ * (runner/mcp/guarded-fetch.ts): the same rule at save and at dial.
+ */
+export function outboundUrlRefusal(url: string, allowPrivateTargets: boolean): string | null {
+  let host: string;
+  try {
+    host = normalizeHost(new URL(url).hostname);
+  } catch {
+    return null; // not a URL at all: the caller's own check words that
+  }
+  const address = host === 'localhost' || host.endsWith('.localhost') ? '127.0.0.1' : isIP(host) !== 0 ? host : isIpLiteral(host) ? '0.0.0.0' : null;
+  if (address === null || hostTargetAllowed(address, allowPrivateTargets)) return null;
+  return outboundRefusal(host, address);
+}
+
+/** The message of a refused outbound connection, at save and at dial. */
+export function outboundRefusal(host: string, address: string): string {
+  return `${host} resolves to ${address}, which the service does not connect to (private and loopback targets need SVC_ALLOW_PRIVATE_NETWORK_TARGETS=true; link-local and metadata addresses never)`;
 }

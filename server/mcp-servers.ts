@@ -12,6 +12,7 @@ import { jobMcpCollection, mcpServersCollection, type JobMcpDoc, type McpServerD
 import type { AuthDto, JobServer, McpServerDto } from '../schemas/mcp.js';
 import { McpConnection, LoginRequired, type ResolvedConfig } from '../runner/mcp/connection.js';
 import { guardedFetch } from '../runner/mcp/guarded-fetch.js';
+import { outboundUrlRefusal } from '../broker/address-guard.js';
 import { RunMcp, type GrantedServer } from '../runner/mcp/run-tools.js';
 import type { Sandbox, SandboxBackend } from '../runner/sandbox/types.js';
 import type { DocumentStore } from '../store/document-store.js';
@@ -131,8 +132,18 @@ export class McpServers {
     await this.bus.execute(stream, mcpNameDecider, { type: 'Claim', serverId, name, now: Date.now(), ...(takeOver ? { takeOver } : {}) }, ctx);
   }
 
+  /**
+   * The host's outbound address rule at save, as far as the URL itself tells (an address literal in any spelling,
+   * localhost); the resolved addresses are judged at every dial by the guarded fetch (docs/design.md "Outbound addresses").
+   */
+  private checkAddress(config: McpServerConfig): void {
+    const refusal = config.transport === 'http' && config.url ? outboundUrlRefusal(config.url, this.options.allowPrivateTargets) : null;
+    if (refusal) throw DomainError.validation([{ field: 'url', code: 'not_allowed', message: refusal }]);
+  }
+
   async create(ctx: CommandContext, workspaceId: string, input: McpServerInput): Promise<string> {
     const config = checkServerInput(input);
+    this.checkAddress(config);
     await this.checkSecrets(workspaceId, config);
     const id = newId();
     await this.claimName(ctx, workspaceId, id, config.name);
@@ -145,6 +156,7 @@ export class McpServers {
     const { state } = await this.bus.load(mcpServerStreamId(id), mcpServerDecider);
     if (state.status !== 'active' || state.workspaceId !== workspaceId) throw DomainError.notFound('MCP server');
     const config = checkServerInput(input);
+    this.checkAddress(config);
     await this.checkSecrets(workspaceId, config);
     const renamed = config.name.toLowerCase() !== state.config.name.toLowerCase();
     if (renamed) await this.claimName(ctx, workspaceId, id, config.name);

@@ -1,10 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { isIP } from 'node:net';
-import { normalizeHost } from '../broker/address-guard.js';
+import { outboundUrlRefusal } from '../broker/address-guard.js';
 import { eventHeader, notificationTimeoutMs, productName, signatureHeader, type AttemptResult } from '../domain/notification.js';
 import type { NotificationBody } from '../schemas/notification.js';
 import type { SettingsDto } from '../schemas/settings.js';
-import { AddressRefused, guardedFetch, targetAllowed } from '../runner/mcp/guarded-fetch.js';
+import { AddressRefused, guardedFetch } from '../runner/mcp/guarded-fetch.js';
 
 /** What a delivery reads, on every attempt: the settings as they are now and the signing secret's value. */
 export interface NotificationSources {
@@ -19,21 +18,9 @@ export interface SenderOptions {
   version: string;
 }
 
-/**
- * Why the egress guard refuses `url` as a webhook before any DNS lookup, or null. At save time only what the name
- * says is judged (an address literal, `localhost`): a name's addresses can change, so they are judged when the
- * notifier dials (BEHAVIOUR §9.4 "host-side egress guard").
- */
+/** Why the egress guard refuses `url` as a webhook at save, or null: the host's one outbound URL rule. */
 export function webhookUrlRefusal(url: string, allowPrivateTargets: boolean): string | null {
-  let host: string;
-  try {
-    host = normalizeHost(new URL(url).hostname);
-  } catch {
-    return null; // not a URL at all: the settings decider words that
-  }
-  const address = host === 'localhost' || host.endsWith('.localhost') ? '127.0.0.1' : isIP(host) !== 0 ? host : null;
-  if (address === null || targetAllowed(address, allowPrivateTargets)) return null;
-  return new AddressRefused(host, address).message;
+  return outboundUrlRefusal(url, allowPrivateTargets);
 }
 
 /** The signature header's value: `sha256=` and the hex HMAC-SHA256 of the exact body bytes. */

@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { classifyAddress, normalizeHost } from '../../broker/address-guard.js';
+import { hostTargetAllowed, normalizeHost, outboundRefusal } from '../../broker/address-guard.js';
 
 /**
  * The fetch the MCP client uses for HTTP servers. Connections leave from the host, so they pass the same address
@@ -15,18 +15,13 @@ import { classifyAddress, normalizeHost } from '../../broker/address-guard.js';
  */
 export class AddressRefused extends Error {
   constructor(host: string, address: string) {
-    super(`${host} resolves to ${address}, which the service does not connect to (private and loopback targets need SVC_ALLOW_PRIVATE_NETWORK_TARGETS=true)`);
+    super(outboundRefusal(host, address));
     this.name = 'AddressRefused';
   }
 }
 
-const loopback = (address: string) => /^127\./.test(address) || address === '::1' || /^::ffff:127\./i.test(address);
-
-export function targetAllowed(address: string, allowPrivate: boolean): boolean {
-  if (allowPrivate && loopback(address)) return true;
-  const c = classifyAddress(address);
-  return c === 'public' || (c === 'private' && allowPrivate);
-}
+/** The host's own outbound rule (broker/address-guard.ts), the same at save and at dial. */
+export const targetAllowed = hostTargetAllowed;
 
 function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
