@@ -296,6 +296,9 @@ class BwrapSandbox implements Sandbox {
 
   async destroy(): Promise<void> {
     this.destroyed = true;
+    // Nothing of the sandbox may run while the host takes its directory apart (docs/security.md, "Reading back from
+    // sandboxes"); the cgroup then catches anything that got out of an exec's namespace.
+    await this.stopProcesses().catch(() => undefined);
     this.cgroups?.destroy(this.spec.id);
     await this.launch.disks.detach(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
