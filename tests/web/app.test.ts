@@ -33,7 +33,7 @@ async function signIn(page: Page): Promise<void> {
 }
 
 async function expectInert(page: Page): Promise<void> {
-  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, 'no injected script ran');
+  assert.equal(await page.evaluate<number | undefined>('window.__pwned'), undefined, 'no injected script ran');
   assert.equal(await page.locator('main img').count(), 0, 'no image from untrusted text is in the page');
   assert.equal(await page.locator('main script, main form[action], main iframe').count(), 0);
 }
@@ -223,7 +223,9 @@ describe('web app in a browser', () => {
   it('manages secrets without ever showing a value, and shows a new API token once', async () => {
     const value = 'hunter2-web-secret-value';
     const { context, page, problems } = await web.open();
-    page.on('dialog', (d) => void d.accept());
+    page.on('dialog', (d) => {
+      d.accept().catch(() => undefined);
+    });
     try {
       await signIn(page);
       await page.getByRole('link', { name: 'Settings' }).click();
@@ -349,7 +351,7 @@ describe('web app in a browser', () => {
       await page.waitForURL(/\/runs\//);
       await page.locator('h1 .badge', { hasText: /running|provisioning/ }).waitFor({ timeout: 30_000 });
       await page.screenshot({ path: screenshotPath('run-phone') });
-      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'the run page fits a phone screen');
+      assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'the run page fits a phone screen');
       await page.getByRole('button', { name: 'Cancel run' }).click();
       await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor({ timeout: 30_000 });
       await page.getByRole('button', { name: 'Retry' }).waitFor();
@@ -357,7 +359,7 @@ describe('web app in a browser', () => {
       await page.goto(`${server.t.url}/jobs/${id}/runs`);
       await page.getByRole('link', { name: '#1' }).waitFor();
       assert.equal(await page.locator('tbody .badge.status-cancelled').count(), 1);
-      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'the runs list fits a phone screen');
+      assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'the runs list fits a phone screen');
       await page.goto(`${server.t.url}/jobs/${id}/nonsense`);
       await page.getByText('This job has no “nonsense” section').waitFor();
       await page.goto(`${server.t.url}/jobs/00000000-0000-7000-8000-00000000dead`);
