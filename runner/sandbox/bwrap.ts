@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -37,6 +37,19 @@ interface Meta {
   createdAt: number;
   expiresAt: number;
   spec: Omit<SandboxSpec, 'env'>;
+  /** The mount point of the sandbox's filesystem (Disks). */
+  disk: string;
+}
+
+/** Whether `done` settles within `ms`. */
+async function within(done: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([done, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -128,7 +141,7 @@ export class BwrapBackend implements SandboxBackend {
     /** The unpacked base root filesystem (scripts/prepare-host.sh). */
     private readonly rootfs = defaultRootfs(),
   ) {
-    this.disks = new Disks();
+    this.disks = new Disks(sandboxHostUid);
   }
 
   async prepare(): Promise<void> {
@@ -165,19 +178,15 @@ export class BwrapBackend implements SandboxBackend {
     }
     if (!/^[A-Za-z0-9_.-]+$/.test(spec.id)) throw new Error(`not a sandbox id: ${spec.id}`);
     const dir = join(this.root, spec.id);
+    mkdirSync(dir);
     // The sandbox's own filesystem, its disk limit: /workspace, /svc and /tmp are directories of it.
-    await this.disks.attach(dir, spec.limits.diskMb);
-    for (const sub of ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates', 'tmp']) {
-      mkdirSync(join(dir, sub), { mode: sub === 'tmp' ? 0o1777 : 0o755 });
-      chownSync(join(dir, sub), agentUid, agentUid);
-    }
-    chmodSync(join(dir, 'tmp'), 0o1777);
+    const disk = await this.disks.attach(spec.limits.diskMb);
     const now = Date.now();
     const { env: _env, ...rest } = spec;
-    const meta: Meta = { id: spec.id, labels: spec.labels, createdAt: now, expiresAt: now + spec.ttlMs, spec: rest };
+    const meta: Meta = { id: spec.id, labels: spec.labels, createdAt: now, expiresAt: now + spec.ttlMs, spec: rest, disk };
     writeFileSync(join(dir, 'meta.json'), JSON.stringify(meta));
     const procs = this.cgroups?.create(spec.id, spec.limits) ?? [];
-    return new BwrapSandbox(spec, dir, this.svcBinary, procs, this.cgroups, this.launch);
+    return new BwrapSandbox(spec, disk, this.svcBinary, procs, this.cgroups, this.launch, dir);
   }
 
   async list() {
@@ -197,7 +206,13 @@ export class BwrapBackend implements SandboxBackend {
   async destroy(id: string): Promise<void> {
     if (!/^[A-Za-z0-9_.-]+$/.test(id)) throw new Error(`not a sandbox id: ${id}`);
     this.cgroups?.destroy(id);
-    await this.disks.detach(join(this.root, id));
+    let disk: string | undefined;
+    try {
+      disk = (JSON.parse(readFileSync(join(this.root, id, 'meta.json'), 'utf8')) as Partial<Meta>).disk;
+    } catch {
+      // no metadata: nothing mounted is known
+    }
+    if (disk && this.disks.owns(disk)) await this.disks.detach(disk);
     rmSync(join(this.root, id), { recursive: true, force: true });
   }
 }
@@ -216,6 +231,8 @@ class BwrapSandbox implements Sandbox {
     private readonly cgroupProcs: string[],
     private readonly cgroups: Cgroups | null,
     private readonly launch: Launch,
+    /** The sandbox's metadata directory; `dir` is its filesystem. */
+    private readonly home: string,
   ) {
     this.files = new HostFiles({ '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc'), '/tmp': join(dir, 'tmp') }, agentUid);
   }
@@ -278,8 +295,13 @@ class BwrapSandbox implements Sandbox {
    */
   async stopProcesses(): Promise<void> {
     this.stopped.abort();
-    await Promise.all([...this.running]);
+    const ended = Promise.all([...this.running]).then(() => true);
+    // An exec that does not end soon has something outside its namespace's reach (bwrap killed before its child
+    // was tied to it): the cgroup, when there is one, holds it too and is emptied by SIGKILL.
+    let gone = await within(ended, 3000);
     if (this.cgroups && !(await this.cgroups.empty(this.spec.id))) throw new Error(`processes of sandbox ${this.spec.id} survived the kill`);
+    gone ||= await within(ended, 2000);
+    if (!gone) throw new Error(`commands of sandbox ${this.spec.id} did not end after SIGKILL`);
   }
 
   async putFiles(files: Parameters<Sandbox['putFiles']>[0]): Promise<void> {
@@ -301,6 +323,6 @@ class BwrapSandbox implements Sandbox {
     await this.stopProcesses().catch(() => undefined);
     this.cgroups?.destroy(this.spec.id);
     await this.launch.disks.detach(this.dir);
-    rmSync(this.dir, { recursive: true, force: true });
+    rmSync(this.home, { recursive: true, force: true });
   }
 }

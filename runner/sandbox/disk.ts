@@ -1,18 +1,23 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync, openSync, ftruncateSync, closeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** The directories of a sandbox's filesystem, made with it so that taking a spare costs no system call. */
+const refillDelayMs = 200;
+
+const layout: ReadonlyArray<[string, number]> = [['workspace', 0o755], ['svc', 0o755], ['svc/outputs', 0o755], ['svc/logs', 0o755], ['svc/candidates', 0o755], ['tmp', 0o1777]];
+
 /**
- * The disk limit of bwrap sandboxes (docs/design.md, "Sandbox isolation"): each sandbox's directory is its own ext4
- * filesystem, in a sparse file on a loop device, so /workspace, /svc and /tmp together end in ENOSPC at the size and
- * nothing else of the host's disk is written. Making one (mkfs + loop mount) costs about 55 ms, twice the whole
- * provisioning budget, so a few are kept formatted and mounted per size in use and moved into place on demand. The
- * backing file is unlinked once mounted: unmounting (the loop device is auto-cleared) frees the space, and a crashed
- * service leaves only mounts, which `sweep` removes.
+ * The disk limit of bwrap sandboxes (docs/design.md, "Sandbox isolation"): each sandbox's files live on an ext4
+ * filesystem of their own, in a sparse file on a loop device, so /workspace, /svc and /tmp together end in ENOSPC at
+ * the size and nothing else of the host's disk is written. Making one (mkfs + loop mount) costs about 55 ms, twice the
+ * whole provisioning budget, so a few are kept formatted, mounted and laid out per size in use, and handed out as they
+ * are. The backing file is unlinked once mounted: unmounting (the loop device is auto-cleared) frees the space, and a
+ * crashed service leaves only mounts, which the next `prepare` sweeps.
  */
 export class Disks {
   private readonly pool = new Map<number, string[]>();
@@ -26,6 +31,8 @@ export class Disks {
      * Holds the spare filesystems, one directory per process; those of dead processes are swept. Outside the
      * sandboxes' root, so removing that root never meets a spare that is still mounted.
      */
+    /** Owner of the layout's directories: the sandboxes' host uid. */
+    private readonly owner: number,
     private readonly root = '/run/svc-disks',
     private readonly spares = 2,
     private readonly sizesKept = 3,
@@ -43,7 +50,7 @@ export class Disks {
     } catch {
       throw new Error('mkfs.ext4 (e2fsprogs) is not installed: run scripts/prepare-host.sh');
     }
-    mkdirSync(this.root, { recursive: true });
+    mkdirSync(this.root, { recursive: true, mode: 0o711 });
     for (const name of readdirSync(this.root)) {
       const pid = /^(\d+)$/.exec(name)?.[1];
       if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
@@ -57,24 +64,22 @@ export class Disks {
     }
   }
 
-  /** Mounts a fresh, empty filesystem of `sizeMb` at `target` (created when missing). */
-  async attach(target: string, sizeMb: number): Promise<void> {
-    mkdirSync(target, { recursive: true });
+  /** The mount point of a fresh filesystem of `sizeMb` holding the empty layout, the caller's until `detach`. */
+  async attach(sizeMb: number): Promise<string> {
     this.touch(sizeMb);
-    const spare = this.pool.get(sizeMb)?.shift();
-    if (spare) {
-      try {
-        await run('mount', ['--move', spare, target]);
-        rmdirSync(spare);
-      } catch {
-        // A shared parent mount refuses a move: the spare is unmounted and a fresh one made in place.
-        await this.detach(spare);
-        await this.make(target, sizeMb);
-      }
-    } else {
-      await this.make(target, sizeMb);
+    let disk = this.pool.get(sizeMb)?.shift();
+    if (!disk) {
+      disk = join(this.poolDir, randomUUID());
+      await this.make(disk, sizeMb);
     }
-    this.refill(sizeMb);
+    // Later, not now: starting mkfs blocks this process for a spawn, which would land on the sandbox's first exec.
+    setTimeout(() => this.refill(sizeMb), refillDelayMs).unref();
+    return disk;
+  }
+
+  /** Whether `path` is a filesystem this class hands out (for paths read back from a sandbox's metadata). */
+  owns(path: string): boolean {
+    return /^[0-9]+\/[0-9a-f-]{36}$/.test(path.startsWith(`${this.root}/`) ? path.slice(this.root.length + 1) : '');
   }
 
   /** Unmounts what is mounted at `target` and removes the directory; idempotent, and lazy when something holds it. */
@@ -101,14 +106,14 @@ export class Disks {
     if (at >= 0) this.recent.splice(at, 1);
     this.recent.unshift(sizeMb);
     for (const old of this.recent.splice(this.sizesKept)) {
-      for (const s of this.pool.get(old)?.splice(0) ?? []) void this.detach(s);
+      for (const s of this.pool.get(old)?.splice(0) ?? []) this.detach(s).catch(() => undefined);
     }
   }
 
   private refill(sizeMb: number): void {
     if (this.closed || this.refilling.has(sizeMb)) return;
     this.refilling.add(sizeMb);
-    void (async () => {
+    (async () => {
       try {
         const spares = this.pool.get(sizeMb) ?? [];
         this.pool.set(sizeMb, spares);
@@ -123,11 +128,13 @@ export class Disks {
       } finally {
         this.refilling.delete(sizeMb);
       }
-    })();
+    })().catch(() => undefined);
   }
 
   private async make(target: string, sizeMb: number): Promise<void> {
-    mkdirSync(target, { recursive: true });
+    // Not listable by other host users, who could otherwise walk into the sandboxes' files.
+    mkdirSync(this.poolDir, { recursive: true, mode: 0o711 });
+    mkdirSync(target, { mode: 0o700 });
     const image = `${target}.img`;
     const fd = openSync(image, 'w', 0o600);
     try {
@@ -145,6 +152,13 @@ export class Disks {
       throw new Error(`could not make the sandbox's ${sizeMb} MB filesystem: ${(e.stderr || e.message).trim()}`);
     }
     unlinkSync(image);
+    chmodSync(target, 0o711);
+    for (const [dir, mode] of layout) {
+      mkdirSync(join(target, dir), { mode });
+      chmodSync(join(target, dir), mode);
+      chownSync(join(target, dir), this.owner, this.owner);
+    }
+    rmSync(join(target, 'lost+found'), { recursive: true, force: true });
   }
 }
 
