@@ -145,11 +145,12 @@ describe('MCP server registry', () => {
     assert.equal(refused.body.ok, false);
     assert.match(refused.body.error, /could not connect/);
 
-    // Cloud metadata is never a target, whatever the private-network switch says.
+    // Cloud metadata is never a target, whatever the private-network switch says: refused at save already
+    // (tests/api/outbound-addresses.test.ts covers every spelling, and the check at dial).
     const meta = await api.post('/api/mcp-servers', { name: 'metadata', transport: 'http', url: 'http://169.254.169.254/mcp' });
-    const guarded = await api.post(`/api/mcp-servers/${meta.body.id}/test`);
-    assert.equal(guarded.body.ok, false);
-    assert.match(guarded.body.error, /does not connect to/);
+    assert.equal(meta.status, 400);
+    assert.equal(meta.body.fields[0].field, 'url');
+    assert.match(meta.body.fields[0].message, /does not connect to/);
   });
 
   it('answers unsupported for a stdio test on a process without a runner', async () => {
