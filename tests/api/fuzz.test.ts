@@ -41,8 +41,8 @@ before(async () => {
   add('job', job.body.id);
   add('run', (await admin.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId);
   add('secret', (await admin.post<{ id: string }>('/api/secrets', { name: 'FUZZ_SECRET', value: 'v' })).body.id);
-  // A private address: the outbound guard refuses it at once, so testing it never waits on a network.
-  add('mcp', (await admin.post<{ id: string }>('/api/mcp-servers', { name: 'fuzz', transport: 'http', url: 'http://127.0.0.1:9/mcp' })).body.id);
+  // A reserved name (RFC 2606): resolvers answer at once that it does not exist, so testing it never waits on a network.
+  add('mcp', (await admin.post<{ id: string }>('/api/mcp-servers', { name: 'fuzz', transport: 'http', url: 'https://fuzz.invalid/mcp' })).body.id);
   add('user', (await admin.get<{ id: string }>('/api/users/me')).body.id);
   assert.equal((await admin.request('PUT', `/api/jobs/${job.body.id}/state/k`, { value: 'v' })).status, 200);
 });
@@ -215,7 +215,10 @@ const streaming = new Set(['GET /api/runs/{id}/stream', 'GET /api/events']);
 /** Ends the fuzzing admin's session. */
 const skipped = new Set(['POST /api/auth/logout']);
 
-async function send(op: Operation, req: FuzzRequest): Promise<string | null> {
+/** Slow answers that were fast when sent again: the machine was busy, not the route (reported, not failed). */
+let noisy = 0;
+
+async function send(op: Operation, req: FuzzRequest, retried = false): Promise<string | null> {
   const headers: Record<string, string> = { cookie: (admin.credential as { cookie: string }).cookie };
   if (req.body !== undefined) headers['content-type'] = req.contentType;
   const abort = new AbortController();
@@ -241,7 +244,12 @@ async function send(op: Operation, req: FuzzRequest): Promise<string | null> {
   }
   const ms = performance.now() - started;
   if (status >= 500) return `answered ${status}: ${text.slice(0, 300)}`;
-  if (ms > answerWithinMs) return `answered ${status} after ${Math.round(ms)} ms`;
+  if (ms > answerWithinMs) {
+    // On two busy cores a pause of the whole process can hit any request; a route that is slow is slow again.
+    if (retried) return `answered ${status} after ${Math.round(ms)} ms, twice`;
+    noisy++;
+    return send(op, req, true);
+  }
   if (status >= 400) {
     let body: Json;
     try {
@@ -311,7 +319,7 @@ describe('fuzz', () => {
     }
     durations.sort((a, b) => b[1] - a[1]);
     tc.diagnostic(`slowest operations: ${durations.slice(0, 6).map(([k, ms]) => `${k} ${Math.round(ms)} ms`).join(', ')}`);
-    tc.diagnostic(`${cases} cases over ${ops.length} operations, seed ${seed}`);
+    tc.diagnostic(`${cases} cases over ${ops.length} operations, seed ${seed}; ${noisy} slow answers were fast when sent again`);
     assert.ok(cases >= ops.length * Math.min(runsPerOperation, 10), `only ${cases} cases ran`);
     assert.equal(failures.length, 0, `seed ${seed}; ${failures.length} operations failed:\n${failures.join('\n')}`);
   });

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { adminSession, Client, startTestServer, type TestServer } from './harness.js';
+import type { ErrorBody } from '../../schemas/common.js';
+import { adminSession, Client, startTestServer, type Answer, type TestServer } from './harness.js';
 
 /**
  * Refusing a body costs time linear in its size and reports a bounded list of fields (docs/security.md, "Requests:
@@ -57,49 +58,70 @@ const hostile: Hostile[] = [
   { name: 'deep nesting in a webhook', method: 'POST', path: () => `/hooks/${jobId}`, body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`, code: 'invalid_request_body', webhook: true },
 ];
 
+interface Run {
+  res: Answer<ErrorBody>;
+  ms: number;
+  maxStallMs: number;
+  slowest: number;
+  others: number;
+}
+
+const describeRun = (m: Run) => `answered in ${m.ms.toFixed(0)} ms; event loop stalled at most ${m.maxStallMs.toFixed(0)} ms; other requests: ${m.others}, slowest ${m.slowest.toFixed(0)} ms`;
+
+/** Sends the hostile request while another stream of requests runs and a 2 ms tick watches the event loop. */
+async function measure(h: Hostile): Promise<Run> {
+  let stop = false;
+  const otherLatencies: number[] = [];
+  // The other stream: cheap authenticated reads, one after another, for as long as the hostile request lasts.
+  const other = (async () => {
+    while (!stop) {
+      const started = performance.now();
+      const res = await admin.get('/api/users/me');
+      otherLatencies.push(performance.now() - started);
+      assert.equal(res.status, 200);
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 20));
+  // The largest gap between ticks is the longest the event loop was held.
+  let last = performance.now();
+  let maxStallMs = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    maxStallMs = Math.max(maxStallMs, now - last);
+    last = now;
+  }, 2);
+  const started = performance.now();
+  const caller = h.webhook ? new Client(t.url) : admin;
+  const res = await caller.request<ErrorBody>(h.method, h.path(), h.body, h.webhook ? { authorization: `Bearer ${hookToken}` } : {});
+  const ms = performance.now() - started;
+  clearInterval(tick);
+  stop = true;
+  await other;
+  return { res, ms, maxStallMs, slowest: Math.max(...otherLatencies), others: otherLatencies.length };
+}
+
 describe('validation cost', () => {
   for (const h of hostile) {
     it(`refuses ${h.name} fast, with at most 20 fields, without stalling other requests`, async (tc) => {
-      let stop = false;
-      const otherLatencies: number[] = [];
-      // The other stream: cheap authenticated reads, one after another, for as long as the hostile request lasts.
-      const other = (async () => {
-        while (!stop) {
-          const started = performance.now();
-          const res = await admin.get('/api/users/me');
-          otherLatencies.push(performance.now() - started);
-          assert.equal(res.status, 200);
-        }
-      })();
-      await new Promise((r) => setTimeout(r, 20));
-      // A 2 ms tick: the largest gap between ticks is the longest the event loop was held.
-      let last = performance.now();
-      let maxStallMs = 0;
-      const tick = setInterval(() => {
-        const now = performance.now();
-        maxStallMs = Math.max(maxStallMs, now - last);
-        last = now;
-      }, 2);
-      const started = performance.now();
-      const caller = h.webhook ? new Client(t.url) : admin;
-      const res = await caller.request(h.method, h.path(), h.body, h.webhook ? { authorization: `Bearer ${hookToken}` } : {});
-      const ms = performance.now() - started;
-      clearInterval(tick);
-      stop = true;
-      await other;
-
+      // Measured twice at most: on two busy cores a pause of the whole process can hit one attempt, while a cost
+      // that grows with the body shows in both.
+      let m = await measure(h);
+      if (m.ms >= 1000 || m.maxStallMs >= 200 || m.slowest >= 500) {
+        tc.diagnostic(`first attempt: ${describeRun(m)}; measuring again`);
+        m = await measure(h);
+      }
+      const { res } = m;
       assert.equal(res.status, 400, `${h.name}: ${res.text.slice(0, 300)}`);
       assert.equal(res.body.code, h.code, res.text.slice(0, 300));
       if (h.code === 'validation_failed') {
         assert.ok(Array.isArray(res.body.fields) && res.body.fields.length >= 1 && res.body.fields.length <= 20, `fields: ${res.body.fields?.length}`);
       }
       assert.equal(typeof res.body.requestId, 'string');
-      assert.ok(ms < 1000, `${h.name} took ${ms.toFixed(0)} ms`);
+      tc.diagnostic(describeRun(m));
+      assert.ok(m.ms < 1000, `${h.name} took ${m.ms.toFixed(0)} ms`);
       // The longest stall of the event loop the test process shares with the server (client work included).
-      const slowest = Math.max(...otherLatencies);
-      tc.diagnostic(`answered in ${ms.toFixed(0)} ms; event loop stalled at most ${maxStallMs.toFixed(0)} ms; other requests: ${otherLatencies.length}, slowest ${slowest.toFixed(0)} ms`);
-      assert.ok(maxStallMs < 200, `${h.name}: the event loop stalled for ${maxStallMs.toFixed(0)} ms`);
-      assert.ok(slowest < 500, `${h.name}: another request waited ${slowest.toFixed(0)} ms`);
+      assert.ok(m.maxStallMs < 200, `${h.name}: the event loop stalled for ${m.maxStallMs.toFixed(0)} ms`);
+      assert.ok(m.slowest < 500, `${h.name}: another request waited ${m.slowest.toFixed(0)} ms`);
     });
   }
 
