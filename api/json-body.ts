@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 
 /**
@@ -87,7 +87,8 @@ export function installJsonParser(app: FastifyInstance): void {
   // Run the scanner over a sample with every kind of token once, so the optimizing compiler has it before the
   // first large body arrives (unoptimized, a few megabytes of escapes cost hundreds of milliseconds once).
   jsonShapeProblem(`[${'{"k":"v\\\\\\"x","n":[1,2]},'.repeat(9_000)}1]`);
-  const parse = app.getDefaultJsonParser('error', 'error');
+  // Fastify's own JSON parser is the callback kind: it answers through `done` and returns nothing to await.
+  const parse = app.getDefaultJsonParser('error', 'error') as (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body: string, done) => {
     const problem = jsonShapeProblem(body);

@@ -10,8 +10,6 @@ import type { RunFiles } from '../server/run-files.js';
 import { dailySpendError, utcDayStart } from '../domain/spend.js';
 import { redactor, redactValue } from '../domain/redact.js';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { jobDecider, jobStreamId } from '../domain/job.js';
 import { runDecider, runStreamId, type FinalStatus, type RunOutcome } from '../domain/run.js';

@@ -228,7 +228,7 @@ export class HostFiles {
           }
           await Promise.all(reads);
         } finally {
-          await Promise.all(opened.map((o) => o?.file.close()));
+          await Promise.all(opened.map(async (o) => o?.file.close()));
         }
       }
     };
