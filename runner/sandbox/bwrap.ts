@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { Cgroups } from './cgroups.js';
 import { Disks } from './disk.js';
 import { HostFiles } from './host-files.js';
+import { checkSandboxId } from './ids.js';
 import { OutputCollector } from './output.js';
 import { baseImageName, defaultRootfs, rootfsArgs } from './rootfs.js';
 import { hostSeccompProgram } from './seccomp.js';
@@ -176,7 +177,7 @@ export class BwrapBackend implements SandboxBackend {
     if (spec.image !== null && spec.image !== baseImageName) {
       throw new Error(`the bwrap backend runs every sandbox on its base root filesystem (${baseImageName}) and cannot run the image ${spec.image}: use the docker backend (SVC_SANDBOX=docker) for jobs with their own image`);
     }
-    if (!/^[A-Za-z0-9_.-]+$/.test(spec.id)) throw new Error(`not a sandbox id: ${spec.id}`);
+    checkSandboxId(spec.id);
     const dir = join(this.root, spec.id);
     mkdirSync(dir);
     // The sandbox's own filesystem, its disk limit: /workspace, /svc and /tmp are directories of it.
@@ -204,7 +205,7 @@ export class BwrapBackend implements SandboxBackend {
   }
 
   async destroy(id: string): Promise<void> {
-    if (!/^[A-Za-z0-9_.-]+$/.test(id)) throw new Error(`not a sandbox id: ${id}`);
+    checkSandboxId(id);
     this.cgroups?.destroy(id);
     let disk: string | undefined;
     try {

@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { readdirSync, readFileSync } from 'node:fs';
 import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
+import { checkSandboxId } from './ids.js';
 import { OutputCollector } from './output.js';
 import { pack, readTar, type ReadEntry, type TarHeader } from './tar.js';
 import type { ExecOptions, ExecResult, FileIn, ImageBuildRequest, ImageBuilds, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
@@ -129,6 +130,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
+    checkSandboxId(spec.id);
     try {
       return await this.createOrThrow(spec);
     } catch (err) {
@@ -194,6 +196,7 @@ export class DockerBackend implements SandboxBackend {
   }
 
   async destroy(id: string): Promise<void> {
+    checkSandboxId(id);
     await removeSandbox(this.docker, id);
   }
 }

@@ -220,6 +220,21 @@ export function isolationEscapes(name: string, factory: (root: string) => Sandbo
       assert.equal(text(fine.output), 'fine\n', 'the sandbox is usable after the limits held');
     });
 
+    it('keeps hostile environment values and ids from adding sandbox options or paths', async () => {
+      const box = await make();
+      // A NUL byte would end one option and start another in bwrap's option stream: here, a bind of the host's /.
+      const injected = 'x\0--bind\0/\0/host';
+      const r = await box.exec({ cmd: ['sh', '-c', 'test -e /host/etc && echo HOST-VISIBLE; echo "[$INJ]"'], env: { INJ: injected }, timeoutMs: 20_000 }).catch((err: Error) => err);
+      if (!(r instanceof Error)) assert.ok(!text(r.output).includes('HOST-VISIBLE'), `the host's / was bound into the sandbox: ${text(r.output)}`);
+      const dashed = await box.exec({ cmd: ['sh', '-c', 'echo "$V"; test -e /host && echo HOST-VISIBLE; true'], env: { V: '--bind / /host' }, timeoutMs: 20_000 });
+      assert.equal(text(dashed.output), '--bind / /host\n', 'a value that reads like options stays a value');
+      for (const id of ['../escape', 'a/b', '', '.', '..', '-rf', `${'a'.repeat(200)}`]) {
+        await assert.rejects(backend.create(spec({ id })), Error, `sandbox id ${JSON.stringify(id)} is refused`);
+        await assert.rejects(backend.destroy(id), Error, `destroying sandbox id ${JSON.stringify(id)} is refused`);
+      }
+      assert.ok(!existsSync(join(root, '..', 'escape')), 'nothing was made outside the sandboxes\' root');
+    });
+
     if (name === 'bwrap') {
       it('refuses an image it cannot run, with a message naming the docker backend', async () => {
         await assert.rejects(backend.create(spec({ image: 'python:3.12-slim' })), /python:3\.12-slim.*docker backend/);
