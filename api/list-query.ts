@@ -39,7 +39,8 @@ export function parseListQuery(q: ListQueryInput, rules: ListRules): ParsedList 
   for (const raw of keys.slice(0, 3)) {
     const desc = raw.startsWith('-');
     const key = desc ? raw.slice(1) : raw;
-    const field = rules.sortKeys[key];
+    // Own keys only: `constructor` or `toString` would otherwise find Object.prototype's members (a 500 the fuzz found).
+    const field = Object.hasOwn(rules.sortKeys, key) ? rules.sortKeys[key] : undefined;
     if (!field) {
       errors.add('sort', 'invalid', `"${key}" is not a sort key; use one of ${Object.keys(rules.sortKeys).join(', ')}`);
       continue;

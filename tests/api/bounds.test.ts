@@ -84,6 +84,10 @@ describe('bounds', () => {
       ['PATCH', `/api/jobs/${job.body.id}`, { limits: { maxCostUsd: 1e308 } }, 'limits.maxCostUsd'],
       ['PATCH', '/api/settings', { dailySpendLimitUsd: 1e308 }, 'dailySpendLimitUsd'],
       ['POST', `/api/jobs/${job.body.id}/playbook/rollback`, { version: 1e20 }, 'version'],
+      // Names of Object.prototype's members are no sort keys (found by tests/api/fuzz.test.ts: a 500).
+      ['GET', '/api/mcp-servers?sort=constructor', undefined, 'sort'],
+      ['GET', '/api/jobs?sort=-toString', undefined, 'sort'],
+      ['GET', '/api/runs?sort=__proto__', undefined, 'sort'],
     ];
     const failures: string[] = [];
     for (const [method, path, body, field] of cases) {
