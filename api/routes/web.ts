@@ -57,6 +57,8 @@ function load(root: string): Map<string, Asset> {
   const assets = new Map<string, Asset>();
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {
+      // Dot files are the build's own notes (`.source-hash`), not part of the app.
+      if (name.startsWith('.')) continue;
       const full = join(dir, name);
       if (statSync(full).isDirectory()) walk(full);
       else {

@@ -73,10 +73,10 @@ describe('web app serving', () => {
 
   it('never serves a file outside the build, however the path is spelled', async () => {
     const html = await (await fetch(`${server.t.url}/`)).text();
-    for (const path of ['/../package.json', '/%2e%2e/package.json', '/..%2f..%2fpackage.json', '/assets/..%2f..%2f..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/index.html%00.js', '/%E0%A4%A']) {
+    for (const path of ['/../package.json', '/%2e%2e/package.json', '/..%2f..%2fpackage.json', '/assets/..%2f..%2f..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/index.html%00.js', '/%E0%A4%A', '/.source-hash']) {
       const res = await fetch(server.t.url + path);
       const text = await res.text();
-      assert.ok(!text.includes('"devDependencies"') && !text.includes('root:x:0'), `${path} leaked a file`);
+      assert.ok(!text.includes('"devDependencies"') && !text.includes('root:x:0') && !/^[0-9a-f]{64}$/.test(text), `${path} leaked a file`);
       // 400: the router itself refuses a malformed escape before any route sees it.
       assert.ok(res.status === 404 || res.status === 400 || text === html, `${path}: ${res.status} ${text.slice(0, 200)} ${html.slice(0, 200)}`);
     }
@@ -312,6 +312,17 @@ describe('web app in a browser', () => {
       await page.getByRole('switch', { name: 'Enable gamma sorter' }).click();
       const gamma = (await server.api.get('/api/jobs?search=gamma%20sorter')).body.items[0];
       await waitFor(async () => (await server.api.get(`/api/jobs/${gamma.id}`)).body.enabled === false);
+
+      // Ctrl-K jumps to a job found on the server, or to a page, from the keyboard alone.
+      await page.keyboard.press('Control+k');
+      await page.getByRole('combobox', { name: 'Go to a page, job or run' }).fill('gamma');
+      await page.getByRole('option', { name: /gamma sorter/ }).waitFor();
+      await page.keyboard.press('Enter');
+      await page.waitForURL(new RegExp(`/jobs/${gamma.id}$`));
+      await page.keyboard.press('Control+k');
+      await page.keyboard.type('api tok');
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/settings\/tokens$/);
 
       // A query the API refuses shows its message instead of a blank page.
       await page.goto(`${server.t.url}/jobs?sort=bogus`);

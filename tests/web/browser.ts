@@ -1,5 +1,5 @@
 import { before, after } from 'node:test';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
@@ -14,21 +14,19 @@ const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
 const root = new URL('../../', import.meta.url).pathname;
 export const webBuildDir = join(root, 'dist/web');
 
-function newestIn(dir: string): number {
-  let newest = 0;
-  for (const name of readdirSync(dir)) {
-    const full = join(dir, name);
-    const s = statSync(full);
-    newest = Math.max(newest, s.isDirectory() ? newestIn(full) : s.mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds the app when dist/web is missing or older than any file of web/ or schemas/ (its types come from there). */
+/**
+ * Builds the app unless dist/web was built from exactly the current sources (its `.source-hash`; mtimes cannot tell,
+ * since other builds of this checkout may run at the same time and finish with older sources).
+ */
 export async function ensureWebBuild(): Promise<void> {
-  const index = join(webBuildDir, 'index.html');
-  const sources = Math.max(newestIn(join(root, 'web')), newestIn(join(root, 'schemas')));
-  if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
+  const { sourceHash } = await import('../../web/source-hash.js');
+  let built = '';
+  try {
+    built = readFileSync(join(webBuildDir, '.source-hash'), 'utf8');
+  } catch {
+    // never built, or built before the hash existed
+  }
+  if (existsSync(join(webBuildDir, 'index.html')) && built === sourceHash(root)) return;
   const { build } = await import('vite');
   // Vite keeps a NODE_ENV it finds (the test runner sets `test`), which would bundle React's development build.
   const nodeEnv = process.env.NODE_ENV;

@@ -1,5 +1,6 @@
 import { NavLink, Outlet } from 'react-router-dom';
 import { useSession } from '../session.js';
+import { Palette } from './Palette.js';
 import { ErrorBox, Spinner } from './ui.js';
 
 export function Layout() {
@@ -23,6 +24,7 @@ export function Layout() {
         )}
         {me && (
           <div className="who">
+            <kbd className="muted kbd-hint" title="Open the command palette">Ctrl K</kbd>
             <span className="muted" title={me.workspace.name}>
               {me.name ?? me.email ?? 'signed in'}
             </span>
@@ -32,6 +34,7 @@ export function Layout() {
           </div>
         )}
       </header>
+      {me && <Palette />}
       <main id="main" tabIndex={-1}>
         {checking ? <Spinner /> : error ? <ErrorBox error={error} onRetry={refresh} /> : me ? <Outlet /> : <Spinner label="Redirecting to sign-in…" />}
       </main>
