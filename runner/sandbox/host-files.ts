@@ -3,12 +3,12 @@ import { mkdir, open, readdir, type FileHandle } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { FileIn, FileOut } from './types.js';
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = constants;
 /** A directory, never through a link. */
 const dirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 /** A file to read: never through a link, and a FIFO swapped in cannot block the open. */
 const readFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
-const writeFlags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+const writeFlags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 /** Bounds on a walk, so a sandbox cannot make collection hold thousands of descriptors or list forever. */
 const maxDepth = 32;
 const maxEntries = 100_000;
@@ -80,6 +80,7 @@ export class HostFiles {
         }
         await dir.close();
         dir = next;
+        if (!this.owned(await dir.stat())) throw new Error(`${path} goes through a directory the sandbox does not own (${part})`);
       }
       return dir;
     } catch (err) {
@@ -95,8 +96,14 @@ export class HostFiles {
       if (name === undefined) throw new Error(`${f.path} is a directory of the sandbox, not a file`);
       const dir = await this.openDir(f.path, host, parts, true);
       let file: FileHandle;
+      let created = true;
       try {
-        file = await open(at(dir, name), writeFlags, f.mode ?? 0o644);
+        // A new file is the host's own until it is given away; an existing one is opened without creating.
+        file = await open(at(dir, name), writeFlags | O_CREAT | O_EXCL, f.mode ?? 0o644).catch(async (err: unknown) => {
+          if (code(err) !== 'EEXIST') throw err;
+          created = false;
+          return open(at(dir, name), writeFlags);
+        });
       } catch (err) {
         if (code(err) === 'ELOOP') throw new Error(`${f.path} is a symbolic link`);
         throw err;
@@ -106,12 +113,12 @@ export class HostFiles {
       try {
         const st = await file.stat();
         if (!st.isFile()) throw new Error(`${f.path} is not a regular file`);
-        // A second name of a file the sandbox does not own is never truncated or written.
-        if (st.nlink > 1 && st.uid !== this.uid) throw new Error(`${f.path} is a hard link to a file the sandbox does not own`);
+        // Whatever the sandbox can make is its own: a file of anyone else (a hard link to one) is never truncated.
+        if (!created && !this.owned(st)) throw new Error(`${f.path} is a file the sandbox does not own`);
+        await file.chown(this.uid, this.uid);
         await file.truncate(0);
         await file.writeFile(Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content));
         await file.chmod(f.mode ?? 0o644);
-        await file.chown(this.uid, this.uid);
       } finally {
         await file.close();
       }
@@ -132,9 +139,18 @@ export class HostFiles {
     return out.subarray(0, off);
   }
 
-  /** A file the sandbox may hand over: a regular file that is not a second name of a file it does not own. */
+  /**
+   * Everything a sandbox creates belongs to its one host uid (its root included), and so does what the host puts in
+   * it, so anything else found inside (a hard link to a host file, whatever a link might have led to) is not the
+   * sandbox's to hand over: a second line behind the no-follow opens.
+   */
+  private owned(st: Stats): boolean {
+    return st.uid === this.uid;
+  }
+
+  /** A file the sandbox may hand over: a regular file of its own. */
   private readable(st: Stats): boolean {
-    return st.isFile() && (st.nlink === 1 || st.uid === this.uid);
+    return st.isFile() && this.owned(st);
   }
 
   async read(path: string, maxBytes: number): Promise<Buffer | null> {
@@ -210,6 +226,7 @@ export class HostFiles {
           for (const o of opened) {
             if (!o) continue;
             if (o.st.isDirectory()) {
+              if (!this.owned(o.st)) continue;
               if (depth >= maxDepth) truncated = true;
               else await walk(o.file, `${o.name}/`, depth + 1);
             } else if (this.readable(o.st)) {
