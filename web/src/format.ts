@@ -1,20 +1,33 @@
 /** Display helpers; times are shown in the viewer's locale, in the given time zone when there is one. */
 
+// Building an Intl formatter costs far more than using one: a list of 100 rows would build hundreds.
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+function dateFormat(timeZone: string | null | undefined): Intl.DateTimeFormat {
+  const key = timeZone ?? '';
+  let f = dateFormats.get(key);
+  if (!f) {
+    try {
+      f = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short', ...(timeZone ? { timeZone } : {}) });
+    } catch {
+      // An unknown zone name must not break the page.
+      f = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    }
+    dateFormats.set(key, f);
+  }
+  return f;
+}
+
 export function dateTime(ms: number | null | undefined, timeZone?: string | null): string {
   if (ms === null || ms === undefined) return '—';
-  try {
-    return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short', ...(timeZone ? { timeZone } : {}) }).format(ms);
-  } catch {
-    // An unknown zone name must not break the page.
-    return new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }).format(ms);
-  }
+  return dateFormat(timeZone).format(ms);
 }
+
+const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
 export function relative(ms: number | null | undefined, now = Date.now()): string {
   if (ms === null || ms === undefined) return '—';
   const diff = ms - now;
   const abs = Math.abs(diff);
-  const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
   if (abs < 60_000) return rtf.format(Math.round(diff / 1000), 'second');
   if (abs < 3_600_000) return rtf.format(Math.round(diff / 60_000), 'minute');
   if (abs < 86_400_000) return rtf.format(Math.round(diff / 3_600_000), 'hour');

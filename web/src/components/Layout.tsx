@@ -36,7 +36,9 @@ export function Layout() {
       </header>
       {me && <Palette />}
       <main id="main" tabIndex={-1}>
-        {checking ? <Spinner /> : error ? <ErrorBox error={error} onRetry={refresh} /> : me ? <Outlet /> : <Spinner label="Redirecting to sign-in…" />}
+        {/* The page starts loading its data while the session is checked: one round trip less before the first
+            rows. A page's own 401 sends the app to sign-in like the check does. */}
+        {error ? <ErrorBox error={error} onRetry={refresh} /> : checking || me ? <Outlet /> : <Spinner label="Redirecting to sign-in…" />}
       </main>
     </div>
   );
