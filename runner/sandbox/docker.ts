@@ -102,7 +102,7 @@ export class DockerBackend implements SandboxBackend {
    * a tmpfs mount. The engine unmounts a tmpfs volume, losing its files, when no running container uses it; a keeper
    * container holds them, so a sandbox whose processes were stopped still has its files to read back.
    */
-  private async disks(spec: SandboxSpec, ttl: string): Promise<Array<{ Type: 'volume'; Source: string; Target: string }>> {
+  private async volumes(spec: SandboxSpec): Promise<Array<{ Type: 'volume'; Source: string; Target: string }>> {
     const size = `size=${spec.limits.diskMb}m`;
     const volumes = [
       { name: `svc-${spec.id}-workspace`, target: '/workspace', o: `${size},uid=1000,gid=1000,mode=0755` },
@@ -111,14 +111,18 @@ export class DockerBackend implements SandboxBackend {
     ];
     const labels = { 'svc.disk-of': this.instance };
     await Promise.all(volumes.map((v) => this.docker.createVolume({ Name: v.name, Driver: 'local', DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: v.o }, Labels: labels })));
-    const mounts = volumes.map((v) => ({ Type: 'volume' as const, Source: v.name, Target: v.target }));
+    return volumes.map((v) => ({ Type: 'volume' as const, Source: v.name, Target: v.target }));
+  }
+
+  /** Starts the keeper of the volumes; it must run before anything is written into them. */
+  private async keep(spec: SandboxSpec, ttl: string, mounts: Array<{ Type: 'volume'; Source: string; Target: string }>): Promise<void> {
     const keeper = await this.docker.createContainer({
       name: `svc-${spec.id}-disk`,
       Image: this.defaultImage,
       Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
       Cmd: [],
       User: '65534:65534',
-      Labels: labels,
+      Labels: { 'svc.disk-of': this.instance },
       NetworkDisabled: true,
       HostConfig: {
         NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Memory: 32 * 1024 * 1024, PidsLimit: 4,
@@ -126,7 +130,6 @@ export class DockerBackend implements SandboxBackend {
       },
     });
     await keeper.start();
-    return mounts;
   }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
@@ -147,11 +150,11 @@ export class DockerBackend implements SandboxBackend {
     const labels: Record<string, string> = { 'svc.instance': this.instance, 'svc.created': String(now), 'svc.expires': String(now + spec.ttlMs) };
     for (const [k, v] of Object.entries(spec.labels)) if (v) labels[`svc.${k.replace(/Id$/, '')}`] = v;
     const ttl = String(Math.ceil(spec.ttlMs / 1000));
-    const mounts = await this.disks(spec, ttl);
+    const mounts = await this.volumes(spec);
     // A tmpfs's pages are charged to the memory of the container that writes them: the memory limit leaves room for
     // a full disk, so filling it ends in ENOSPC and not in the OOM killer.
     const memory = (spec.limits.memoryMb + spec.limits.diskMb) * 1024 * 1024;
-    const container = await this.docker.createContainer({
+    const [container] = await Promise.all([this.docker.createContainer({
       name: `svc-${spec.id}`,
       Image: spec.image ?? this.defaultImage,
       Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
@@ -177,7 +180,7 @@ export class DockerBackend implements SandboxBackend {
         Tmpfs: { '/var/tmp': `rw,nosuid,nodev,size=${Math.min(spec.limits.diskMb, 64)}m` },
         RestartPolicy: { Name: 'no' },
       },
-    });
+    }), this.keep(spec, ttl, mounts)]);
     // The layout of SPEC §4.7, owned by the agent, before the first process starts.
     const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
     await container.putArchive(pack(dirs), { path: '/' });
@@ -203,20 +206,11 @@ export class DockerBackend implements SandboxBackend {
 
 /** The container, its disk keeper and its volumes; idempotent. */
 async function removeSandbox(docker: Docker, id: string): Promise<void> {
-  for (const name of [`svc-${id}`, `svc-${id}-disk`]) {
-    try {
-      await docker.getContainer(name).remove({ force: true });
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
-    }
-  }
-  for (const sub of ['workspace', 'svc', 'tmp']) {
-    try {
-      await docker.getVolume(`svc-${id}-${sub}`).remove();
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
-    }
-  }
+  const gone = (err: unknown) => {
+    if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+  };
+  await Promise.all([`svc-${id}`, `svc-${id}-disk`].map((name) => docker.getContainer(name).remove({ force: true }).catch(gone)));
+  await Promise.all(['workspace', 'svc', 'tmp'].map((sub) => docker.getVolume(`svc-${id}-${sub}`).remove().catch(gone)));
 }
 
 /** One line of the engine's build progress stream. */
