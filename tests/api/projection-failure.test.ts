@@ -40,7 +40,7 @@ describe('a failing read model', () => {
     return info.body.projections;
   };
   const jobs = async (as: Client) => (await projections(as)).find((p) => p.name === 'jobs')!;
-  async function until<T>(what: string, probe: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
+  async function until<T>(what: string, probe: () => Promise<T>, timeoutMs = 15_000): Promise<NonNullable<T>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await probe();

@@ -147,7 +147,7 @@ function slotted(name: string): Projector {
   };
 }
 
-async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
