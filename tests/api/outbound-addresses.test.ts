@@ -2,7 +2,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { AddressRefused, guardedFetch } from '../../runner/mcp/guarded-fetch.js';
+import { clientFor, discover } from '../../runner/mcp/oauth-flow.js';
+import type { ResolvedConfig } from '../../runner/mcp/connection.js';
 import { adminSession, Client, startTestServer, userSession, type TestServer } from './harness.js';
 
 /**
@@ -122,5 +125,61 @@ describe('outbound addresses at dial', () => {
     for (const host of ['169.254.169.254', '[::ffff:a9fe:a9fe]', '[::ffff:0:a9fe:a9fe]', '[64:ff9b::a9fe:a9fe]', '[64:ff9b:1::a9fe:a9fe]', '[fd00:ec2::254]']) {
       await assert.rejects(guardedFetch(true, 2_000)(`http://${host}/`), AddressRefused, host);
     }
+  });
+});
+
+describe('outbound addresses: OAuth endpoints an MCP server advertises', () => {
+  let resource: Server;
+  let base: string;
+  /** Where the protected resource says its authorization server is, and what that server's metadata lists. */
+  let authorizationServer = '';
+  const metadataTarget = 'http://169.254.169.254';
+  before(async () => {
+    resource = createServer((req, res) => {
+      const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/mcp') return res.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"` }).end();
+      if (req.url?.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: `${base}/mcp`, authorization_servers: [authorizationServer] });
+      if (req.url?.startsWith('/.well-known/oauth-authorization-server') || req.url?.startsWith('/.well-known/openid-configuration')) {
+        return json({ issuer: base, authorization_endpoint: `${base}/authorize`, token_endpoint: `${metadataTarget}/token`, registration_endpoint: `${metadataTarget}/register`, response_types_supported: ['code'], code_challenge_methods_supported: ['S256'] });
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => resource.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(resource.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((resolve) => resource.close(() => resolve())));
+
+  /** The guarded fetch (loopback allowed, as an operator with a local MCP server would), noting what it refused. */
+  function recording(): { fetch: FetchLike; refused: string[] } {
+    const refused: string[] = [];
+    const inner = guardedFetch(true, 2_000);
+    const fetch: FetchLike = async (url, init) => {
+      try {
+        return await inner(url, init);
+      } catch (err) {
+        if (err instanceof AddressRefused) refused.push(String(url));
+        throw err;
+      }
+    };
+    return { fetch, refused };
+  }
+
+  const config = (): ResolvedConfig => ({ name: 'oauth', description: '', transport: 'http', command: null, args: [], env: {}, url: `${base}/mcp`, headers: {}, oauth: null, enabled: true });
+
+  it('never fetches a discovered authorization server on a metadata address', async () => {
+    authorizationServer = metadataTarget;
+    const { fetch, refused } = recording();
+    assert.equal(await discover(config(), fetch), null, 'no login is offered');
+    assert.ok(refused.length > 0 && refused.every((u) => u.startsWith(metadataTarget)), `refused: ${refused.join(', ')}`);
+  });
+
+  it('never registers a client at a discovered registration endpoint on a metadata address', async () => {
+    authorizationServer = base;
+    const { fetch, refused } = recording();
+    const found = await discover(config(), fetch);
+    assert.ok(found, 'the local authorization server is found');
+    assert.equal(found.metadata.registration_endpoint, `${metadataTarget}/register`);
+    await assert.rejects(clientFor(config(), found, 'http://127.0.0.1/callback', fetch));
+    assert.deepEqual(refused, [`${metadataTarget}/register`]);
   });
 });
