@@ -197,6 +197,9 @@ describe('projection engine failures', () => {
     const reader = new ProjectionEngine(events, docs, [counter('a'), slotted('b')], quiet);
     const stored = await until('the failure in the stored checkpoints', async () => (await reader.storedStatus()).find((s) => s.name === 'b' && !s.healthy));
     assert.match(stored.lastError ?? '', /UNIQUE/i);
+    // And judges read-your-writes the same way from the log: a write b would show is refused, another is not.
+    await assert.rejects(reader.waitFor(onS, 2000), /b read model/);
+    assert.equal(await reader.waitFor((await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position, 2000), true);
 
     // The cause goes away: b recovers by itself and replays what it skipped, in order, then follows live events.
     await docs.collection('b').deleteMany({ _id: 'blocker' });
