@@ -57,4 +57,16 @@ describe('redaction of derived forms in what a run stores', () => {
       for (const f of forms(value)) assert.ok(!text.includes(f), `${where} holds ${f}`);
     }
   });
+
+  it('redacts the derived forms from a saved playbook', async () => {
+    const api = server.api;
+    const job = await api.post<{ id: string }>('/api/jobs', { name: 'Playbook forms', instruction: 'Nothing to run.', selfImprove: false });
+    const b64 = Buffer.from(`user:${value}`).toString('base64');
+    const hex = Buffer.from(value).toString('hex');
+    const saved = await api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { learnings: [{ text: `Basic ${b64}` }, { text: `key ${hex.toUpperCase()}` }], setup: `curl "https://x.test/?k=${encodeURIComponent(value)}"` } });
+    assert.equal(saved.status, 200, saved.text);
+    const stored = JSON.stringify((await api.get(`/api/jobs/${job.body.id}/playbook/versions/1`)).body);
+    for (const f of forms(value)) assert.ok(!stored.includes(f), `the playbook holds ${f}`);
+    assert.ok(stored.includes('key [redacted]'), stored);
+  });
 });
