@@ -305,7 +305,8 @@ export class ProjectionEngine {
       .catch((err: unknown) => this.log.error({ err }, 'projection loop failed'))
       .finally(() => {
         this.draining = null;
-        if (this.queue.length > 0 || this.retryPending()) this.kick();
+        // Work that arrived as the loop ended; a stopped engine leaves it for its next start.
+        if (this.running && (this.queue.length > 0 || this.retryPending())) this.kick();
       });
   }
 

@@ -224,3 +224,16 @@ describe('projection engine failures', () => {
     assert.ok(Date.now() - started >= 650, `three retries took ${Date.now() - started} ms`);
   });
 });
+
+describe('projection engine stop', () => {
+  it('stops with events still queued and leaves the event loop free', async () => {
+    const { events, engine } = setup([counter('a', 1, false)]);
+    await count(events, 's', 1, 300);
+    await engine.start();
+    await engine.stop();
+    // A loop that kept re-arming itself after stop would starve timers: this one must fire.
+    const fired = await Promise.race([new Promise((r) => setTimeout(() => r(true), 50)), new Promise((r) => setTimeout(() => r(false), 2000).unref())]);
+    assert.equal(fired, true);
+    assert.equal(engine.running, false);
+  });
+});
