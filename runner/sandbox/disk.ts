@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +8,10 @@ const run = promisify(execFile);
 
 /** The directories of a sandbox's filesystem, made with it so that taking a spare costs no system call. */
 const refillDelayMs = 200;
+
+/** Every pool of this process: their spares are unmounted when it exits normally (a crash leaves them to the sweep). */
+const pools = new Set<Disks>();
+let exitHook = false;
 
 const layout: ReadonlyArray<[string, number]> = [['workspace', 0o755], ['svc', 0o755], ['svc/outputs', 0o755], ['svc/logs', 0o755], ['svc/candidates', 0o755], ['tmp', 0o1777]];
 
@@ -51,6 +55,13 @@ export class Disks {
       throw new Error('mkfs.ext4 (e2fsprogs) is not installed: run scripts/prepare-host.sh');
     }
     mkdirSync(this.root, { recursive: true, mode: 0o711 });
+    pools.add(this);
+    if (!exitHook) {
+      exitHook = true;
+      process.once('exit', () => {
+        for (const pool of pools) pool.releaseSync();
+      });
+    }
     for (const name of readdirSync(this.root)) {
       const pid = /^(\d+)$/.exec(name)?.[1];
       if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
@@ -91,6 +102,25 @@ export class Disks {
       rmdirSync(target);
     } catch {
       // already gone, or not empty because it was never a mount (the caller removes it)
+    }
+  }
+
+  /** Unmounts the spares at once, for process exit (no event loop left to wait on). */
+  private releaseSync(): void {
+    for (const spares of this.pool.values()) {
+      for (const s of spares.splice(0)) {
+        spawnSync('umount', ['-l', s]);
+        try {
+          rmdirSync(s);
+        } catch {
+          // the next sweep removes it
+        }
+      }
+    }
+    try {
+      rmdirSync(this.poolDir);
+    } catch {
+      // sandboxes still hold filesystems there, or another pool of this process does
     }
   }
 
