@@ -393,11 +393,12 @@ export class ProjectionEngine {
     );
     this.dirty = true;
     this.scheduleFlush();
+    // Unref'd: a retry alone must not keep a finishing CLI command alive.
     lane.retryTimer = setTimeout(() => {
       lane.retryTimer = null;
       lane.retryDue = true;
       this.kick();
-    }, delay);
+    }, delay).unref();
   }
 
   /** Replays what the projector missed from its own checkpoint up to where the others are, then rejoins them. */
