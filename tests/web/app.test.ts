@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { serverWithFakeModel } from '../api/harness.js';
-import { browserSuite, screenshotPath } from './browser.js';
+import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
 
 /**
  * The web app in a real browser against a real server (fake model provider, bwrap sandboxes): sign in through a
  * sign-in link, create a job in the UI, run it and watch the run page, reload deep links, and make sure a hostile job
  * name or run summary stays text.
  */
-const web = browserSuite();
+const web = browserSuite(await ensureWebBuild());
 const server = serverWithFakeModel();
 
 const hostileName = '<img src=x onerror="window.__pwned=1">Daily <b>report</b>';
@@ -27,6 +27,7 @@ const hostileSummary = [
 ].join('\n');
 
 async function signIn(page: Page): Promise<void> {
+  await web.checkServed(server.t.url);
   const link = await server.t.server.services.identity.issueSignInLink('admin@example.com');
   await page.goto(server.t.url + link);
   await page.waitForURL(/\/jobs$/);
@@ -40,6 +41,7 @@ async function expectInert(page: Page): Promise<void> {
 
 describe('web app serving', () => {
   it('answers the app at / and at deep links, keeps the API answers JSON, and caches hashed assets for good', async () => {
+    await web.checkServed(server.t.url);
     const index = await fetch(`${server.t.url}/runs/00000000-0000-7000-8000-000000000001?tab=raw`);
     assert.equal(index.status, 200);
     assert.match(index.headers.get('content-type') ?? '', /^text\/html/);
@@ -183,6 +185,17 @@ describe('web app in a browser', () => {
       assert.equal(await row.locator('.strip a').getAttribute('aria-label'), 'Run #1: succeeded');
       await expectInert(page);
       await page.screenshot({ path: screenshotPath('jobs-desktop') });
+
+      // The job's overview sums up its runs; the runs page finds the run by its job's name.
+      await row.locator('a.job-name').click();
+      await page.locator('.tile', { hasText: 'succeeded' }).locator('.tile-value', { hasText: '100%' }).waitFor();
+      assert.equal(await page.locator('.tile', { hasText: 'runs in 30 days' }).locator('.tile-value').textContent(), '1');
+      await page.goto(`${server.t.url}/runs`);
+      await page.getByLabel('Search runs').fill('Daily');
+      await page.waitForURL(/search=Daily/);
+      await page.locator(`a[href="/runs/${runId}"]`).waitFor();
+      await page.getByLabel('Search runs').fill('no run has this text');
+      await page.getByText('No runs yet').waitFor();
       assert.deepEqual(problems, [], 'no console errors and no CSP violations');
     } catch (err) {
       throw await web.explain(page, err);

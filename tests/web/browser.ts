@@ -18,7 +18,7 @@ export const webBuildDir = join(root, 'dist/web');
  * Builds the app unless dist/web was built from exactly the current sources (its `.source-hash`; mtimes cannot tell,
  * since other builds of this checkout may run at the same time and finish with older sources).
  */
-export async function ensureWebBuild(): Promise<void> {
+export async function ensureWebBuild(): Promise<string> {
   const { sourceHash } = await import('../../web/source-hash.js');
   let built = '';
   try {
@@ -26,7 +26,8 @@ export async function ensureWebBuild(): Promise<void> {
   } catch {
     // never built, or built before the hash existed
   }
-  if (existsSync(join(webBuildDir, 'index.html')) && built === sourceHash(root)) return;
+  const index = join(webBuildDir, 'index.html');
+  if (existsSync(index) && built === sourceHash(root)) return readFileSync(index, 'utf8');
   const { build } = await import('vite');
   // Vite keeps a NODE_ENV it finds (the test runner sets `test`), which would bundle React's development build.
   const nodeEnv = process.env.NODE_ENV;
@@ -36,24 +37,29 @@ export async function ensureWebBuild(): Promise<void> {
   } finally {
     process.env.NODE_ENV = nodeEnv;
   }
+  return readFileSync(index, 'utf8');
 }
 
 export interface BrowserSuite {
   browser: Browser;
+  /** Fails loudly when the server holds another build than the suite's (another build of this checkout ran between). */
+  checkServed(url: string): Promise<void>;
   /** A fresh context (its own cookies) with a page; console errors and CSP reports are collected in `problems`. */
   open(width?: number, height?: number): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
   /** The error with what the page showed when it happened, so a failure under load can be read from the log. */
   explain(page: Page, err: unknown): Promise<Error>;
 }
 
-/** Registers hooks that build the app and launch chromium before the suite; call before the server's hooks. */
-export function browserSuite(): BrowserSuite {
+/**
+ * Registers hooks that launch chromium for the suite. `index` is what `ensureWebBuild` answered: call that with a
+ * top-level await before the server is set up, since root-level hooks of node:test do not wait for one another.
+ */
+export function browserSuite(index: string): BrowserSuite {
   const s = {} as BrowserSuite;
   before(async () => {
     if (!existsSync(chromiumPath)) {
       throw new Error(`chromium is missing at ${chromiumPath}: the web app's browser tests need Debian's chromium package (scripts/prepare-host.sh installs it; or set SVC_CHROMIUM)`);
     }
-    await ensureWebBuild();
     s.browser = await chromium.launch({ executablePath: chromiumPath, args });
   });
   after(async () => s.browser?.close());
@@ -69,6 +75,10 @@ export function browserSuite(): BrowserSuite {
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     return { context, page, problems };
+  };
+  s.checkServed = async (url) => {
+    const served = await (await fetch(`${url}/`)).text();
+    if (served !== index) throw new Error('the server loaded another web build than the one of the current sources: a concurrent `npm run build` rewrote dist/web while the suite started; run the suite again');
   };
   s.explain = async (page, err) => {
     const shown = await page.locator('body').innerText({ timeout: 2000 }).catch(() => '(page unreadable)');

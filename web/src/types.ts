@@ -7,3 +7,4 @@ export type { MeOutputBody } from '../../schemas/user.js';
 export type { PlaybookDto, PlaybookVersionEnvelope, PlaybookVersionDetailDto, Content } from '../../schemas/playbook.js';
 export type { SecretDto } from '../../schemas/secret.js';
 export type { ApiTokenDto, CreateTokenOutputBody } from '../../schemas/token.js';
+export type { JobStatsOutputBody } from '../../schemas/stats.js';

@@ -1,7 +1,8 @@
 import { Link, useSearchParams } from 'react-router-dom';
 import { qs } from '../api.js';
 import { cost, dateTime, duration } from '../format.js';
-import { useApi, useRunEvents } from '../hooks.js';
+import { useEffect, useState } from 'react';
+import { useApi, useDebounced, useRunEvents } from '../hooks.js';
 import type { RunListEnvelope } from '../types.js';
 import { Pager } from './Pager.js';
 import { Empty, ErrorBox, ModeBadge, Spinner, StatusBadge } from './ui.js';
@@ -12,9 +13,17 @@ const statuses = ['queued', 'running', 'succeeded', 'failed', 'timed_out', 'canc
 export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean }) {
   const [params, setParams] = useSearchParams();
   const status = params.get('status') ?? '';
+  const search = params.get('search') ?? '';
+  const [typed, setTyped] = useState(search);
+  const debounced = useDebounced(typed, 250);
+  useEffect(() => setTyped(search), [search]);
+  useEffect(() => {
+    if (debounced !== search) set({ search: debounced || null, page: null });
+    // `set` is rebuilt every render; only the typed text matters here.
+  }, [debounced]);
   const page = Math.max(1, Number(params.get('page')) || 1);
   const pageSize = Number(params.get('pageSize')) || 25;
-  const list = useApi<RunListEnvelope>(`/api/runs${qs({ job: jobId, status: status || undefined, sort: '-queuedAt', page, pageSize })}`);
+  const list = useApi<RunListEnvelope>(`/api/runs${qs({ job: jobId, status: status || undefined, search: search || undefined, sort: '-queuedAt', page, pageSize })}`);
   useRunEvents((e) => {
     if (!jobId || e.jobId === jobId) list.reload();
   });
@@ -31,6 +40,7 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   return (
     <div>
       <div className="toolbar">
+        <input type="search" aria-label="Search runs" placeholder="Search job name, summary or error" value={typed} maxLength={200} onChange={(e) => setTyped(e.target.value)} />
         <label>
           Status{' '}
           <select value={status} onChange={(e) => set({ status: e.target.value || null, page: null })}>

@@ -4,9 +4,9 @@ import { ApiError, del, patch, post } from '../api.js';
 import { domainList, JobForm, type JobFormValues } from '../components/JobForm.js';
 import { RunsTable } from '../components/RunsTable.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge, Toggle } from '../components/ui.js';
-import { dateTime, relative } from '../format.js';
+import { cost, dateTime, duration, relative } from '../format.js';
 import { useApi, useRunEvents } from '../hooks.js';
-import type { JobDto, JobPatch, TriggerRunOutput } from '../types.js';
+import type { JobDto, JobPatch, JobStatsOutputBody, TriggerRunOutput } from '../types.js';
 import { PlaybookTab } from './JobPlaybook.js';
 
 const tabs = [
@@ -160,6 +160,7 @@ function Overview({ job, onChange }: { job: JobDto; onChange: () => void }) {
   };
   return (
     <div className="grid">
+      <Tiles jobId={job.id} />
       <div className="card span2">
         <h2>Instruction</h2>
         <p className="pre-wrap">{job.instruction}</p>
@@ -290,6 +291,36 @@ function Settings({ job, onSaved }: { job: JobDto; onSaved: () => void }) {
         <button type="button" className="danger" onClick={() => void archive()}>
           Archive job
         </button>
+      </div>
+    </div>
+  );
+}
+
+/** The last 30 days in three numbers (the chart per run comes later). */
+function Tiles({ jobId }: { jobId: string }) {
+  const stats = useApi<JobStatsOutputBody>(`/api/jobs/${jobId}/stats?range=30d`);
+  useRunEvents((e) => {
+    if (e.jobId === jobId) stats.reload();
+  });
+  const s = stats.data;
+  if (stats.error) return <div className="span2"><ErrorBox error={stats.error} onRetry={stats.reload} /></div>;
+  return (
+    <div className="tiles span2" aria-label="Last 30 days">
+      <div className="tile">
+        <span className="tile-value">{s ? s.runs.length : '…'}</span>
+        <span className="muted small">runs in 30 days</span>
+      </div>
+      <div className="tile">
+        <span className="tile-value">{s ? (s.runs.length ? `${Math.round(s.successRate * 100)}%` : '—') : '…'}</span>
+        <span className="muted small">succeeded</span>
+      </div>
+      <div className="tile">
+        <span className="tile-value">{s ? duration(s.p50Ms || null) : '…'}</span>
+        <span className="muted small">median duration</span>
+      </div>
+      <div className="tile">
+        <span className="tile-value">{s ? cost(s.avgCost) : '…'}</span>
+        <span className="muted small">per run, learning included</span>
       </div>
     </div>
   );
