@@ -22,6 +22,7 @@ import { RunExecutor, type ExecutorPorts } from '../runner/executor.js';
 import { ShadowRunner } from '../runner/shadow.js';
 import { Scheduler } from '../runner/scheduler.js';
 import { selectBackend, defaultSandboxImage } from '../runner/sandbox/select.js';
+import { sandboxHostUid } from '../runner/sandbox/bwrap.js';
 import type { Services } from './start.js';
 
 type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
@@ -61,6 +62,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   }
   const broker = new Broker();
   const proxy = new EgressProxy();
+  // bwrap sandboxes connect as a host uid of their own, which alone may open a run's sockets (broker/run-channel.ts).
+  const socketOwner = backend.info().backend === 'bwrap' && process.getuid?.() === 0 ? sandboxHostUid : null;
   // Runs get sockets of their own under runs/; this one is for sandboxes of no run and honours no token.
   const brokerSocket = join(dir, 'broker.sock');
   await broker.start(brokerSocket);
@@ -74,7 +77,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       const session = broker.open({
         runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState, hooks: runSessionHooks(req),
       });
-      return { session, ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none')) };
+      return { session, ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none', socketOwner)) };
     },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),

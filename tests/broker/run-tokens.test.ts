@@ -1,7 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -29,7 +31,7 @@ interface LiveRun extends RunSockets {
   jobId: string;
 }
 
-async function liveRun(): Promise<LiveRun> {
+async function liveRun(owner: number | null = null, runsDir = join(fixture.dir, 'runs')): Promise<LiveRun> {
   const runId = `run-${randomUUID()}`;
   const jobId = `job-${randomUUID()}`;
   const token = randomUUID();
@@ -39,7 +41,7 @@ async function liveRun(): Promise<LiveRun> {
     egress: { network: 'allowlist', allowedDomains: [`${jobId}.test.invalid`], allowPrivateNetwork: false },
     hooks: runSessionHooks({ timeline: new TimelineWriter(fixture.stores.events, runId, ws), agentModel: model, utilityModel: model, agentSpend: () => 0 }),
   });
-  const sockets = await serveRun(fixture.broker, proxy, session, join(fixture.dir, 'runs'), true);
+  const sockets = await serveRun(fixture.broker, proxy, session, runsDir, true, owner);
   return { session, token, jobId, ...sockets };
 }
 
@@ -147,5 +149,39 @@ describe('run tokens: bound to their run', () => {
     await assert.rejects(serveRun(fixture.broker, proxy, session, join(fixture.dir, 'runs'), false), /not a run id/);
     assert.equal(session.isClosed, true);
     assert.equal(existsSync(join(fixture.dir, 'escape')), false);
+  });
+
+  it("keeps a run's sockets to the sandbox's own host uid when it has one", async (t) => {
+    if (process.getuid?.() !== 0) {
+      t.skip('NOT TESTED: giving sockets to another uid needs root, and this test runs as a plain user');
+      return;
+    }
+    const owner = 2_000_001_234;
+    const stranger = 2_000_001_235;
+    const root = mkdtempSync(join(tmpdir(), 'svc-owned-'));
+    chmodSync(root, 0o711);
+    try {
+      const a = await liveRun(owner, join(root, 'runs'));
+      const dir = statSync(dirname(a.brokerSocket));
+      assert.deepEqual([dir.uid, dir.mode & 0o777], [owner, 0o700]);
+      for (const socket of [a.brokerSocket, a.proxySocket!]) {
+        const st = statSync(socket);
+        assert.deepEqual([st.uid, st.mode & 0o777], [owner, 0o600], socket);
+      }
+      // A real process under each uid tries to connect: only the owner gets through.
+      const tryAs = (uid: number, socket: string) => {
+        const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); });`;
+        const r = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', script], { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout.trim();
+      };
+      for (const socket of [a.brokerSocket, a.proxySocket!]) {
+        assert.equal(tryAs(owner, socket), 'connected', socket);
+        assert.equal(tryAs(stranger, socket), 'EACCES', `another host user cannot reach ${socket}`);
+      }
+      a.session.close();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
