@@ -17,7 +17,7 @@ import { adminSession, Client, startTestServer, type TestServer } from './harnes
 
 type Json = Record<string, any>;
 const seed = Number(process.env.SVC_FUZZ_SEED ?? 20261123);
-const runsPerOperation = Number(process.env.SVC_FUZZ_RUNS ?? 40);
+const runsPerOperation = Number(process.env.SVC_FUZZ_RUNS ?? 32);
 /** Replays one operation: the seeds of the others do not change. */
 const only = process.env.SVC_FUZZ_ONLY;
 const answerWithinMs = 1000;
