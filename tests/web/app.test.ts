@@ -384,6 +384,21 @@ describe('web app in a browser', () => {
       await page.getByRole('link', { name: '#1' }).waitFor();
       assert.equal(await page.locator('tbody .badge.status-cancelled').count(), 1);
       assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'the runs list fits a phone screen');
+
+      // Playbook versions: each shows what it changed against the one before, and the version is in the URL.
+      for (const main of ['#!/bin/sh\necho one\necho done\n', '#!/bin/sh\necho two\necho done\n']) {
+        const saved = await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, learnings: [{ text: `main says ${main.includes('two') ? 'two' : 'one'}` }] } });
+        assert.equal(saved.status, 200, saved.text);
+      }
+      await page.goto(`${server.t.url}/jobs/${id}/playbook?version=2`);
+      await page.locator('.diff .diff-del', { hasText: 'echo one' }).waitFor();
+      await page.reload();
+      assert.equal(await page.locator('.diff .diff-add').textContent(), '+ echo two');
+      assert.equal(await page.locator('.diff .diff-same', { hasText: 'echo done' }).count(), 1);
+      await page.locator('li.diff-changed', { hasText: 'main says two' }).waitFor();
+      await page.getByRole('button', { name: 'v1' }).click();
+      await page.waitForURL(/version=1$/);
+      await page.locator('.diff .diff-add', { hasText: 'echo one' }).waitFor();
       await page.goto(`${server.t.url}/jobs/${id}/nonsense`);
       await page.getByText('This job has no “nonsense” section').waitFor();
       await page.goto(`${server.t.url}/jobs/00000000-0000-7000-8000-00000000dead`);

@@ -1,5 +1,6 @@
 import { useSearchParams } from 'react-router-dom';
 import { ErrorBox, Empty, Spinner } from '../components/ui.js';
+import { lineDiff } from '../diff.js';
 import { dateTime } from '../format.js';
 import { useApi } from '../hooks.js';
 import type { Content, PlaybookDto, PlaybookVersionDetailDto, PlaybookVersionEnvelope } from '../types.js';
@@ -46,6 +47,7 @@ export function PlaybookTab({ jobId }: { jobId: string }) {
             <h2>
               Version {data.version} {data.summary && <span className="muted small">— {data.summary}</span>}
             </h2>
+            {'previous' in data && data.previous && <Changes before={data.previous} after={data.content} />}
             <ContentView content={data.content} />
           </>
         )}
@@ -111,6 +113,61 @@ function CodeSection({ title, text }: { title: string; text: string }) {
       <pre className="code">
         <code>{text}</code>
       </pre>
+    </section>
+  );
+}
+
+/** What this version changed against the one before: learnings and scripts by name, texts line by line. */
+function Changes({ before, after }: { before: Content; after: Content }) {
+  const learningsBefore = new Map((before.learnings ?? []).map((l) => [l.id, l.text]));
+  const learningsAfter = new Map((after.learnings ?? []).map((l) => [l.id, l.text]));
+  const learningChanges = [
+    ...[...learningsAfter].filter(([id, text]) => learningsBefore.get(id) !== text).map(([id, text]) => ({ kind: learningsBefore.has(id) ? 'changed' : 'added', id, text })),
+    ...[...learningsBefore].filter(([id]) => !learningsAfter.has(id)).map(([id, text]) => ({ kind: 'removed', id, text })),
+  ];
+  const texts: Array<[string, string, string]> = [];
+  const scriptsBefore = new Map((before.toolkit ?? []).map((t) => [t.name, t.content]));
+  for (const t of after.toolkit ?? []) if (scriptsBefore.get(t.name) !== t.content) texts.push([`toolkit/${t.name}`, scriptsBefore.get(t.name) ?? '', t.content]);
+  for (const [name, content] of scriptsBefore) if (!(after.toolkit ?? []).some((t) => t.name === name)) texts.push([`toolkit/${name}`, content, '']);
+  for (const key of ['setup', 'main', 'dockerfile'] as const) if ((before[key] ?? '') !== (after[key] ?? '')) texts.push([key, before[key] ?? '', after[key] ?? '']);
+  const checksBefore = (before.verify?.checks ?? []).join('\n');
+  const checksAfter = (after.verify?.checks ?? []).join('\n');
+  if (checksBefore !== checksAfter) texts.push(['checks', checksBefore, checksAfter]);
+  if (learningChanges.length === 0 && texts.length === 0) return <p className="muted">No change against the version before.</p>;
+  return (
+    <section className="changes" aria-label="Changes against the version before">
+      <h3>Changes against the version before</h3>
+      {learningChanges.length > 0 && (
+        <ul className="learnings">
+          {learningChanges.map((c) => (
+            <li key={`${c.kind}${c.id}`} className={`diff-${c.kind}`}>
+              <span className="badge">{c.kind}</span> {c.id}: {c.text}
+            </li>
+          ))}
+        </ul>
+      )}
+      {texts.map(([name, a, b]) => {
+        const lines = lineDiff(a, b);
+        return (
+          <div key={name}>
+            <h4>
+              <code>{name}</code>
+            </h4>
+            {lines === null ? (
+              <p className="muted">Too large to compare here.</p>
+            ) : (
+              <pre className="code diff">
+                {lines.map((l, i) => (
+                  <span key={i} className={`diff-${l.kind}`}>
+                    {l.kind === 'add' ? '+ ' : l.kind === 'del' ? '- ' : '  '}
+                    {l.text}
+                  </span>
+                ))}
+              </pre>
+            )}
+          </div>
+        );
+      })}
     </section>
   );
 }
