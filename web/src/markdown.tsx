@@ -30,7 +30,7 @@ function blocks(source: string): Block[] {
       out.push({ kind: 'code', text: body.join('\n') });
       continue;
     }
-    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+    const heading = /^(#{1,6})\s+(.*)$/s.exec(line);
     if (heading) {
       out.push({ kind: 'heading', level: heading[1]!.length, text: heading[2]!.replace(/\s+#+\s*$/, '') });
       i++;
@@ -41,7 +41,7 @@ function blocks(source: string): Block[] {
       i++;
       continue;
     }
-    const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/;
+    const item = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/s;
     if (item.test(line)) {
       const ordered = /^\s*\d/.test(line);
       const items: string[] = [];
@@ -67,6 +67,8 @@ function blocks(source: string): Block[] {
     }
     const body: string[] = [];
     while (i < lines.length && lines[i]!.trim() !== '' && !/^(#{1,6}\s|\s*(`{3,}|~{3,})|\s*>|\s*([-*+]|\d{1,9}[.)])\s)/.test(lines[i]!)) body.push(lines[i++]!);
+    // Every pass consumes a line: a line no rule above took (one a block pattern half-matched) is a paragraph.
+    if (body.length === 0) body.push(lines[i++]!);
     out.push({ kind: 'para', text: body.join('\n') });
   }
   return out;
