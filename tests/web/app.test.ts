@@ -104,6 +104,12 @@ describe('web app in a browser', () => {
         await page.waitForURL(/\/jobs$/);
         assert.equal(new URL(page.url()).origin, server.t.url);
       }
+      // Where an MCP server's OAuth login comes back to, as the callback route redirects.
+      await page.goto(`${server.t.url}/mcp?login=ok`);
+      await page.getByText('The MCP server login succeeded').waitFor();
+      await page.goto(`${server.t.url}/mcp?error=access_denied`);
+      await page.getByRole('alert').filter({ hasText: 'access denied' }).waitFor();
+
       // Signing out clears the session: the app is back at sign-in and the API refuses the browser.
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.waitForURL(/\/sign-in/);
