@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { extname, join, relative, resolve, sep } from 'node:path';
+import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
@@ -49,7 +49,7 @@ interface Asset {
 /** Built next to the compiled server (dist/api/routes → dist/web), or under dist/ when the server runs from source. */
 export function webDir(): string {
   const here = fileURLToPath(new URL('.', import.meta.url));
-  const built = here.split(sep).includes('dist');
+  const built = basename(resolve(here, '../..')) === 'dist';
   return built ? resolve(here, '../../web') : resolve(here, '../../dist/web');
 }
 
