@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
-import { serverWithFakeModel } from '../api/harness.js';
+import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
 
 /**
@@ -282,6 +282,38 @@ describe('web app in a browser', () => {
       await page.getByRole('link', { name: 'Secrets' }).click();
       await page.getByRole('button', { name: 'Delete WEATHER_KEY' }).click();
       await page.getByText('No secrets yet').waitFor();
+      assert.deepEqual(problems, []);
+    } catch (err) {
+      throw await web.explain(page, err);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('opens a long timeline with its newest entries and shows the earlier ones on request', async () => {
+    // Three turns of 75 notes each (a scripted answer holds at most 100 calls): over 450 entries in a second or two.
+    const turn = (n: number) => ({ toolCalls: Array.from({ length: 75 }, (_, i) => ({ name: 'remember', args: { note: `note ${n}.${i}` } })) });
+    const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, { reset: true, responses: [turn(1), turn(2), turn(3), { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'noted' } }] }] });
+    assert.equal(pushed.status, 200, pushed.text);
+    const job = (await server.api.post('/api/jobs', { name: 'long timeline', instruction: 'x', selfImprove: false })).body.id as string;
+    const runId = (await server.api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
+    const { run, events } = await finishedRun(server.api, runId);
+    assert.equal(run.status, 'succeeded', run.error);
+    assert.ok(events.length > 440, `${events.length} entries`);
+    const { context, page, problems } = await web.open();
+    try {
+      await signIn(page);
+      const t0 = Date.now();
+      await page.goto(`${server.t.url}/runs/${runId}`);
+      await page.locator('.entry[data-type="finish"]').waitFor();
+      const openMs = Date.now() - t0;
+      assert.equal(await page.locator('.entry').count(), 400, 'the newest 400 entries first');
+      await page.getByRole('button', { name: new RegExp(`Show ${events.length - 400} earlier`) }).click();
+      await page.locator('.entry').nth(events.length - 1).waitFor();
+      assert.equal(await page.locator('.entry').count(), events.length);
+      await page.locator('.entry[data-type="run.status"]').first().locator('summary').click();
+      assert.match((await page.locator('.entry[data-type="run.status"]').first().locator('pre').textContent()) ?? '', /"status": "provisioning"/);
+      console.log(`[web] a finished run of ${events.length} entries opened in ${openMs} ms`);
       assert.deepEqual(problems, []);
     } catch (err) {
       throw await web.explain(page, err);

@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { cost, duration } from '../format.js';
 import type { EventDto } from '../types.js';
 import { StatusBadge } from './ui.js';
@@ -56,13 +56,34 @@ function describe(e: EventDto): { title: ReactNode; body?: string; tone?: 'error
   }
 }
 
+/** The raw payload, serialized only once someone opens it: a long timeline would otherwise stringify every entry. */
+function PayloadDetails({ payload }: { payload: unknown }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Details</summary>
+      {open && <pre className="entry-body">{JSON.stringify(payload, null, 2)}</pre>}
+    </details>
+  );
+}
+
+/** Entries shown at first; a long run's earlier entries come on request, so the page opens fast (docs/performance.md). */
+const firstShown = 400;
+
 export function Timeline({ events, live, running }: { events: EventDto[]; live: LiveText; running: boolean }) {
+  const [shown, setShown] = useState(firstShown);
   const start = events[0]?.ts ?? 0;
   if (events.length === 0) return <p className="muted">{running ? 'Waiting for the first step…' : 'No timeline entries.'}</p>;
+  const hidden = Math.max(0, events.length - shown);
   return (
     <>
+      {hidden > 0 && (
+        <button type="button" className="ghost" onClick={() => setShown((n) => n + 2000)}>
+          Show {Math.min(hidden, 2000)} earlier of {hidden} hidden entries
+        </button>
+      )}
       <ol className="timeline" aria-label="Timeline">
-        {events.map((e) => {
+        {(hidden > 0 ? events.slice(hidden) : events).map((e) => {
           const d = describe(e);
           const callId = (e.payload as Payload | null)?.callId;
           const streaming = e.type === 'tool.call' && typeof callId === 'string' ? live.tools[callId] : undefined;
@@ -75,10 +96,7 @@ export function Timeline({ events, live, running }: { events: EventDto[]; live: 
               </div>
               {d.body && <pre className="entry-body">{d.body.length > 4000 ? `${d.body.slice(0, 4000)}\n…` : d.body}</pre>}
               {streaming !== undefined && <pre className="entry-body streaming" aria-live="off">{streaming}</pre>}
-              <details>
-                <summary>Details</summary>
-                <pre className="entry-body">{JSON.stringify(e.payload, null, 2)}</pre>
-              </details>
+              <PayloadDetails payload={e.payload} />
             </li>
           );
         })}
