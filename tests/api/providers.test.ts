@@ -288,7 +288,7 @@ describe('catalog', () => {
 describe('providers: defaults, scripts and sealed keys', () => {
   const defaults = {
     agentModelId: null, utilityModelId: null, reflectionModelId: null, defaultImage: null,
-    defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256 },
+    defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 4096 },
     dailySpendLimitUsd: 0, retentionDays: 90, notifyWebhookUrl: null, notifyOn: ['run.failed', 'job.demoted'], notifySecret: null,
   };
 
@@ -308,17 +308,20 @@ describe('providers: defaults, scripts and sealed keys', () => {
       'defaultLimits.pidsLimit', 'defaultLimits.timeoutSeconds', 'notifySecret', 'retentionDays',
     ]);
     const high = await admin.patch('/api/settings', {
-      retentionDays: 3651, notifyOn: ['run.failed', 'run.failed', 'run.failed', 'run.failed'],
+      retentionDays: 3651,
       defaultLimits: { timeoutSeconds: 86401, maxTurns: 1001, cpus: 64.5, memoryMb: 262145, pidsLimit: 65537, extra: 1 },
     });
     assert.deepEqual((high.body.fields as Array<{ field: string }>).map((f) => f.field).sort(), [
-      'defaultLimits.cpus', 'defaultLimits.extra', 'defaultLimits.maxTurns', 'defaultLimits.memoryMb', 'defaultLimits.pidsLimit', 'defaultLimits.timeoutSeconds', 'notifyOn', 'retentionDays',
+      'defaultLimits.cpus', 'defaultLimits.extra', 'defaultLimits.maxTurns', 'defaultLimits.memoryMb', 'defaultLimits.pidsLimit', 'defaultLimits.timeoutSeconds', 'retentionDays',
     ]);
+    // A list over its bound is refused on its own, before anything else is looked at (docs/design.md, validation cost).
+    const long = await admin.patch('/api/settings', { retentionDays: 3651, notifyOn: ['run.failed', 'run.failed', 'run.failed', 'run.failed'] });
+    assert.deepEqual((long.body.fields as Array<{ field: string }>).map((f) => f.field), ['notifyOn']);
     assert.equal((await admin.patch('/api/settings', { retentionDays: 1.5 })).body.fields[0].field, 'retentionDays');
     assert.deepEqual((await admin.get('/api/settings')).body, defaults, 'a refused patch changes nothing');
 
-    const lowest = { timeoutSeconds: 30, maxTurns: 1, maxCostUsd: 0, cpus: 0.1, memoryMb: 64, pidsLimit: 16 };
-    const highest = { timeoutSeconds: 86400, maxTurns: 1000, maxCostUsd: 1e6, cpus: 64, memoryMb: 262144, pidsLimit: 65536 };
+    const lowest = { timeoutSeconds: 30, maxTurns: 1, maxCostUsd: 0, cpus: 0.1, memoryMb: 64, pidsLimit: 16, diskMb: 64 };
+    const highest = { timeoutSeconds: 86400, maxTurns: 1000, maxCostUsd: 1e6, cpus: 64, memoryMb: 262144, pidsLimit: 65536, diskMb: 1048576 };
     for (const [limits, retentionDays] of [[lowest, 1], [highest, 3650]] as const) {
       const ok = await admin.patch('/api/settings', { defaultLimits: limits, retentionDays, dailySpendLimitUsd: 0 });
       assert.equal(ok.status, 200, ok.text);

@@ -89,8 +89,14 @@ describe('field summary', () => {
       return { ms: performance.now() - started, summary };
     };
     time(errorsFor(5_000)); // warm-up
-    const small = time(errorsFor(5_000));
-    const large = time(errorsFor(40_000));
+    // The fastest of three of each, so a busy machine's pause in one measurement is not taken for the cost.
+    const fastest = (items: number) => {
+      const errors = errorsFor(items);
+      const runs = [time(errors), time(errors), time(errors)];
+      return runs.reduce((a, b) => (b.ms < a.ms ? b : a));
+    };
+    const small = fastest(5_000);
+    const large = fastest(40_000);
     // Eight times the errors: about eight times the time when linear, sixty-four when quadratic (as it was).
     assert.ok(large.ms < small.ms * 25 + 50, `20,000 errors: ${small.ms.toFixed(0)} ms; 160,000: ${large.ms.toFixed(0)} ms`);
     const summary = large.summary;
