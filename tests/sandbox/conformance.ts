@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import { hostProcessesNamed, testSpec } from './fixture.js';
 
 /**
  * The one conformance suite every sandbox backend passes (DESIGN §5, SPEC §4.7). `factory` makes a backend instance
@@ -24,19 +25,8 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     const created: Sandbox[] = [];
     let sb: Sandbox;
 
-    const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
-      id: `conf-${randomUUID().slice(0, 12)}`,
-      labels: { runId: 'run-1', jobId: 'job-1', workspaceId: 'ws-1' },
-      image: null,
-      limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 },
-      network: 'none',
-      runAsRoot: false,
-      env: {},
-      brokerSocket,
-      proxySocket: null,
-      ttlMs: 600_000,
-      ...overrides,
-    });
+    const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec =>
+      testSpec('conf', brokerSocket, { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, { labels: { runId: 'run-1', jobId: 'job-1', workspaceId: 'ws-1' }, ...overrides });
     const make = async (overrides: Partial<SandboxSpec> = {}): Promise<Sandbox> => {
       const s = await backend.create(spec(overrides));
       created.push(s);
@@ -381,20 +371,4 @@ async function settled<T>(probe: () => T[]): Promise<T[]> {
     v = probe();
   }
   return v;
-}
-
-/** Host processes whose command line starts with `name` (the bwrap and docker backends run on this host's kernel). */
-function hostProcessesNamed(name: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (cmdline.startsWith(name) && !/\) Z /.test(stat)) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }

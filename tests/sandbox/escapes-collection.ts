@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import type { ExecResult, Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import { hostProcessesNamed, testSpec } from './fixture.js';
 
 /**
  * Escapes through reading back from a sandbox (docs/security.md, "Reading back from sandboxes"): whatever a sandbox
@@ -28,18 +29,7 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
     const created: Sandbox[] = [];
     let broker: Server | null = null;
 
-    const spec = (): SandboxSpec => ({
-      id: `esc-${randomUUID().slice(0, 12)}`,
-      labels: { runId: 'run-esc', jobId: 'job-esc', workspaceId: 'ws-esc' },
-      image: null,
-      limits: { cpus: 1, memoryMb: 256, pidsLimit: 64, diskMb: 256 },
-      network: 'none',
-      runAsRoot: false,
-      env: {},
-      brokerSocket: join(root, 'broker.sock'),
-      proxySocket: null,
-      ttlMs: 600_000,
-    });
+    const spec = (): SandboxSpec => testSpec('esc', join(root, 'broker.sock'), { cpus: 1, memoryMb: 256, pidsLimit: 64, diskMb: 256 });
     const make = async (): Promise<Sandbox> => {
       const s = await backend.create(spec());
       created.push(s);
@@ -236,22 +226,6 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       console.log(`[escapes ${name}] stopProcesses with two live process trees: ${ms} ms`);
     });
   });
-}
-
-/** Host processes whose command line starts with `name`, zombies left out. */
-function hostProcessesNamed(name: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (cmdline.startsWith(name) && !/\) Z /.test(stat)) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }
 
 /**

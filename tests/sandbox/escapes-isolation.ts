@@ -5,8 +5,9 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { createServer, type Server } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { ExecOptions, Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import { testSpec } from './fixture.js';
 
 /**
  * Isolation escapes, on every backend (docs/security.md, "Sandbox isolation"): what a run's code could learn or take
@@ -21,19 +22,8 @@ export function isolationEscapes(name: string, factory: (root: string) => Sandbo
     let broker: Server;
     const created: Sandbox[] = [];
 
-    const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
-      id: `iso-${randomUUID().slice(0, 12)}`,
-      labels: { runId: 'run-iso', jobId: 'job-iso', workspaceId: 'ws-iso' },
-      image: null,
-      limits: { cpus: 1, memoryMb: 256, pidsLimit: 128, diskMb: 256 },
-      network: 'none',
-      runAsRoot: false,
-      env: {},
-      brokerSocket,
-      proxySocket: null,
-      ttlMs: 600_000,
-      ...overrides,
-    });
+    const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec =>
+      testSpec('iso', brokerSocket, { cpus: 1, memoryMb: 256, pidsLimit: 128, diskMb: 256 }, overrides);
     const make = async (overrides: Partial<SandboxSpec> = {}): Promise<Sandbox> => {
       const s = await backend.create(spec(overrides));
       created.push(s);
