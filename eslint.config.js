@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // The folders tsconfig.test.json compiles; a loose .ts at the top (a scratch file) is no part of the project.
-const typed = ['domain', 'schemas', 'store', 'projections', 'api', 'runner', 'broker', 'server', 'cli', 'bench', 'demo', 'tests'].map((d) => `${d}/**/*.ts`);
+const typed = ['domain', 'schemas', 'store', 'projections', 'adapters', 'app', 'api', 'runner', 'broker', 'server', 'cli', 'bench', 'demo', 'tests'].map((d) => `${d}/**/*.ts`);
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'web/', '**/*.js', '**/*.mjs', '**/*.cjs', '**/*.d.mts'] },

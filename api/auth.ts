@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/decider.js';
 import { roleRank } from '../domain/membership.js';
-import { sessionCookieName, type Identity } from '../server/identity.js';
+import { sessionCookieName, type Identity } from '../app/identity.js';
 import { accessTable, routeKey, type AccessRule } from './access.js';
 import type { Principal } from './principal.js';
 import { requestContext } from './context.js';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { CommandContext } from '../server/commands.js';
+import type { CommandContext } from '../app/commands.js';
 
 /** Metadata for the events a request appends: who, in which workspace, under which request id. */
 export function requestContext(request: FastifyRequest): CommandContext {

@@ -1,15 +1,6 @@
-import type { Role } from '../domain/membership.js';
+import type { Principal } from '../app/principal.js';
 
-/** The caller of a request, resolved once by the auth hook. */
-export interface Principal {
-  kind: 'session' | 'token';
-  userId: string;
-  workspaceId: string;
-  /** Effective role in the workspace: instance admins with a session act as owners everywhere. */
-  role: Role;
-  isAdmin: boolean;
-  tokenId: string | null;
-}
+export type { Principal };
 
 declare module 'fastify' {
   interface FastifyRequest {

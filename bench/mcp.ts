@@ -2,7 +2,7 @@
 // (through svc, the broker and the host's MCP client), and listing 200 tools through the test route.
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../server/config.js';
+import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
 import { startHttpMcpServer } from '../tests/mcp/servers/http-server.js';
 import { signIn, useFakeModel } from '../demo/session.js';

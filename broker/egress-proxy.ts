@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type In
 import { connect, type Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { randomUUID } from 'node:crypto';
-import { addressAllowed, addressRefusal, decideHost } from './address-guard.js';
+import { addressAllowed, addressRefusal, decideHost } from '../adapters/egress/address-guard.js';
 import type { RunSession } from './run-session.js';
 
 const dialTimeoutMs = 15_000;

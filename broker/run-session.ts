@@ -1,9 +1,9 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { DomainError } from '../domain/decider.js';
-import type { CommandContext } from '../server/commands.js';
-import type { JobStateAccess } from '../server/job-state.js';
-import { hashToken } from '../server/keys.js';
-import type { NetworkRule } from './address-guard.js';
+import type { CommandContext } from '../app/commands.js';
+import type { JobStateAccess } from '../app/job-state.js';
+import { hashToken } from '../adapters/keys.js';
+import type { NetworkRule } from '../adapters/egress/address-guard.js';
 import { BrokerError, invalid, providerError } from './errors.js';
 import { brokerLimits, costLimitMessage, defaultFailReason } from './limits.js';
 import { Semaphore } from './semaphore.js';

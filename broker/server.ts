@@ -1,7 +1,7 @@
 import { closeServer, listenOnSocket, retireServer } from './unix-server.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { hashToken } from '../server/keys.js';
+import { hashToken } from '../adapters/keys.js';
 import { BrokerError, invalid, toBrokerError } from './errors.js';
 import { brokerLimits } from './limits.js';
 import { RunSession, type CallKind, type LlmNote, type RunSessionOptions } from './run-session.js';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig } from '../server/config.js';
+import { loadConfig } from '../app/config.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
 import { guardProcess } from '../server/process-guards.js';

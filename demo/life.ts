@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../server/config.js';
+import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
 import { signIn, useFakeModel, type Json } from './session.js';
 

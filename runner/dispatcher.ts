@@ -3,13 +3,13 @@ import type { Subscription } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import { runDecider, runStreamId } from '../domain/run.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
-import type { CommandBus } from '../server/commands.js';
-import { newId } from '../server/ids.js';
-import type { Runs } from '../server/runs.js';
+import type { CommandBus } from '../app/commands.js';
+import { newId } from '../app/ids.js';
+import type { Runs } from '../app/runs.js';
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { EventStore } from '../store/event-store.js';
-import type { RunExecutor } from './executor.js';
-import type { SandboxBackend } from './sandbox/types.js';
+import type { RunExecutor } from '../app/run/executor.js';
+import type { SandboxBackend } from '../adapters/sandbox/types.js';
 
 interface RunnerDoc extends Doc {
   host: string;

@@ -2,10 +2,10 @@ import type { Subscription } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import { firstExternalBase, imageTag, jobImagesDecider, jobImagesStreamId, pinnedDockerfile, type ImageRow } from '../domain/image.js';
 import { imagesCollection, type ImageDoc } from '../projections/images.js';
-import type { CommandBus, CommandContext } from '../server/commands.js';
-import type { ImageLogs, Images } from '../server/images.js';
+import type { CommandBus, CommandContext } from '../app/commands.js';
+import type { ImageLogs, Images } from '../app/images.js';
 import type { DocumentStore } from '../store/document-store.js';
-import type { ImageBuilds } from './sandbox/types.js';
+import type { ImageBuilds } from '../adapters/sandbox/types.js';
 
 export const buildTimeoutMs = 15 * 60_000;
 const maxImageBytes = 5 * 1024 ** 3;

@@ -1,9 +1,9 @@
 import { DomainError } from '../domain/decider.js';
 import { imagesToCollect, jobImagesDecider, jobImagesStreamId } from '../domain/image.js';
 import { imagesCollection, type ImageDoc } from '../projections/images.js';
-import type { CommandBus } from '../server/commands.js';
+import type { CommandBus } from '../app/commands.js';
 import type { DocumentStore } from '../store/document-store.js';
-import type { ImageBuilds } from './sandbox/types.js';
+import type { ImageBuilds } from '../adapters/sandbox/types.js';
 
 export interface ImageGcPorts {
   bus: CommandBus;

@@ -1,4 +1,4 @@
-import { PassLoop } from './pass-loop.js';
+import { PassLoop } from '../app/pass-loop.js';
 import { DomainError } from '../domain/decider.js';
 import {
   nextAttemptAt, notificationBody, notificationConcurrency, triggersFor, verdict, type AttemptResult, type NotifiedRun, type NotifySettings,
@@ -11,7 +11,7 @@ import {
 } from '../projections/notifications.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
 import type { NotificationBody } from '../schemas/notification.js';
-import type { CommandBus, CommandContext } from '../server/commands.js';
+import type { CommandBus, CommandContext } from '../app/commands.js';
 import type { DocumentStore } from '../store/document-store.js';
 
 export interface NotifierPorts {
@@ -22,7 +22,7 @@ export interface NotifierPorts {
   runnerGone(runnerId: string): Promise<boolean>;
   settings(workspaceId: string): Promise<NotifySettings>;
   secretValues(workspaceId: string): Promise<string[]>;
-  /** One delivery attempt (server/notifications.ts). */
+  /** One delivery attempt (app/notifications.ts). */
   send(workspaceId: string, body: NotificationBody): Promise<AttemptResult>;
   /** Where people open a run: SVC_PUBLIC_URL, else the address the API listens on. */
   baseUrl(): string;

@@ -1,8 +1,8 @@
 import { scheduleDecider, scheduleStreamId } from '../domain/schedule.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
 import type { ProjectionEngine } from '../projections/engine.js';
-import type { CommandBus, CommandContext } from '../server/commands.js';
-import type { Runs } from '../server/runs.js';
+import type { CommandBus, CommandContext } from '../app/commands.js';
+import type { Runs } from '../app/runs.js';
 import type { DocumentStore } from '../store/document-store.js';
 
 /** Time as the scheduler sees it: the real clock in production, a hand-moved one in tests. */

@@ -1,6 +1,6 @@
 import type { LlmWhich, RunSessionHooks } from '../broker/run-session.js';
-import { costOf, type ModelClient, type Price } from '../runner/models/types.js';
-import type { TimelineWriter } from './timeline.js';
+import { costOf, type ModelClient, type Price } from '../adapters/models/types.js';
+import type { TimelineWriter } from '../app/timeline.js';
 
 export interface HookModel {
   client: ModelClient;
@@ -15,7 +15,7 @@ export interface HookSources {
   /** The workspace's utility model, else the run's own. */
   utilityModel: HookModel;
   agentSpend(): number;
-  /** The run's MCP servers (runner/mcp/run-tools.ts); absent when the job has none, so the broker answers 404. */
+  /** The run's MCP servers (adapters/mcp/run-tools.ts); absent when the job has none, so the broker answers 404. */
   mcp?: {
     tools(server: string | null): Promise<unknown[]>;
     call(server: string, tool: string, args: unknown): Promise<{ output: string; isError: boolean; readOnly: boolean }>;

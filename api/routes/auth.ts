@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { sessionCookieName, sessionTtlMs } from '../../server/identity.js';
+import { sessionCookieName, sessionTtlMs } from '../../app/identity.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { RateLimiter } from '../rate-limit.js';

@@ -7,7 +7,7 @@ import { jobDecider, jobStreamId } from '../../domain/job.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { TriggerRunOutput, WebhookTokenOutput } from '../../schemas/run.js';
-import { hashToken } from '../../server/keys.js';
+import { hashToken } from '../../adapters/keys.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';

@@ -5,7 +5,7 @@ import { DomainError } from '../../domain/decider.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { StateEntryDto, StateKeyParams, StateListDto, StateSetBody } from '../../schemas/job-state.js';
-import type { StateEntry } from '../../server/job-state.js';
+import type { StateEntry } from '../../app/job-state.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';

@@ -9,7 +9,7 @@ import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatch } from '../../schemas/job.js';
 import type { Filter } from '../../store/document-store.js';
-import { newId } from '../../server/ids.js';
+import { newId } from '../../app/ids.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';

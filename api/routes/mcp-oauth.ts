@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { OauthStepFailed } from '../../runner/mcp/oauth-flow.js';
+import { OauthStepFailed } from '../../adapters/mcp/oauth-flow.js';
 import { IdParams } from '../../schemas/common.js';
 import { LoginOutputBody, OauthCallbackQuery } from '../../schemas/mcp.js';
 import { principalOf } from '../auth.js';

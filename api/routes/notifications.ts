@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DomainError } from '../../domain/decider.js';
 import { testNotificationBody, verdict } from '../../domain/notification.js';
 import { NotificationTestResult } from '../../schemas/notification.js';
-import { NotificationSender } from '../../server/notifications.js';
+import { NotificationSender } from '../../app/notifications.js';
 import { principalOf } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { AppDeps } from '../deps.js';

@@ -10,7 +10,7 @@ import {
   PlaybookDto, PlaybookPutBody, PlaybookVersionDetailDto, PlaybookVersionEnvelope, PlaybookVersionListQuery, PlaybookVersionParams, RollbackBody,
   type Content, type ContentInput, type PlaybookVersionDto,
 } from '../../schemas/playbook.js';
-import type { StoredVersion } from '../../server/playbooks.js';
+import type { StoredVersion } from '../../app/playbooks.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseListQuery, type ListRules } from '../list-query.js';

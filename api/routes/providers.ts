@@ -7,15 +7,15 @@ import { normalizeBaseUrl, providerDecider, providerStreamId, type ModelSpec, ty
 import { redact } from '../../domain/redact.js';
 import { defaultRole } from '../../domain/settings.js';
 import { modelsCollection, providersCollection, type ModelDoc, type ProviderDoc } from '../../projections/providers.js';
-import { FakeClient, FakeScripts, fakeScripts } from '../../runner/models/fake.js';
-import { createModelClient } from '../../runner/models/client.js';
+import { FakeClient, FakeScripts, fakeScripts } from '../../adapters/models/fake.js';
+import { createModelClient } from '../../adapters/models/client.js';
 import { IdParams, listQueryProperties } from '../../schemas/common.js';
 import {
   CatalogEntryDto, CreateModelInputBody, CreateProviderInputBody, CreateProviderOutputBody, FakeScriptBody, ModelDto, ModelListEnvelope, ModelsEnabledInputBody,
   ModelsEnabledOutputBody, PatchModelInputBody, PatchProviderInputBody, ProviderDto, ProviderListQuery, SyncResult, TestProviderInputBody, TestProviderOutputBody,
 } from '../../schemas/provider.js';
-import { listModels } from '../../server/model-sync.js';
-import { newId } from '../../server/ids.js';
+import { listModels } from '../../app/model-sync.js';
+import { newId } from '../../app/ids.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';

@@ -13,7 +13,7 @@ import { Mode } from '../../schemas/job.js';
 import { ArtifactDto, ArtifactQuery, EventDto, EventsQuery, RunDto, RunListEnvelope, RunListQuery, Trigger, TriggerRunBody, TriggerRunOutput } from '../../schemas/run.js';
 import type { Filter } from '../../store/document-store.js';
 import type { RecordedEvent } from '../../store/event-store.js';
-import { liveDeltas, timelineStreamId, toEventDto, type TimelineData } from '../../server/timeline.js';
+import { liveDeltas, timelineStreamId, toEventDto, type TimelineData } from '../../app/timeline.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DomainError } from '../../domain/decider.js';
 import { roleRank } from '../../domain/membership.js';
 import { SettingsDto, SettingsPatch } from '../../schemas/settings.js';
-import { webhookUrlRefusal } from '../../server/notifications.js';
+import { webhookUrlRefusal } from '../../app/notifications.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';

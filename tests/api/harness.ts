@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../server/config.js';
+import { loadConfig } from '../../app/config.js';
 import { createLogger, startServer, type RunningServer } from '../../server/start.js';
 import { runtimeDir } from '../../server/runner-role.js';
 

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { AddressRefused, guardedFetch } from '../../runner/mcp/guarded-fetch.js';
-import { clientFor, discover } from '../../runner/mcp/oauth-flow.js';
-import type { ResolvedConfig } from '../../runner/mcp/connection.js';
+import { AddressRefused, guardedFetch } from '../../adapters/egress/guarded-fetch.js';
+import { clientFor, discover } from '../../adapters/mcp/oauth-flow.js';
+import type { ResolvedConfig } from '../../adapters/mcp/connection.js';
 import { adminSession, Client, startTestServer, userSession, type TestServer } from './harness.js';
 
 /**

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
-import { Playbooks } from '../../server/playbooks.js';
+import { Playbooks } from '../../app/playbooks.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
 
 /**

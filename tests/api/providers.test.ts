@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fakeScripts } from '../../runner/models/fake.js';
+import { fakeScripts } from '../../adapters/models/fake.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /** Providers, models and the catalog (SPEC §2.9, BEHAVIOUR §9.1). */

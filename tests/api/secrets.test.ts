@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { redact, redactor } from '../../domain/redact.js';
 import { secretNameDecider, secretNameStreamId } from '../../domain/secret.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
-import { systemContext } from '../../server/commands.js';
+import { systemContext } from '../../app/commands.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /** Secrets (SPEC §2.11, BEHAVIOUR §9.5): sealed at rest, never returned, mapped into jobs as variables. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { providerDecider, providerStreamId } from '../../domain/provider.js';
 import { settingsStreamId } from '../../domain/settings.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
-import { systemContext } from '../../server/commands.js';
+import { systemContext } from '../../app/commands.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /** Workspace settings (BEHAVIOUR §9.2) and the host-side model resolver. */

@@ -7,9 +7,9 @@ import { brokerLimits, costLimitMessage } from '../../broker/limits.js';
 import type { RunSession } from '../../broker/run-session.js';
 import { jobStateStreamId, stateLimits } from '../../domain/job-state.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { TimelineWriter } from '../../server/timeline.js';
-import { FakeClient, fakeScripts, type FakeResponse } from '../../runner/models/fake.js';
-import type { ModelClient, ModelRequest, Price } from '../../runner/models/types.js';
+import { TimelineWriter } from '../../app/timeline.js';
+import { FakeClient, fakeScripts, type FakeResponse } from '../../adapters/models/fake.js';
+import type { ModelClient, ModelRequest, Price } from '../../adapters/models/types.js';
 import { brokerFixture } from './fixture.js';
 
 /**

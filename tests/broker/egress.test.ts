@@ -5,12 +5,12 @@ import { statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { addressAllowed, addressRefusal, classifyAddress, onAllowList, type AddressClass, type NetworkRule } from '../../broker/address-guard.js';
+import { addressAllowed, addressRefusal, classifyAddress, onAllowList, type AddressClass, type NetworkRule } from '../../adapters/egress/address-guard.js';
 import { EgressProxy } from '../../broker/egress-proxy.js';
 import type { RunSession } from '../../broker/run-session.js';
-import { FakeClient } from '../../runner/models/fake.js';
+import { FakeClient } from '../../adapters/models/fake.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { TimelineWriter } from '../../server/timeline.js';
+import { TimelineWriter } from '../../app/timeline.js';
 import { brokerFixture } from './fixture.js';
 
 /**

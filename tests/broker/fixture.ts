@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Broker } from '../../broker/server.js';
 import type { RunSession } from '../../broker/run-session.js';
-import { JobStateStore } from '../../server/job-state.js';
+import { JobStateStore } from '../../app/job-state.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
 
 export interface BrokerFixture {

@@ -2,8 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { jobStateStreamId, stateLimits } from '../../domain/job-state.js';
-import type { CommandContext } from '../../server/commands.js';
-import { jobStateCollection, JobStateStore } from '../../server/job-state.js';
+import type { CommandContext } from '../../app/commands.js';
+import { jobStateCollection, JobStateStore } from '../../app/job-state.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
 
 /** The job state store (SPEC §8, BEHAVIOUR §5.4) on the real SQLite adapters of both ports. */

@@ -10,9 +10,9 @@ import { dirname, join } from 'node:path';
 import { EgressProxy } from '../../broker/egress-proxy.js';
 import { serveRun, type RunSockets } from '../../broker/run-channel.js';
 import type { RunSession } from '../../broker/run-session.js';
-import { FakeClient } from '../../runner/models/fake.js';
+import { FakeClient } from '../../adapters/models/fake.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { TimelineWriter } from '../../server/timeline.js';
+import { TimelineWriter } from '../../app/timeline.js';
 import { brokerFixture } from './fixture.js';
 
 /**

@@ -5,11 +5,11 @@ import { request as httpRequest } from 'node:http';
 import { DomainError } from '../../domain/decider.js';
 import { costLimitMessage } from '../../broker/limits.js';
 import type { RunSession, RunSessionHooks } from '../../broker/run-session.js';
-import { fakeScripts } from '../../runner/models/fake.js';
-import { createModelClient } from '../../runner/models/client.js';
-import { ModelError } from '../../runner/models/types.js';
+import { fakeScripts } from '../../adapters/models/fake.js';
+import { createModelClient } from '../../adapters/models/client.js';
+import { ModelError } from '../../adapters/models/types.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
-import { TimelineWriter } from '../../server/timeline.js';
+import { TimelineWriter } from '../../app/timeline.js';
 import { brokerFixture } from './fixture.js';
 
 /**

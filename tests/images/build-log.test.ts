@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuildLog } from '../../runner/image-builder.js';
-import { ImageLogs } from '../../server/images.js';
+import { ImageLogs } from '../../app/images.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-build-log-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

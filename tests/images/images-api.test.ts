@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { jobImagesDecider, jobImagesStreamId } from '../../domain/image.js';
-import type { CommandContext } from '../../server/commands.js';
-import { Images, noBuilderMessage, RunImageError } from '../../server/images.js';
+import type { CommandContext } from '../../app/commands.js';
+import { Images, noBuilderMessage, RunImageError } from '../../app/images.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from '../api/harness.js';
 
 /**

@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dockerfileHash, jobImagesDecider, jobImagesStreamId } from '../../domain/image.js';
-import { dockerClient } from '../../runner/sandbox/docker.js';
-import type { CommandContext } from '../../server/commands.js';
-import { Images } from '../../server/images.js';
+import { dockerClient } from '../../adapters/sandbox/docker.js';
+import type { CommandContext } from '../../app/commands.js';
+import { Images } from '../../app/images.js';
 import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
 
 /**

@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { DomainError } from '../../domain/decider.js';
 import { agentToolNames, maxResultChars, renderToolResult } from '../../domain/mcp-result.js';
 import type { McpServerConfig } from '../../domain/mcp-server.js';
-import { McpConnection } from '../../runner/mcp/connection.js';
-import { guardedFetch, targetAllowed } from '../../runner/mcp/guarded-fetch.js';
-import { RunMcp, shadowRefusal } from '../../runner/mcp/run-tools.js';
+import { McpConnection } from '../../adapters/mcp/connection.js';
+import { guardedFetch, targetAllowed } from '../../adapters/egress/guarded-fetch.js';
+import { RunMcp, shadowRefusal } from '../../adapters/mcp/run-tools.js';
 import { startHttpMcpServer, type TestHttpServer } from './servers/http-server.js';
 
 /** The MCP client parts against a real SDK server on loopback: timeouts, garbage, shadow refusals, names, sizes. */

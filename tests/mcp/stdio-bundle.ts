@@ -1,7 +1,7 @@
 import { build } from 'esbuild';
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { defaultRootfs } from '../../runner/sandbox/rootfs.js';
+import { defaultRootfs } from '../../adapters/sandbox/rootfs.js';
 
 /**
  * Bundles the stdio test server with the SDK into one file under /usr/local/lib of the sandboxes' base root filesystem

@@ -2,9 +2,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AnthropicClient } from '../../runner/models/anthropic.js';
-import { OpenAiClient } from '../../runner/models/openai.js';
-import { ModelError, type Delta, type ModelRequest } from '../../runner/models/types.js';
+import { AnthropicClient } from '../../adapters/models/anthropic.js';
+import { OpenAiClient } from '../../adapters/models/openai.js';
+import { ModelError, type Delta, type ModelRequest } from '../../adapters/models/types.js';
 
 /**
  * The real Anthropic and OpenAI SDKs against local servers that speak their streaming wire formats: what each server

@@ -1,5 +1,5 @@
-import { BwrapBackend } from '../../runner/sandbox/bwrap.js';
-import { svcBinaryPath } from '../../runner/sandbox/select.js';
+import { BwrapBackend } from '../../adapters/sandbox/bwrap.js';
+import { svcBinaryPath } from '../../adapters/sandbox/select.js';
 import { sandboxConformance } from './conformance.js';
 import { collectionEscapes } from './escapes-collection.js';
 import { isolationEscapes } from './escapes-isolation.js';

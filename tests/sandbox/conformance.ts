@@ -7,7 +7,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
-import type { Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import type { Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { hostProcessesNamed, testSpec } from './fixture.js';
 
 /**

@@ -1,7 +1,7 @@
 import { it } from 'node:test';
-import { DockerBackend } from '../../runner/sandbox/docker.js';
-import { dockerClient } from '../../runner/sandbox/docker.js';
-import { svcBinaryPath } from '../../runner/sandbox/select.js';
+import { DockerBackend } from '../../adapters/sandbox/docker.js';
+import { dockerClient } from '../../adapters/sandbox/docker.js';
+import { svcBinaryPath } from '../../adapters/sandbox/select.js';
 import { sandboxConformance } from './conformance.js';
 import { collectionEscapes } from './escapes-collection.js';
 import { isolationEscapes } from './escapes-isolation.js';

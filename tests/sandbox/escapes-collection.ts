@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
-import type { ExecResult, Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import type { ExecResult, Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { hostProcessesNamed, testSpec } from './fixture.js';
 
 /**

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { ExecOptions, Sandbox, SandboxBackend, SandboxSpec } from '../../runner/sandbox/types.js';
+import type { ExecOptions, Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { testSpec } from './fixture.js';
 
 /**

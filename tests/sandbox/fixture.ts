@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { SandboxLimits, SandboxSpec } from '../../runner/sandbox/types.js';
+import type { SandboxLimits, SandboxSpec } from '../../adapters/sandbox/types.js';
 
 /** A sandbox spec for the backend suites: a fresh id under `prefix`, labels of a made-up run, network none. */
 export function testSpec(prefix: string, brokerSocket: string, limits: SandboxLimits, overrides: Partial<SandboxSpec> = {}): SandboxSpec {

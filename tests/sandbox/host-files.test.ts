@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chownSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HostFiles } from '../../runner/sandbox/host-files.js';
+import { HostFiles } from '../../adapters/sandbox/host-files.js';
 
 /**
  * bwrap's reading back, on a real directory, for what no process inside a sandbox can make but the host must still

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { classifyAddress, hostTargetAllowed, outboundUrlRefusal, type AddressClass } from '../../broker/address-guard.js';
+import { classifyAddress, hostTargetAllowed, outboundUrlRefusal, type AddressClass } from '../../adapters/egress/address-guard.js';
 
 /**
  * The outbound address guard over every way an IPv6 address can carry an IPv4 one, and every spelling of an IPv4

@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { deniedSyscalls, seccompProgram, type SeccompArch } from '../../runner/sandbox/seccomp.js';
+import { deniedSyscalls, seccompProgram, type SeccompArch } from '../../adapters/sandbox/seccomp.js';
 
 /**
- * The bwrap seccomp filter (runner/sandbox/seccomp.ts), for both architectures, without a machine of each: the
+ * The bwrap seccomp filter (adapters/sandbox/seccomp.ts), for both architectures, without a machine of each: the
  * program is run by a small classic-BPF interpreter on made-up calls, and the numbers are checked against the kernel
  * headers when this machine has them. The sandbox escape suite checks the filter on the real kernel.
  */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pack, readTar, type TarHeader } from '../../runner/sandbox/tar.js';
+import { pack, readTar, type TarHeader } from '../../adapters/sandbox/tar.js';
 
 /**
  * The docker backend reads archives whose every byte the sandbox chose (docs/security.md, "Reading back from

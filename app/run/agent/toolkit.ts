@@ -1,5 +1,5 @@
-import { HeaderError, parseScriptHeader, toolDescription, toolkitArgv, toolkitTimeoutMs, toolName, toolSchema, type ArgSpec } from '../../domain/playbook-header.js';
-import type { Script } from '../../schemas/playbook.js';
+import { HeaderError, parseScriptHeader, toolDescription, toolkitArgv, toolkitTimeoutMs, toolName, toolSchema, type ArgSpec } from '../../../domain/playbook-header.js';
+import type { Script } from '../../../schemas/playbook.js';
 import { clip, type Tool } from './tools.js';
 
 const safeName = (callId: string) => callId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 100) || 'call';

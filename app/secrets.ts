@@ -8,7 +8,7 @@ import type { ProjectionEngine } from '../projections/engine.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import { newId } from './ids.js';
-import type { Keys } from './keys.js';
+import type { Keys } from '../adapters/keys.js';
 
 /** The purpose secret values are sealed under (`Keys.encrypt`). */
 const purpose = 'secrets';

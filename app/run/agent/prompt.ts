@@ -1,7 +1,5 @@
-import type { IOField, Spec } from '../../schemas/job.js';
-
-/** The heading the job block opens with; the fake provider finds the instruction under it. */
-export const instructionHeading = '## Instruction';
+import { instructionHeading } from '../../../domain/agent-prompt.js';
+import type { IOField, Spec } from '../../../schemas/job.js';
 
 const base = `You are an automation agent working in a disposable sandbox on a job someone scheduled.
 

@@ -1,5 +1,5 @@
-import type { Sandbox, SandboxUser } from '../sandbox/types.js';
-import type { ToolSpec } from '../models/types.js';
+import type { Sandbox, SandboxUser } from '../../../adapters/sandbox/types.js';
+import type { ToolSpec } from '../../../adapters/models/types.js';
 
 /** What a tool answers the model, plus what the timeline keeps. */
 export interface ToolOutcome {
@@ -217,7 +217,7 @@ const finish: Tool = {
 /** The built-in tools, sorted by name so the tool list the model sees is byte-stable. */
 export const builtinTools: Tool[] = [bash, editFileTool, finish, readFileTool, remember, stateGet, stateSet, writeFileTool].sort((a, b) => a.spec.name.localeCompare(b.spec.name));
 
-/** A run's MCP tools as the agent may call them (runner/mcp/run-tools.ts `RunMcp`). */
+/** A run's MCP tools as the agent may call them (adapters/mcp/run-tools.ts `RunMcp`). */
 export interface McpAgentAccess {
   agentTools(): Array<{ agentName: string; server: string; name: string; description: string; inputSchema: Record<string, unknown>; readOnly: boolean }>;
   call(server: string, tool: string, args: unknown, signal?: AbortSignal): Promise<{ output: string; isError: boolean; readOnly: boolean }>;

@@ -1,8 +1,8 @@
-import { checksFor, filePaths, runChecks, scriptedSummary, verdictExcerpt, type CheckResult } from '../domain/verify-run.js';
-import type { Verify } from '../domain/playbook-verify.js';
-import { costOf, type ModelClient, type Price, type Usage } from './models/types.js';
-import type { Sandbox, SandboxUser } from './sandbox/types.js';
-import type { Timeline } from '../server/timeline.js';
+import { checksFor, filePaths, runChecks, scriptedSummary, verdictExcerpt, type CheckResult } from '../../domain/verify-run.js';
+import type { Verify } from '../../domain/playbook-verify.js';
+import { costOf, type ModelClient, type Price, type Usage } from '../../adapters/models/types.js';
+import type { Sandbox, SandboxUser } from '../../adapters/sandbox/types.js';
+import type { Timeline } from '../timeline.js';
 
 /** The run's broker session as the scripted path sees it. */
 export interface ScriptedSession {

@@ -3,11 +3,11 @@ import type { ProjectionEngine } from '../projections/engine.js';
 import { modelsCollection, providersCollection, settingsCollection, type ModelDoc, type ProviderDoc, type SettingsDoc } from '../projections/providers.js';
 import type { ModelDto } from '../schemas/provider.js';
 import type { SettingsDto, SettingsPatch } from '../schemas/settings.js';
-import { createModelClient } from '../runner/models/client.js';
-import type { ModelClient, Price, ProviderConfig } from '../runner/models/types.js';
+import { createModelClient } from '../adapters/models/client.js';
+import type { ModelClient, Price, ProviderConfig } from '../adapters/models/types.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
-import type { Keys } from './keys.js';
+import type { Keys } from '../adapters/keys.js';
 
 export { defaultSettings } from '../domain/settings.js';
 
@@ -20,7 +20,7 @@ export interface ModelChoice {
   provider: ProviderConfig;
 }
 
-/** The shape the runner's ports take (runner/executor.ts AgentModel). */
+/** The shape the runner's ports take (app/run/executor.ts AgentModel). */
 export interface ResolvedModel {
   id: string;
   client: ModelClient;

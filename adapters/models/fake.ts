@@ -1,6 +1,6 @@
 import { reflectionSchemaName } from '../../domain/reflection.js';
 import { fakeReflection } from './fake-reflection.js';
-import { instructionHeading } from '../agent/prompt.js';
+import { instructionHeading } from '../../domain/agent-prompt.js';
 import { compileSchemaName } from '../../domain/compile.js';
 import { ModelError, type Message, type ModelClient, type ModelRequest, type ModelResponse, type ToolCall } from './types.js';
 

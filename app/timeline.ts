@@ -1,6 +1,6 @@
 import { redactValue } from '../domain/redact.js';
 import { Subject } from 'rxjs';
-import type { RunFiles } from './run-files.js';
+import type { RunFiles } from '../adapters/run-files.js';
 import type { EventDto } from '../schemas/run.js';
 import type { Actor, EventStore, RecordedEvent } from '../store/event-store.js';
 

@@ -4,14 +4,14 @@ import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { DomainError } from '../domain/decider.js';
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { callbackRefusal, expiryOf, mcpOauthDecider, mcpOauthStreamId, needsRefresh, type LogoutReason, type StoredLogin } from '../domain/mcp-oauth.js';
-import type { ResolvedConfig } from '../runner/mcp/connection.js';
-import type { BearerSource } from '../runner/mcp/oauth-fetch.js';
+import type { ResolvedConfig } from '../adapters/mcp/connection.js';
+import type { BearerSource } from '../adapters/mcp/oauth-fetch.js';
 import {
   authorizationRequest, clientFor, discover, exchangeCode, OauthStepFailed, refreshTokens, scopeFor, type OauthClient, type OauthDiscovery, type TokenContext,
-} from '../runner/mcp/oauth-flow.js';
+} from '../adapters/mcp/oauth-flow.js';
 import type { Position } from '../store/event-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
-import type { Keys } from './keys.js';
+import type { Keys } from '../adapters/keys.js';
 
 /** The purpose MCP OAuth data is sealed under (`Keys.encrypt`, BEHAVIOUR §9.5). */
 const purpose = 'mcp-oauth';

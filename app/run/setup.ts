@@ -1,4 +1,4 @@
-import type { Sandbox, SandboxUser } from './sandbox/types.js';
+import type { Sandbox, SandboxUser } from '../../adapters/sandbox/types.js';
 
 export const setupTimeoutMs = 10 * 60_000;
 

@@ -1,5 +1,5 @@
-import { costOf, ModelError, type Message, type ModelClient, type ModelResponse, type Price, type ToolResult, type Usage } from '../models/types.js';
-import type { TimelineWriter } from '../../server/timeline.js';
+import { costOf, ModelError, type Message, type ModelClient, type ModelResponse, type Price, type ToolResult, type Usage } from '../../../adapters/models/types.js';
+import type { TimelineWriter } from '../../timeline.js';
 import type { Tool, ToolContext, ToolOutcome } from './tools.js';
 import { compact, compactAt, estimateTokens } from './compaction.js';
 

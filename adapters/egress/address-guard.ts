@@ -188,7 +188,7 @@ function isLoopback(address: string): boolean {
  * Why the host must not connect to `url`, judged on what the URL itself says before any DNS lookup, or null: an
  * address literal in any spelling (the URL parser turns `0x7f.1`, `2130706433` or `017700000001` into dotted form),
  * `localhost` and names under it. A name's addresses can change, so they are judged again at every dial
- * (runner/mcp/guarded-fetch.ts): the same rule at save and at dial.
+ * (adapters/egress/guarded-fetch.ts): the same rule at save and at dial.
  */
 export function outboundUrlRefusal(url: string, allowPrivateTargets: boolean): string | null {
   let host: string;

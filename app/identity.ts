@@ -5,7 +5,7 @@ import { membershipDecider, membershipStreamId, type Role } from '../domain/memb
 import { signInLinkDecider, signInLinkStreamId } from '../domain/sign-in-link.js';
 import { identityDecider, identityStreamId, userDecider, userStreamId, type Profile } from '../domain/user.js';
 import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
-import type { Principal } from '../api/principal.js';
+import type { Principal } from './principal.js';
 import { memberId, type ApiTokenDoc, type MemberDoc, type UserDoc } from '../projections/identity.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { ReadCache } from '../projections/read-cache.js';
@@ -13,7 +13,7 @@ import type { DocumentStore } from '../store/document-store.js';
 import type { Position } from '../store/event-store.js';
 import { CommandBus, systemContext, type CommandContext } from './commands.js';
 import { newId, newSecret } from './ids.js';
-import { hashToken, type Keys } from './keys.js';
+import { hashToken, type Keys } from '../adapters/keys.js';
 
 export const sessionCookieName = 'svc_session';
 export const sessionTtlMs = 7 * 24 * 60 * 60 * 1000;

@@ -1,4 +1,4 @@
-import type { Message, ModelClient, ModelResponse } from '../models/types.js';
+import type { Message, ModelClient, ModelResponse } from '../../../adapters/models/types.js';
 
 /** BEHAVIOUR §3.4: compact at 70% of the window; keep the last exchange when it takes at most 20%. */
 export const compactAt = 0.7;

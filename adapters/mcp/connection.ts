@@ -5,20 +5,20 @@ import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/tran
 import type { McpServerConfig, McpToolInfo } from '../../domain/mcp-server.js';
 import { renderToolResult } from '../../domain/mcp-result.js';
 import type { Sandbox } from '../sandbox/types.js';
-import { AddressRefused } from './guarded-fetch.js';
+import { AddressRefused } from '../egress/guarded-fetch.js';
 import { bearerFetch, type BearerSource } from './oauth-fetch.js';
 import { SandboxStdioTransport } from './sandbox-stdio.js';
 
 /**
  * A server's config with every `{{secret:NAME}}` replaced by its value: it exists only in memory, on the host.
- * `bearer` hands out the access tokens of a stored OAuth login (runner/mcp/oauth-fetch.ts).
+ * `bearer` hands out the access tokens of a stored OAuth login (adapters/mcp/oauth-fetch.ts).
  */
 export type ResolvedConfig = McpServerConfig & { bearer?: BearerSource };
 
 export interface ConnectOptions {
   /** For stdio servers: the sandbox the server runs in. */
   sandbox: Sandbox | null;
-  /** For HTTP servers: the guarded fetch (runner/mcp/guarded-fetch.ts). */
+  /** For HTTP servers: the guarded fetch (adapters/egress/guarded-fetch.ts). */
   fetch: FetchLike;
   /** Connecting and listing, and each call: a server that hangs fails within these. */
   connectTimeoutMs?: number;

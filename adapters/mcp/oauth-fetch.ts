@@ -1,6 +1,6 @@
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 
-/** Access tokens of a stored login, handed out on the host only (server/mcp-oauth.ts). */
+/** Access tokens of a stored login, handed out on the host only (app/mcp-oauth.ts). */
 export interface BearerSource {
   /** A token fit to send now (refreshed first when it is about to expire), or null when the login has ended. */
   token(): Promise<string | null>;

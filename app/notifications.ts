@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { outboundUrlRefusal } from '../broker/address-guard.js';
+import { outboundUrlRefusal } from '../adapters/egress/address-guard.js';
 import { eventHeader, notificationTimeoutMs, productName, signatureHeader, type AttemptResult } from '../domain/notification.js';
 import type { NotificationBody } from '../schemas/notification.js';
 import type { SettingsDto } from '../schemas/settings.js';
-import { AddressRefused, guardedFetch } from '../runner/mcp/guarded-fetch.js';
+import { AddressRefused, guardedFetch } from '../adapters/egress/guarded-fetch.js';
 
 /** What a delivery reads, on every attempt: the settings as they are now and the signing secret's value. */
 export interface NotificationSources {

@@ -1,16 +1,16 @@
 import { runSetup } from './setup.js';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { JobConfig } from '../domain/job.js';
-import type { PlaybookContent } from '../domain/playbook.js';
-import { playbookFiles } from '../domain/playbook-render.js';
-import { outputMismatch, shadowMainTimeoutMs } from '../domain/shadow.js';
-import type { Limits } from '../schemas/job.js';
-import type { OpTest } from '../schemas/playbook.js';
-import { discardedTimeline } from '../server/timeline.js';
+import type { JobConfig } from '../../domain/job.js';
+import type { PlaybookContent } from '../../domain/playbook.js';
+import { playbookFiles } from '../../domain/playbook-render.js';
+import { outputMismatch, shadowMainTimeoutMs } from '../../domain/shadow.js';
+import type { Limits } from '../../schemas/job.js';
+import type { OpTest } from '../../schemas/playbook.js';
+import { discardedTimeline } from '../timeline.js';
 import { sandboxEnv, type BrokerSession, type ExecutorPorts } from './executor.js';
-import type { RunMcp } from './mcp/run-tools.js';
+import type { RunMcp } from '../../adapters/mcp/run-tools.js';
 import { runScripted } from './scripted.js';
-import type { Sandbox } from './sandbox/types.js';
+import type { Sandbox } from '../../adapters/sandbox/types.js';
 
 export interface ShadowRequest {
   workspaceId: string;

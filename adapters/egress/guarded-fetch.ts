@@ -4,11 +4,11 @@ import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { hostTargetAllowed, normalizeHost, outboundRefusal } from '../../broker/address-guard.js';
+import { hostTargetAllowed, normalizeHost, outboundRefusal } from './address-guard.js';
 
 /**
  * The fetch the MCP client uses for HTTP servers. Connections leave from the host, so they pass the same address
- * rules as the egress proxy (broker/address-guard.ts), checked on the resolved address at dial time: a name that
+ * rules as the egress proxy (adapters/egress/address-guard.ts), checked on the resolved address at dial time: a name that
  * resolves to a metadata or link-local address is refused whatever DNS says. Private ranges and loopback are allowed
  * only when the operator allows private network targets for the instance (SVC_ALLOW_PRIVATE_NETWORK_TARGETS), since
  * an MCP server beside the service on the same host or network is an operator's choice, never a job's.
@@ -20,7 +20,7 @@ export class AddressRefused extends Error {
   }
 }
 
-/** The host's own outbound rule (broker/address-guard.ts), the same at save and at dial. */
+/** The host's own outbound rule (adapters/egress/address-guard.ts), the same at save and at dial. */
 export const targetAllowed = hostTargetAllowed;
 
 function guardedLookup(allowPrivate: boolean): LookupFunction {

@@ -10,16 +10,16 @@ import { staleClaimMs } from '../domain/secret.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import { jobMcpCollection, mcpServersCollection, type JobMcpDoc, type McpServerDoc } from '../projections/mcp-servers.js';
 import type { AuthDto, JobServer, McpServerDto } from '../schemas/mcp.js';
-import { McpConnection, LoginRequired, type ResolvedConfig } from '../runner/mcp/connection.js';
-import { guardedFetch } from '../runner/mcp/guarded-fetch.js';
-import { outboundUrlRefusal } from '../broker/address-guard.js';
-import { RunMcp, type GrantedServer } from '../runner/mcp/run-tools.js';
-import type { Sandbox, SandboxBackend } from '../runner/sandbox/types.js';
+import { McpConnection, LoginRequired, type ResolvedConfig } from '../adapters/mcp/connection.js';
+import { guardedFetch } from '../adapters/egress/guarded-fetch.js';
+import { outboundUrlRefusal } from '../adapters/egress/address-guard.js';
+import { RunMcp, type GrantedServer } from '../adapters/mcp/run-tools.js';
+import type { Sandbox, SandboxBackend } from '../adapters/sandbox/types.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import { newId } from './ids.js';
 import { McpOauth, type CallbackQuery } from './mcp-oauth.js';
-import type { Keys } from './keys.js';
+import type { Keys } from '../adapters/keys.js';
 import type { Secrets } from './secrets.js';
 
 export interface McpServersOptions {
@@ -54,7 +54,7 @@ export class McpServers {
     this.baseUrl = options.publicUrl;
   }
 
-  /** OAuth logins need the master key for their sealed tokens (server/mcp-oauth.ts). */
+  /** OAuth logins need the master key for their sealed tokens (app/mcp-oauth.ts). */
   useKeys(keys: Keys): void {
     this.oauthLogins = new McpOauth(this.bus, keys, this.fetch, () => this.baseUrl);
   }

@@ -6,7 +6,7 @@ import { playbookFiles } from '../domain/playbook-render.js';
 import { upcast } from '../domain/upcast.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import { playbookStatsCollection, playbookVersionsCollection, versionDocId, type PlaybookStatsDoc, type PlaybookVersionDoc } from '../projections/playbooks.js';
-import type { FileIn } from '../runner/sandbox/types.js';
+import type { FileIn } from '../adapters/sandbox/types.js';
 import type { AppliedOp, PlaybookAuthor } from '../schemas/playbook.js';
 import type { DocumentStore, FindOptions, Search } from '../store/document-store.js';
 import type { EventStore } from '../store/event-store.js';
