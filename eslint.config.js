@@ -3,9 +3,25 @@
 // (docs/design.md, "Failure handling"). web/ has its own toolchain and its own config.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
 
 // The folders tsconfig.test.json compiles; a loose .ts at the top (a scratch file) is no part of the project.
-const typed = ['domain', 'schemas', 'store', 'projections', 'adapters', 'app', 'api', 'runner', 'broker', 'server', 'cli', 'bench', 'demo', 'tests'].map((d) => `${d}/**/*.ts`);
+const typed = [
+  'domain',
+  'schemas',
+  'store',
+  'projections',
+  'adapters',
+  'app',
+  'api',
+  'runner',
+  'broker',
+  'server',
+  'cli',
+  'bench',
+  'demo',
+  'tests',
+].map((d) => `${d}/**/*.ts`);
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'web/', '**/*.js', '**/*.mjs', '**/*.cjs', '**/*.d.mts'] },
@@ -23,12 +39,27 @@ export default tseslint.config(
         {
           ignoreVoid: false,
           // node:test runs these itself and reports their failures.
-          allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
         },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
       // A leading underscore marks what is left out on purpose (a field dropped from a rest copy, an unused argument).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+          caughtErrors: 'none',
+        },
+      ],
 
       // Off, each because the code base would need a sweep rather than a fix:
       // JSON from requests, stores, model SDKs and test answers is read as loosely typed values and checked by the
@@ -58,4 +89,6 @@ export default tseslint.config(
     files: ['tests/**/*.ts', 'bench/**/*.ts', 'demo/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
+  // Formatting is Prettier's (`npm run format`); the rules that would argue with it are off.
+  prettier,
 );

@@ -43,12 +43,16 @@ export class RunFiles {
     const base = resolve(this.root, 'runs', runId, 'candidates');
     let names: string[];
     try {
-      names = ((await readdir(base, { recursive: true, withFileTypes: true })) as Dirent[]).filter((d) => d.isFile()).map((d) => relative(base, join(d.parentPath ?? d.path, d.name))).sort();
+      names = ((await readdir(base, { recursive: true, withFileTypes: true })) as Dirent[])
+        .filter((d) => d.isFile())
+        .map((d) => relative(base, join(d.parentPath ?? d.path, d.name)))
+        .sort();
     } catch {
       return [];
     }
     const out: Array<{ name: string; content: string }> = [];
-    for (const name of names.slice(0, max)) out.push({ name, content: (await readFile(join(base, name), 'utf8')).slice(0, maxChars) });
+    for (const name of names.slice(0, max))
+      out.push({ name, content: (await readFile(join(base, name), 'utf8')).slice(0, maxChars) });
     return out;
   }
 

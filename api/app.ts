@@ -67,7 +67,12 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   registerErrorHandling(app);
   // Set first thing, so every answer carries them, errors and 404s included.
   app.addHook('onRequest', (request, reply, done) => {
-    void reply.headers({ 'X-Request-ID': request.id, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'same-origin', 'X-Frame-Options': 'DENY' });
+    void reply.headers({
+      'X-Request-ID': request.id,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'same-origin',
+      'X-Frame-Options': 'DENY',
+    });
     done();
   });
   registerAuth(app, deps.identity);
@@ -77,7 +82,13 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
     if (status >= 400 || logAll) {
-      const entry = { requestId: request.id, method: request.method, url: request.url, status, ms: Math.round(reply.elapsedTime) };
+      const entry = {
+        requestId: request.id,
+        method: request.method,
+        url: request.url,
+        status,
+        ms: Math.round(reply.elapsedTime),
+      };
       if (status >= 500) request.log.error(entry, 'request failed');
       else if (status >= 400) request.log.warn(entry, 'request refused');
       else request.log.debug(entry, 'request');

@@ -52,7 +52,12 @@ export function registerAuth(app: FastifyInstance, identity: Identity): void {
     const authorization = request.headers.authorization;
     const bearer = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
     const cookie = authorization === undefined ? readCookie(request, sessionCookieName) : null;
-    const cached = bearer !== undefined ? identity.cachedTokenPrincipal(bearer) : cookie ? identity.cachedSessionPrincipal(cookie) : undefined;
+    const cached =
+      bearer !== undefined
+        ? identity.cachedTokenPrincipal(bearer)
+        : cookie
+          ? identity.cachedSessionPrincipal(cookie)
+          : undefined;
     if (cached) {
       try {
         admit(request, rule, cached);
@@ -82,7 +87,8 @@ function admit(request: FastifyRequest, rule: AccessRule, principal: Principal |
     request.principal = principal;
     return;
   }
-  if (!principal) throw new DomainError('not_signed_in', 'Sign in or send an API token (Authorization: Bearer svc_...)');
+  if (!principal)
+    throw new DomainError('not_signed_in', 'Sign in or send an API token (Authorization: Bearer svc_...)');
   request.principal = principal;
   if (rule.session && principal.kind !== 'session') {
     throw new DomainError('forbidden', 'This can only be done while signed in, not with an API token');
@@ -90,7 +96,12 @@ function admit(request: FastifyRequest, rule: AccessRule, principal: Principal |
   if (rule.access === 'iadmin') {
     if (!principal.isAdmin) throw new DomainError('forbidden', 'Only instance admins can do this');
   } else if (roleRank[principal.role] < roleRank[rule.access]) {
-    throw new DomainError('forbidden', rule.access === 'owner' ? 'Only the owner of the workspace can do this' : 'Only admins of the workspace can do this');
+    throw new DomainError(
+      'forbidden',
+      rule.access === 'owner'
+        ? 'Only the owner of the workspace can do this'
+        : 'Only admins of the workspace can do this',
+    );
   }
 }
 

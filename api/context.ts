@@ -6,7 +6,11 @@ export function requestContext(request: FastifyRequest): CommandContext {
   const p = request.principal;
   return {
     workspaceId: p?.workspaceId ?? null,
-    actor: p ? (p.kind === 'token' ? { type: 'token', id: p.tokenId } : { type: 'user', id: p.userId }) : { type: 'system', id: null },
+    actor: p
+      ? p.kind === 'token'
+        ? { type: 'token', id: p.tokenId }
+        : { type: 'user', id: p.userId }
+      : { type: 'system', id: null },
     requestId: request.id,
   };
 }

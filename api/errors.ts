@@ -45,7 +45,10 @@ function describe(e: ErrorObject): { code: string; message: string; extra?: stri
     case 'maxLength':
       return { code: 'too_long', message: `must be at most ${String(p.limit)} characters` };
     case 'minLength':
-      return { code: Number(p.limit) === 1 ? 'required' : 'too_short', message: Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters` };
+      return {
+        code: Number(p.limit) === 1 ? 'required' : 'too_short',
+        message: Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`,
+      };
     case 'maxItems':
       return { code: 'too_long', message: `must have at most ${String(p.limit)} items` };
     case 'minItems':
@@ -111,7 +114,11 @@ export function summarizeAjvErrors(errors: ErrorObject[], limit = Number.POSITIV
       const group = atPath.get(e.instancePath)!;
       const nonConst = group.others.find((b) => b !== e);
       const consts = group.consts.map((c) => JSON.stringify(c));
-      const message = nonConst ? describe(nonConst).message : consts.length > 0 ? `must be one of ${consts.join(', ')}` : 'has an invalid value';
+      const message = nonConst
+        ? describe(nonConst).message
+        : consts.length > 0
+          ? `must be one of ${consts.join(', ')}`
+          : 'has an invalid value';
       fields.push({ field: fieldPath(e.instancePath) || 'body', code: 'invalid', message });
       continue;
     }
@@ -159,42 +166,92 @@ function send(reply: FastifyReply, status: number, body: ErrorBody): void {
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    send(reply, 404, { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}`, requestId: request.id });
+    send(reply, 404, {
+      code: 'not_found',
+      message: `No route for ${request.method} ${request.url.split('?')[0]}`,
+      requestId: request.id,
+    });
   });
 
-  app.setErrorHandler((error: FastifyError & { validation?: ErrorObject[]; validationContext?: string }, request, reply) => {
-    const requestId = request.id;
-    if (error instanceof DomainError) {
-      if (error.code === 'validation_failed' && error.fields && error.fields.length > maxReportedFields) {
-        return send(reply, 400, validationBody('The request', { fields: error.fields, count: error.fields.length }, requestId, error.message));
+  app.setErrorHandler(
+    (error: FastifyError & { validation?: ErrorObject[]; validationContext?: string }, request, reply) => {
+      const requestId = request.id;
+      if (error instanceof DomainError) {
+        if (error.code === 'validation_failed' && error.fields && error.fields.length > maxReportedFields) {
+          return send(
+            reply,
+            400,
+            validationBody(
+              'The request',
+              { fields: error.fields, count: error.fields.length },
+              requestId,
+              error.message,
+            ),
+          );
+        }
+        return send(reply, statusOf[error.code], {
+          code: error.code,
+          message: error.message,
+          fields: error.fields,
+          requestId,
+        });
       }
-      return send(reply, statusOf[error.code], { code: error.code, message: error.message, fields: error.fields, requestId });
-    }
-    if (error instanceof ProjectionUnavailable) {
-      // The write is stored: a client must not repeat it, only read again later (docs/design.md, "Failure handling").
-      return send(reply, 503, { code: error.code, message: error.message, requestId });
-    }
-    if (error instanceof ApiError) {
-      for (const [k, v] of Object.entries(error.headers)) void reply.header(k, v);
-      return send(reply, error.statusCode, { code: error.code, message: error.message, fields: error.fields, requestId });
-    }
-    if (error instanceof ValidationFailure || error.validation) {
-      const summary = error instanceof ValidationFailure ? error.summary : summarizeAjvErrors(error.validation!, maxReportedFields);
-      return send(reply, 400, validationBody(error.validationContext === 'body' ? 'The request body' : 'The request', summary, requestId));
-    }
-    switch (error.code) {
-      case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return send(reply, 400, { code: 'invalid_request_body', message: 'The request body is not valid JSON', requestId });
-      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return send(reply, 400, { code: 'invalid_request_body', message: 'The request body must be JSON (Content-Type: application/json)', requestId });
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return send(reply, 400, { code: 'invalid_request_body', message: 'The request body is too large', requestId });
-    }
-    if (error instanceof SyntaxError) {
-      return send(reply, 400, { code: 'invalid_request_body', message: 'The request body is not valid JSON', requestId });
-    }
-    request.log.error({ err: error, requestId }, 'unhandled error');
-    return send(reply, 500, { code: 'internal_error', message: 'Something went wrong on the server; the request id identifies it in the logs', requestId });
-  });
+      if (error instanceof ProjectionUnavailable) {
+        // The write is stored: a client must not repeat it, only read again later (docs/design.md, "Failure handling").
+        return send(reply, 503, { code: error.code, message: error.message, requestId });
+      }
+      if (error instanceof ApiError) {
+        for (const [k, v] of Object.entries(error.headers)) void reply.header(k, v);
+        return send(reply, error.statusCode, {
+          code: error.code,
+          message: error.message,
+          fields: error.fields,
+          requestId,
+        });
+      }
+      if (error instanceof ValidationFailure || error.validation) {
+        const summary =
+          error instanceof ValidationFailure ? error.summary : summarizeAjvErrors(error.validation!, maxReportedFields);
+        return send(
+          reply,
+          400,
+          validationBody(error.validationContext === 'body' ? 'The request body' : 'The request', summary, requestId),
+        );
+      }
+      switch (error.code) {
+        case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+          return send(reply, 400, {
+            code: 'invalid_request_body',
+            message: 'The request body is not valid JSON',
+            requestId,
+          });
+        case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+          return send(reply, 400, {
+            code: 'invalid_request_body',
+            message: 'The request body must be JSON (Content-Type: application/json)',
+            requestId,
+          });
+        case 'FST_ERR_CTP_BODY_TOO_LARGE':
+          return send(reply, 400, {
+            code: 'invalid_request_body',
+            message: 'The request body is too large',
+            requestId,
+          });
+      }
+      if (error instanceof SyntaxError) {
+        return send(reply, 400, {
+          code: 'invalid_request_body',
+          message: 'The request body is not valid JSON',
+          requestId,
+        });
+      }
+      request.log.error({ err: error, requestId }, 'unhandled error');
+      return send(reply, 500, {
+        code: 'internal_error',
+        message: 'Something went wrong on the server; the request id identifies it in the logs',
+        requestId,
+      });
+    },
+  );
 }

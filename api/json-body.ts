@@ -57,7 +57,8 @@ export function jsonShapeProblem(text: string): string | null {
       case OPEN_OBJECT:
       case OPEN_ARRAY:
         if (++depth > jsonShapeLimits.depth) return `nests deeper than ${jsonShapeLimits.depth} levels`;
-        if (++containers > jsonShapeLimits.containers) return `has more than ${jsonShapeLimits.containers} objects and arrays`;
+        if (++containers > jsonShapeLimits.containers)
+          return `has more than ${jsonShapeLimits.containers} objects and arrays`;
         keys[depth] = 0;
         break;
       case CLOSE_OBJECT:
@@ -68,7 +69,8 @@ export function jsonShapeProblem(text: string): string | null {
         if (++values > jsonShapeLimits.values) return `has more than ${jsonShapeLimits.values} values`;
         break;
       case COLON:
-        if (depth > 0 && ++keys[depth]! > jsonShapeLimits.keysPerObject) return `has an object with more than ${jsonShapeLimits.keysPerObject} fields`;
+        if (depth > 0 && ++keys[depth]! > jsonShapeLimits.keysPerObject)
+          return `has an object with more than ${jsonShapeLimits.keysPerObject} fields`;
         break;
     }
   }
@@ -88,7 +90,11 @@ export function installJsonParser(app: FastifyInstance): void {
   // first large body arrives (unoptimized, a few megabytes of escapes cost hundreds of milliseconds once).
   jsonShapeProblem(`[${'{"k":"v\\\\\\"x","n":[1,2]},'.repeat(9_000)}1]`);
   // Fastify's own JSON parser is the callback kind: it answers through `done` and returns nothing to await.
-  const parse = app.getDefaultJsonParser('error', 'error') as (request: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
+  const parse = app.getDefaultJsonParser('error', 'error') as (
+    request: FastifyRequest,
+    body: string,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => void;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body: string, done) => {
     const problem = jsonShapeProblem(body);

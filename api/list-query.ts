@@ -30,11 +30,16 @@ export function parseListQuery(q: ListQueryInput, rules: ListRules): ParsedList 
   const page = q.page ?? 1;
   const pageSize = q.pageSize ?? 25;
   // The schema bounds page too; checked again here so no caller's offset can leave the exact integers.
-  if (!Number.isInteger(page) || page < 1 || page > bounds.page) errors.add('page', 'out_of_range', `must be between 1 and ${bounds.page}`);
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) errors.add('pageSize', 'out_of_range', 'must be between 1 and 100');
+  if (!Number.isInteger(page) || page < 1 || page > bounds.page)
+    errors.add('page', 'out_of_range', `must be between 1 and ${bounds.page}`);
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100)
+    errors.add('pageSize', 'out_of_range', 'must be between 1 and 100');
 
   const sort: Sort = [];
-  const keys = (q.sort ?? rules.defaultSort).split(',').map((k) => k.trim()).filter(Boolean);
+  const keys = (q.sort ?? rules.defaultSort)
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
   if (keys.length > 3) errors.add('sort', 'too_long', 'takes at most three keys');
   for (const raw of keys.slice(0, 3)) {
     const desc = raw.startsWith('-');
@@ -59,17 +64,31 @@ export function parseListQuery(q: ListQueryInput, rules: ListRules): ParsedList 
     page,
     pageSize,
     search,
-    find: { sort: [...sort, ['_id', 1]].slice(0, Math.max(3, sort.length)) as Sort, skip: (page - 1) * pageSize, limit: pageSize, search },
+    find: {
+      sort: [...sort, ['_id', 1]].slice(0, Math.max(3, sort.length)) as Sort,
+      skip: (page - 1) * pageSize,
+      limit: pageSize,
+      search,
+    },
   };
 }
 
 /** Comma-separated filter values, each checked against the allowed set. */
-export function parseCsvFilter<T extends string>(field: string, raw: string | undefined, allowed: readonly T[]): T[] | null {
+export function parseCsvFilter<T extends string>(
+  field: string,
+  raw: string | undefined,
+  allowed: readonly T[],
+): T[] | null {
   if (raw === undefined || raw.trim() === '') return null;
-  const values = raw.split(',').map((v) => v.trim()).filter(Boolean);
+  const values = raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
   const bad = values.filter((v) => !allowed.includes(v as T));
   if (bad.length > 0) {
-    throw DomainError.validation([{ field, code: 'invalid', message: `must be one of ${allowed.join(', ')} (got ${bad.join(', ')})` }]);
+    throw DomainError.validation([
+      { field, code: 'invalid', message: `must be one of ${allowed.join(', ')} (got ${bad.join(', ')})` },
+    ]);
   }
   return values as T[];
 }

@@ -29,7 +29,11 @@ function hoist(schema: unknown, components: Map<string, unknown>): unknown {
 
 const toPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
-function parameters(schema: JsonObject | undefined, where: 'path' | 'query', components: Map<string, unknown>): JsonObject[] {
+function parameters(
+  schema: JsonObject | undefined,
+  where: 'path' | 'query',
+  components: Map<string, unknown>,
+): JsonObject[] {
   if (!schema) return [];
   const props = (schema.properties ?? {}) as Record<string, JsonObject>;
   const required = new Set((schema.required ?? []) as string[]);
@@ -51,7 +55,9 @@ export function buildOpenApiDocument(routes: CollectedRoute[], version: string):
   // Records that SPEC §2 names but no route of this version carries yet are still published.
   for (const s of [ErrorBody, Limits]) hoist(s, components);
   const paths: Record<string, JsonObject> = {};
-  const sorted = [...routes].sort((a, b) => (a.url === b.url ? a.method.localeCompare(b.method) : a.url.localeCompare(b.url)));
+  const sorted = [...routes].sort((a, b) =>
+    a.url === b.url ? a.method.localeCompare(b.method) : a.url.localeCompare(b.url),
+  );
   for (const r of sorted) {
     if (!r.url.startsWith('/api/') && !r.url.startsWith('/hooks/')) continue;
     const rule = ruleFor(r.method, r.url);
@@ -62,18 +68,32 @@ export function buildOpenApiDocument(routes: CollectedRoute[], version: string):
       responses[status] =
         status === '204'
           ? { description: String(b.description ?? 'No content') }
-          : { description: String(b.description ?? 'Success'), content: { [String(b['x-content-type'] ?? 'application/json')]: { schema: hoist(stripMeta(b), components) } } };
+          : {
+              description: String(b.description ?? 'Success'),
+              content: {
+                [String(b['x-content-type'] ?? 'application/json')]: { schema: hoist(stripMeta(b), components) },
+              },
+            };
     }
-    responses.default = { description: 'Error (SPEC §7)', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } };
+    responses.default = {
+      description: 'Error (SPEC §7)',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
+    };
     const op: JsonObject = {
       operationId: operationId(r.method, r.url),
       summary: s.summary,
       ...(s.description ? { description: s.description } : {}),
       tags: s.tags ?? [],
       'x-access': { role: rule.access, session: rule.session },
-      security: rule.access === 'public' ? [] : rule.session ? [{ cookieAuth: [] }] : [{ bearerAuth: [] }, { cookieAuth: [] }],
-      parameters: [...parameters(s.params as JsonObject | undefined, 'path', components), ...parameters(s.querystring as JsonObject | undefined, 'query', components)],
-      ...(s.body ? { requestBody: { required: true, content: { 'application/json': { schema: hoist(s.body, components) } } } } : {}),
+      security:
+        rule.access === 'public' ? [] : rule.session ? [{ cookieAuth: [] }] : [{ bearerAuth: [] }, { cookieAuth: [] }],
+      parameters: [
+        ...parameters(s.params as JsonObject | undefined, 'path', components),
+        ...parameters(s.querystring as JsonObject | undefined, 'query', components),
+      ],
+      ...(s.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: hoist(s.body, components) } } } }
+        : {}),
       responses,
     };
     (paths[toPath(r.url)] ??= {})[r.method.toLowerCase()] = op;
@@ -83,7 +103,8 @@ export function buildOpenApiDocument(routes: CollectedRoute[], version: string):
     info: {
       title: 'svc: self-hosted job automation',
       version,
-      description: 'Jobs are natural-language instructions run in sandboxes by an agent or a proven script. Authenticate with a session cookie or `Authorization: Bearer svc_...`.',
+      description:
+        'Jobs are natural-language instructions run in sandboxes by an agent or a proven script. Authenticate with a session cookie or `Authorization: Bearer svc_...`.',
     },
     servers: [{ url: '/' }],
     paths,

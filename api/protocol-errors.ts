@@ -12,9 +12,19 @@ import type { ErrorBody } from '../schemas/common.js';
 
 /** Fastify's `frameworkErrors`: the router refused the URL, so no route (and none of its hooks) runs. */
 export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'is longer than 4096 characters' : 'is not a valid URL component';
-  const body: ErrorBody = { code: 'validation_failed', message: `A path parameter ${message}`, fields: [{ field: 'path', code: 'invalid', message }], requestId: request.id };
-  void reply.status(400).headers({ 'X-Request-ID': request.id, 'X-Content-Type-Options': 'nosniff' }).type('application/json; charset=utf-8').send(body);
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'is longer than 4096 characters' : 'is not a valid URL component';
+  const body: ErrorBody = {
+    code: 'validation_failed',
+    message: `A path parameter ${message}`,
+    fields: [{ field: 'path', code: 'invalid', message }],
+    requestId: request.id,
+  };
+  void reply
+    .status(400)
+    .headers({ 'X-Request-ID': request.id, 'X-Content-Type-Options': 'nosniff' })
+    .type('application/json; charset=utf-8')
+    .send(body);
 }
 
 /** Fastify's `clientErrorHandler`: Node refused the request before it became one; the answer is written by hand. */

@@ -23,7 +23,9 @@ export class RateLimiter {
     if (b.tokens < 1) {
       this.buckets.set(key, b);
       const retryAfter = Math.max(1, Math.ceil((1 - b.tokens) / rate / 1000));
-      throw new ApiError(429, 'rate_limited', `Too many calls; try again in ${retryAfter} s`, null, { 'Retry-After': String(retryAfter) });
+      throw new ApiError(429, 'rate_limited', `Too many calls; try again in ${retryAfter} s`, null, {
+        'Retry-After': String(retryAfter),
+      });
     }
     b.tokens -= 1;
     this.buckets.set(key, b);

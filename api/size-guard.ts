@@ -62,7 +62,11 @@ export const tooManyValues = 'too_many_values';
 
 type Found = Oversize | typeof tooManyValues | null;
 
-export function findOversize(schema: unknown, data: unknown, budget: WalkBudget = { nodes: 0, limit: Number.POSITIVE_INFINITY }): Found {
+export function findOversize(
+  schema: unknown,
+  data: unknown,
+  budget: WalkBudget = { nodes: 0, limit: Number.POSITIVE_INFINITY },
+): Found {
   if (++budget.nodes > budget.limit) return tooManyValues;
   if (!isSchema(schema) || typeof data !== 'object' || data === null) return null;
   const type = jsonType(data);
@@ -93,7 +97,8 @@ export function findOversize(schema: unknown, data: unknown, budget: WalkBudget 
 
   if (Array.isArray(data)) {
     const max = schema.maxItems;
-    if (typeof max === 'number' && data.length > max) return { path: [], code: 'too_long', message: `must have at most ${max} items` };
+    if (typeof max === 'number' && data.length > max)
+      return { path: [], code: 'too_long', message: `must have at most ${max} items` };
     const items = schema.items;
     if (!isSchema(items)) return null;
     for (let i = 0; i < data.length; i++) {
@@ -110,17 +115,24 @@ export function findOversize(schema: unknown, data: unknown, budget: WalkBudget 
   const obj = data as Record<string, unknown>;
   const keys = Object.keys(obj);
   const max = schema.maxProperties;
-  if (typeof max === 'number' && keys.length > max) return { path: [], code: 'too_many_fields', message: `must have at most ${max} fields` };
+  if (typeof max === 'number' && keys.length > max)
+    return { path: [], code: 'too_many_fields', message: `must have at most ${max} fields` };
   const props = isSchema(schema.properties) ? schema.properties : {};
   const extra = schema.additionalProperties;
   const pats = patterns(schema);
   if (extra === false && pats.length === 0) {
     const known = Object.keys(props).length;
-    if (keys.length > known + unknownFieldAllowance) return { path: [], code: 'too_many_fields', message: `has ${keys.length} fields; it takes at most ${known}` };
+    if (keys.length > known + unknownFieldAllowance)
+      return { path: [], code: 'too_many_fields', message: `has ${keys.length} fields; it takes at most ${known}` };
   }
   for (const k of keys) {
     let sub: unknown = Object.hasOwn(props, k) ? props[k] : undefined;
-    if (sub === undefined) for (const [re, s] of pats) if (re.test(k)) { sub = s; break; }
+    if (sub === undefined)
+      for (const [re, s] of pats)
+        if (re.test(k)) {
+          sub = s;
+          break;
+        }
     if (sub === undefined && isSchema(extra)) sub = extra;
     if (sub === undefined) continue;
     const found = findOversize(sub, obj[k], budget);

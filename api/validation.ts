@@ -21,8 +21,14 @@ export function stripIds(schema: unknown): unknown {
 // common case of a valid request, and one that collects every error, run only on a request already known to fail
 // and already within its size bounds (docs/design.md, "Validation cost").
 const options = { useDefaults: true, removeAdditional: false, strict: false } as const;
-const bodyAjv = { first: new Ajv({ ...options, allErrors: false, coerceTypes: false }), all: new Ajv({ ...options, allErrors: true, coerceTypes: false }) };
-const textAjv = { first: new Ajv({ ...options, allErrors: false, coerceTypes: 'array' }), all: new Ajv({ ...options, allErrors: true, coerceTypes: 'array' }) };
+const bodyAjv = {
+  first: new Ajv({ ...options, allErrors: false, coerceTypes: false }),
+  all: new Ajv({ ...options, allErrors: true, coerceTypes: false }),
+};
+const textAjv = {
+  first: new Ajv({ ...options, allErrors: false, coerceTypes: 'array' }),
+  all: new Ajv({ ...options, allErrors: true, coerceTypes: 'array' }),
+};
 
 type Validator = (data: unknown) => boolean | { error: ValidationFailure };
 
@@ -45,10 +51,14 @@ export function compileValidator(schema: object, part: 'body' | 'text'): Validat
     if (first(data)) return true;
     const big = findOversize(plain, data, { nodes: 0, limit: fullReportNodes });
     if (big === tooManyValues) {
-      return { error: new ValidationFailure({ fields: summarizeAjvErrors(first.errors ?? [], 1).fields, count: null }) };
+      return {
+        error: new ValidationFailure({ fields: summarizeAjvErrors(first.errors ?? [], 1).fields, count: null }),
+      };
     }
     if (big) {
-      const field = big.path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '') || 'body';
+      const field =
+        big.path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '') ||
+        'body';
       return { error: new ValidationFailure({ fields: [{ field, code: big.code, message: big.message }], count: 1 }) };
     }
     all(data);

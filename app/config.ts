@@ -45,6 +45,10 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
     masterKey: env.SVC_MASTER_KEY,
     roles,
     logLevel: env.SVC_LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
-    sandbox: { backend: env.SVC_SANDBOX || 'bwrap', dockerHost: env.SVC_DOCKER_HOST || undefined, image: env.SVC_SANDBOX_IMAGE || undefined },
+    sandbox: {
+      backend: env.SVC_SANDBOX || 'bwrap',
+      dockerHost: env.SVC_DOCKER_HOST || undefined,
+      image: env.SVC_SANDBOX_IMAGE || undefined,
+    },
   };
 }

@@ -86,18 +86,36 @@ export class Identity {
     if (!hit?.user || hit.user.deactivated) return undefined;
     const effective: Role | null = hit.user.isAdmin ? 'owner' : hit.role;
     if (!effective) return undefined;
-    return { kind: 'session', userId: hit.user._id, workspaceId: claims.wid, role: effective, isAdmin: hit.user.isAdmin, tokenId: null };
+    return {
+      kind: 'session',
+      userId: hit.user._id,
+      workspaceId: claims.wid,
+      role: effective,
+      isAdmin: hit.user.isAdmin,
+      tokenId: null,
+    };
   }
 
   async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
-    const { user, role } = await this.cache.get(['users', 'members'], `session:${claims.uid}:${claims.wid}`, async () => ({
-      user: await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid }),
-      role: await this.roleIn(claims.wid, claims.uid),
-    }));
+    const { user, role } = await this.cache.get(
+      ['users', 'members'],
+      `session:${claims.uid}:${claims.wid}`,
+      async () => ({
+        user: await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid }),
+        role: await this.roleIn(claims.wid, claims.uid),
+      }),
+    );
     if (!user || user.deactivated) return null;
     const effective: Role | null = user.isAdmin ? 'owner' : role;
     if (!effective) return null;
-    return { kind: 'session', userId: user._id, workspaceId: claims.wid, role: effective, isAdmin: user.isAdmin, tokenId: null };
+    return {
+      kind: 'session',
+      userId: user._id,
+      workspaceId: claims.wid,
+      role: effective,
+      isAdmin: user.isAdmin,
+      tokenId: null,
+    };
   }
 
   private async roleIn(workspaceId: string, userId: string): Promise<Role | null> {
@@ -117,7 +135,14 @@ export class Identity {
     await this.bus.execute(
       signInLinkStreamId(linkId),
       signInLinkDecider,
-      { type: 'IssueLink', linkId, secretHash: hashToken(secret), email: email.trim().toLowerCase(), isAdmin, now: this.clock() },
+      {
+        type: 'IssueLink',
+        linkId,
+        secretHash: hashToken(secret),
+        email: email.trim().toLowerCase(),
+        isAdmin,
+        now: this.clock(),
+      },
       ctx,
     );
     return `/api/auth/link/${linkId}.${secret}`;
@@ -128,10 +153,19 @@ export class Identity {
     if (!linkId || !secret || !/^[0-9a-f-]{36}$/.test(linkId)) {
       throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
     }
-    const used = await this.bus.execute(signInLinkStreamId(linkId), signInLinkDecider, { type: 'UseLink', secretHash: hashToken(secret), now: this.clock() }, ctx);
-    if (used.state.status === 'none') throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
+    const used = await this.bus.execute(
+      signInLinkStreamId(linkId),
+      signInLinkDecider,
+      { type: 'UseLink', secretHash: hashToken(secret), now: this.clock() },
+      ctx,
+    );
+    if (used.state.status === 'none')
+      throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
     const { email, isAdmin } = used.state;
-    return this.signIn({ issuer: 'local', subject: email, provider: 'link', isAdmin, profile: { email, name: null, picture: null } }, ctx);
+    return this.signIn(
+      { issuer: 'local', subject: email, provider: 'link', isAdmin, profile: { email, name: null, picture: null } },
+      ctx,
+    );
   }
 
   /** Finds or registers the user of an identity, records the sign-in, joins the landing workspace. */
@@ -148,10 +182,30 @@ export class Identity {
     const userCtx: CommandContext = { ...ctx, actor: { type: 'user', id: userId } };
     const user = await this.bus.load(userStreamId(userId), userDecider);
     // A link never takes admin rights away: only an identity provider's admin lists can (checked at each sign-in).
-    const isAdmin = identity.provider === 'link' && user.state.exists ? identity.isAdmin || user.state.isAdmin : identity.isAdmin;
+    const isAdmin =
+      identity.provider === 'link' && user.state.exists ? identity.isAdmin || user.state.isAdmin : identity.isAdmin;
     const result = user.state.exists
-      ? await this.bus.execute(userStreamId(userId), userDecider, { type: 'RecordSignIn', provider: identity.provider, isAdmin, profile: identity.profile, now }, userCtx)
-      : await this.bus.execute(userStreamId(userId), userDecider, { type: 'RegisterUser', userId, issuer: identity.issuer, subject: identity.subject, provider: identity.provider, isAdmin: identity.isAdmin, profile: identity.profile, now }, userCtx);
+      ? await this.bus.execute(
+          userStreamId(userId),
+          userDecider,
+          { type: 'RecordSignIn', provider: identity.provider, isAdmin, profile: identity.profile, now },
+          userCtx,
+        )
+      : await this.bus.execute(
+          userStreamId(userId),
+          userDecider,
+          {
+            type: 'RegisterUser',
+            userId,
+            issuer: identity.issuer,
+            subject: identity.subject,
+            provider: identity.provider,
+            isAdmin: identity.isAdmin,
+            profile: identity.profile,
+            now,
+          },
+          userCtx,
+        );
     const joined = await this.join(defaultWorkspaceId, userId, { ...userCtx, workspaceId: defaultWorkspaceId });
     await this.projections.waitFor(joined ?? result.position, 2000);
     return { sid: newId(now), uid: userId, wid: defaultWorkspaceId, exp: now + sessionTtlMs };
@@ -161,21 +215,45 @@ export class Identity {
   private async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
     const existing = await this.bus.load(membershipStreamId(workspaceId, userId), membershipDecider);
     if (existing.state.status === 'member') return null;
-    const claim = await this.bus.execute(workspaceStreamId(workspaceId), workspaceDecider, { type: 'ClaimOwnership', userId, now: this.clock() }, ctx);
+    const claim = await this.bus.execute(
+      workspaceStreamId(workspaceId),
+      workspaceDecider,
+      { type: 'ClaimOwnership', userId, now: this.clock() },
+      ctx,
+    );
     const role: Role = claim.state.exists && claim.state.ownerId === userId ? 'owner' : 'member';
-    const r = await this.bus.execute(membershipStreamId(workspaceId, userId), membershipDecider, { type: 'Join', workspaceId, userId, role, now: this.clock() }, ctx);
+    const r = await this.bus.execute(
+      membershipStreamId(workspaceId, userId),
+      membershipDecider,
+      { type: 'Join', workspaceId, userId, role, now: this.clock() },
+      ctx,
+    );
     return r.position ?? claim.position;
   }
 
   // --- API tokens -----------------------------------------------------------------------------------------
 
-  async createApiToken(p: Principal, name: string, expiresAt: number | null, ctx: CommandContext): Promise<{ token: string; tokenId: string; position: Position | null }> {
+  async createApiToken(
+    p: Principal,
+    name: string,
+    expiresAt: number | null,
+    ctx: CommandContext,
+  ): Promise<{ token: string; tokenId: string; position: Position | null }> {
     const tokenId = newId(this.clock());
     const token = `${apiTokenPrefix}${newSecret()}`;
     const r = await this.bus.execute(
       apiTokenStreamId(tokenId),
       apiTokenDecider,
-      { type: 'CreateApiToken', tokenId, workspaceId: p.workspaceId, userId: p.userId, name, tokenHash: hashToken(token), expiresAt, now: this.clock() },
+      {
+        type: 'CreateApiToken',
+        tokenId,
+        workspaceId: p.workspaceId,
+        userId: p.userId,
+        name,
+        tokenHash: hashToken(token),
+        expiresAt,
+        now: this.clock(),
+      },
       ctx,
     );
     return { token, tokenId, position: r.position };
@@ -187,7 +265,9 @@ export class Identity {
    */
   cachedTokenPrincipal(token: string): Principal | undefined {
     if (!token.startsWith(apiTokenPrefix)) return undefined;
-    const hit = this.cache.peek<{ doc: ApiTokenDoc | null; user: UserDoc | null; role: Role | null }>(`token:${hashToken(token)}`);
+    const hit = this.cache.peek<{ doc: ApiTokenDoc | null; user: UserDoc | null; role: Role | null }>(
+      `token:${hashToken(token)}`,
+    );
     if (!hit?.doc || !hit.user || hit.user.deactivated || !hit.role) return undefined;
     const { doc, role } = hit;
     const now = this.clock();

@@ -2,7 +2,14 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Subject } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
-import { dockerfileHash, jobImagesDecider, jobImagesStreamId, runImageChoice, staleAfterMs, type ImageRow } from '../domain/image.js';
+import {
+  dockerfileHash,
+  jobImagesDecider,
+  jobImagesStreamId,
+  runImageChoice,
+  staleAfterMs,
+  type ImageRow,
+} from '../domain/image.js';
 import { imagesCollection, type ImageDoc } from '../projections/images.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
 import type { Doc, DocumentStore } from '../store/document-store.js';
@@ -14,7 +21,11 @@ import { newId } from './ids.js';
  * The Dockerfile of a job's playbook: at `playbookVersion` when given (a run's pinned version), else the current
  * one; null when the playbook has none. The playbook module supplies it.
  */
-export type DockerfileSource = (workspaceId: string, jobId: string, playbookVersion: number | null) => Promise<string | null>;
+export type DockerfileSource = (
+  workspaceId: string,
+  jobId: string,
+  playbookVersion: number | null,
+) => Promise<string | null>;
 export const noDockerfiles: DockerfileSource = async () => null;
 
 /** A build log on the host: `images/<id>/build.log` under the data directory, beside `runs/`. */
@@ -48,7 +59,8 @@ export class RunImageError extends Error {
   override name = 'RunImageError';
 }
 
-export const noBuilderMessage = "The job's Dockerfile needs a sandbox backend that builds images (docker); this runner's backend cannot build them";
+export const noBuilderMessage =
+  "The job's Dockerfile needs a sandbox backend that builds images (docker); this runner's backend cannot build them";
 
 /** What a run starts from: an image reference (null: the backend's default) and the build it came from, if any. */
 export interface RunImage {
@@ -98,29 +110,56 @@ export class Images {
    * After a playbook save with a Dockerfile: queues a build when this Dockerfile has none or its latest failed, and
    * resubmits one stuck for 25 minutes. Answers the image queued or resubmitted, if any.
    */
-  async ensureBuild(ctx: CommandContext, workspaceId: string, jobId: string, dockerfile: string, reason: 'playbook' | 'run' = 'playbook'): Promise<{ imageId: string | null; position: Position | null }> {
+  async ensureBuild(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    dockerfile: string,
+    reason: 'playbook' | 'run' = 'playbook',
+  ): Promise<{ imageId: string | null; position: Position | null }> {
     if (dockerfile.trim() === '') return { imageId: null, position: null };
-    const result = await this.bus.execute(jobImagesStreamId(jobId), jobImagesDecider, { type: 'EnsureBuild', imageId: newId(this.clock()), jobId, workspaceId, dockerfile, reason, now: this.clock() }, ctx);
+    const result = await this.bus.execute(
+      jobImagesStreamId(jobId),
+      jobImagesDecider,
+      { type: 'EnsureBuild', imageId: newId(this.clock()), jobId, workspaceId, dockerfile, reason, now: this.clock() },
+      ctx,
+    );
     const imageId = result.events[0]?.data.imageId ?? null;
     if (imageId) this.buildable.next(imageId);
     return { imageId, position: result.position };
   }
 
   /** `POST …/images/rebuild`: a fresh build of the current Dockerfile, base digest resolved again. */
-  async rebuild(ctx: CommandContext, workspaceId: string, jobId: string): Promise<{ imageId: string; position: Position | null }> {
+  async rebuild(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+  ): Promise<{ imageId: string; position: Position | null }> {
     await this.job(workspaceId, jobId);
     const dockerfile = await this.dockerfileFor(workspaceId, jobId, null);
-    if (!dockerfile || dockerfile.trim() === '') throw new DomainError('unsupported', "The job's playbook has no Dockerfile to build");
-    if (!(await this.builderAvailable())) throw new DomainError('unsupported', 'No sandbox backend of this service can build images (the docker backend can)');
+    if (!dockerfile || dockerfile.trim() === '')
+      throw new DomainError('unsupported', "The job's playbook has no Dockerfile to build");
+    if (!(await this.builderAvailable()))
+      throw new DomainError(
+        'unsupported',
+        'No sandbox backend of this service can build images (the docker backend can)',
+      );
     const imageId = newId(this.clock());
-    const result = await this.bus.execute(jobImagesStreamId(jobId), jobImagesDecider, { type: 'Rebuild', imageId, jobId, workspaceId, dockerfile, now: this.clock() }, ctx);
+    const result = await this.bus.execute(
+      jobImagesStreamId(jobId),
+      jobImagesDecider,
+      { type: 'Rebuild', imageId, jobId, workspaceId, dockerfile, now: this.clock() },
+      ctx,
+    );
     this.buildable.next(imageId);
     return { imageId, position: result.position };
   }
 
   /** The job, when it exists in the workspace and is not archived. */
   async job(workspaceId: string, jobId: string): Promise<JobDoc> {
-    const job = await this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, workspaceId, archived: false });
+    const job = await this.docs
+      .collection<JobDoc>(jobsCollection)
+      .findOne({ _id: jobId, workspaceId, archived: false });
     if (!job) throw DomainError.notFound('Job');
     return job;
   }
@@ -133,7 +172,9 @@ export class Images {
 
   /** A builder says it is there; the rebuild route asks whether any is (builders may live in other processes). */
   async builderHeartbeat(builderId: string): Promise<void> {
-    await this.docs.collection<BuilderDoc>(buildersCollection).updateOne({ _id: builderId }, { $set: { heartbeatAt: this.clock() } }, { upsert: true });
+    await this.docs
+      .collection<BuilderDoc>(buildersCollection)
+      .updateOne({ _id: builderId }, { $set: { heartbeatAt: this.clock() } }, { upsert: true });
   }
 
   async builderGone(builderId: string): Promise<void> {
@@ -146,7 +187,11 @@ export class Images {
   }
 
   async builderAvailable(): Promise<boolean> {
-    return (await this.docs.collection<BuilderDoc>(buildersCollection).count({ heartbeatAt: { $gte: this.clock() - builderSilenceMs } })) > 0;
+    return (
+      (await this.docs
+        .collection<BuilderDoc>(buildersCollection)
+        .count({ heartbeatAt: { $gte: this.clock() - builderSilenceMs } })) > 0
+    );
   }
 
   /**
@@ -170,11 +215,16 @@ export class Images {
       const { state } = await this.bus.load(jobImagesStreamId(req.jobId), jobImagesDecider);
       const choice = runImageChoice(state, hash);
       if (choice.kind === 'use') return { image: choice.image.ref, build: choice.image };
-      if (choice.kind === 'failed') throw new RunImageError(`Environment build failed: ${choice.image.error ?? 'unknown error'}`);
+      if (choice.kind === 'failed')
+        throw new RunImageError(`Environment build failed: ${choice.image.error ?? 'unknown error'}`);
       if (choice.kind === 'missing' || this.clock() - choice.image.progressAt > staleAfterMs) {
         // No build although the playbook has this Dockerfile (a crash between the save and its EnsureBuild), or one
         // stuck for 25 minutes: EnsureBuild queues or resubmits it.
-        const ctx: CommandContext = { workspaceId: req.workspaceId, actor: { type: 'system', id: null }, requestId: null };
+        const ctx: CommandContext = {
+          workspaceId: req.workspaceId,
+          actor: { type: 'system', id: null },
+          requestId: null,
+        };
         await this.ensureBuild(ctx, req.workspaceId, req.jobId, dockerfile, 'run');
       }
       if (!told) {

@@ -11,7 +11,10 @@ export class JobStateOverlay implements JobStateAccess {
   /** By key: the overlay's value, or null for a key it deleted. */
   private readonly changes = new Map<string, StateEntry | null>();
 
-  constructor(private readonly real: JobStateAccess, private readonly clock: () => number = Date.now) {}
+  constructor(
+    private readonly real: JobStateAccess,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
   /** Whether the shadow run wrote or deleted anything. */
   get touched(): boolean {

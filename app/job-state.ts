@@ -1,4 +1,11 @@
-import { checkKey, decideDelete, decideSet, jobStateStreamId, type JobStateEvent, type StateUsage } from '../domain/job-state.js';
+import {
+  checkKey,
+  decideDelete,
+  decideSet,
+  jobStateStreamId,
+  type JobStateEvent,
+  type StateUsage,
+} from '../domain/job-state.js';
 import { upcast } from '../domain/upcast.js';
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from '../store/document-store.js';
 import { WrongExpectedRevisionError, type Actor, type EventStore } from '../store/event-store.js';
@@ -83,7 +90,11 @@ export class JobStateStore implements JobStateAccess {
   }
 
   private ready(): Promise<void> {
-    this.indexed ??= this.entries.createIndex([['jobId', 1], ['deleted', 1], ['key', 1]]);
+    this.indexed ??= this.entries.createIndex([
+      ['jobId', 1],
+      ['deleted', 1],
+      ['key', 1],
+    ]);
     return this.indexed;
   }
 
@@ -128,7 +139,12 @@ export class JobStateStore implements JobStateAccess {
   }
 
   /** Decides on the documents, appends at the revision they reflect, applies; catches up and decides again on a conflict. */
-  private async write(ctx: CommandContext, workspaceId: string, jobId: string, decide: (usage: StateUsage) => Promise<JobStateEvent | null>): Promise<{ ts: number } | null> {
+  private async write(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    decide: (usage: StateUsage) => Promise<JobStateEvent | null>,
+  ): Promise<{ ts: number } | null> {
     await this.ready();
     for (let attempt = 1; ; attempt++) {
       const head = await this.usageDocs.findOne({ _id: jobId });
@@ -136,9 +152,21 @@ export class JobStateStore implements JobStateAccess {
       const event = await decide({ keys: head?.keys ?? 0, bytes: head?.bytes ?? 0 });
       if (!event) return null;
       const ts = this.clock();
-      const metadata = { workspaceId, actor: ctx.actor, requestId: ctx.requestId, correlationId: ctx.correlationId ?? ctx.requestId, causationId: ctx.causationId ?? null, ts, v: 1 };
+      const metadata = {
+        workspaceId,
+        actor: ctx.actor,
+        requestId: ctx.requestId,
+        correlationId: ctx.correlationId ?? ctx.requestId,
+        causationId: ctx.causationId ?? null,
+        ts,
+        v: 1,
+      };
       try {
-        const appended = await this.events.append(jobStateStreamId(jobId), [{ type: event.type, data: event.data, metadata }], revision === -1 ? 'no_stream' : revision);
+        const appended = await this.events.append(
+          jobStateStreamId(jobId),
+          [{ type: event.type, data: event.data, metadata }],
+          revision === -1 ? 'no_stream' : revision,
+        );
         await this.apply(workspaceId, jobId, appended.revision, event, ctx.actor, ts);
         return { ts };
       } catch (err) {
@@ -152,16 +180,39 @@ export class JobStateStore implements JobStateAccess {
   private async catchUp(jobId: string, revision: number): Promise<void> {
     for (const recorded of await this.events.readStream(jobStateStreamId(jobId), { fromRevision: revision + 1 })) {
       const e = upcast(recorded);
-      await this.apply(e.metadata.workspaceId ?? '', jobId, e.revision, { type: e.type, data: e.data } as JobStateEvent, e.metadata.actor, e.metadata.ts);
+      await this.apply(
+        e.metadata.workspaceId ?? '',
+        jobId,
+        e.revision,
+        { type: e.type, data: e.data } as JobStateEvent,
+        e.metadata.actor,
+        e.metadata.ts,
+      );
     }
   }
 
-  private async apply(workspaceId: string, jobId: string, revision: number, event: JobStateEvent, actor: Actor, ts: number): Promise<void> {
+  private async apply(
+    workspaceId: string,
+    jobId: string,
+    revision: number,
+    event: JobStateEvent,
+    actor: Actor,
+    ts: number,
+  ): Promise<void> {
     const { key, keys, bytes } = event.data;
     const updatedBy = { type: actor.type, id: actor.id };
     const fields =
       event.type === 'JobStateSet'
-        ? { workspaceId, jobId, key, value: event.data.value, size: event.data.size, updatedAt: ts, updatedBy, deleted: false }
+        ? {
+            workspaceId,
+            jobId,
+            key,
+            value: event.data.value,
+            size: event.data.size,
+            updatedAt: ts,
+            updatedBy,
+            deleted: false,
+          }
         : { workspaceId, jobId, key, value: '', size: 0, updatedAt: ts, updatedBy, deleted: true };
     await putIfNewer(this.entries, docId(jobId, key), fields, revision);
     await putIfNewer(this.usageDocs, jobId, { workspaceId, keys, bytes }, revision);
@@ -172,15 +223,23 @@ export class JobStateStore implements JobStateAccess {
     const next = prev.then(fn, fn);
     const settled = next.catch(() => undefined);
     this.chains.set(jobId, settled);
-    void settled.then(() => {
-      if (this.chains.get(jobId) === settled) this.chains.delete(jobId);
-    }, () => undefined);
+    void settled.then(
+      () => {
+        if (this.chains.get(jobId) === settled) this.chains.delete(jobId);
+      },
+      () => undefined,
+    );
     return next;
   }
 }
 
 /** Writes a document unless it already reflects this revision or a later one: documents only move forward. */
-async function putIfNewer<T extends Doc & { revision: number }>(c: Collection<T>, _id: string, fields: Omit<T, '_id' | 'revision'>, revision: number): Promise<void> {
+async function putIfNewer<T extends Doc & { revision: number }>(
+  c: Collection<T>,
+  _id: string,
+  fields: Omit<T, '_id' | 'revision'>,
+  revision: number,
+): Promise<void> {
   const body = { ...fields, revision } as unknown as Record<string, never>;
   for (;;) {
     if ((await c.updateOne({ _id, revision: { $lt: revision } }, { $set: body })).matched > 0) return;

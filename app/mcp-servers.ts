@@ -3,12 +3,25 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { DomainError } from '../domain/decider.js';
 import { checkGrants, jobMcpDecider, jobMcpStreamId, type McpGrant } from '../domain/mcp-grants.js';
 import {
-  checkServerInput, configSecrets, mcpNameDecider, mcpNameStreamId, mcpServerDecider, mcpServerStreamId, secretReference,
-  type McpServerConfig, type McpServerInput, type McpTestResult,
+  checkServerInput,
+  configSecrets,
+  mcpNameDecider,
+  mcpNameStreamId,
+  mcpServerDecider,
+  mcpServerStreamId,
+  secretReference,
+  type McpServerConfig,
+  type McpServerInput,
+  type McpTestResult,
 } from '../domain/mcp-server.js';
 import { staleClaimMs } from '../domain/secret.js';
 import type { ProjectionEngine } from '../projections/engine.js';
-import { jobMcpCollection, mcpServersCollection, type JobMcpDoc, type McpServerDoc } from '../projections/mcp-servers.js';
+import {
+  jobMcpCollection,
+  mcpServersCollection,
+  type JobMcpDoc,
+  type McpServerDoc,
+} from '../projections/mcp-servers.js';
 import type { AuthDto, JobServer, McpServerDto } from '../schemas/mcp.js';
 import { McpConnection, LoginRequired, type ResolvedConfig } from '../adapters/mcp/connection.js';
 import { guardedFetch } from '../adapters/egress/guarded-fetch.js';
@@ -85,7 +98,12 @@ export class McpServers {
   async finishLogin(ctx: CommandContext, id: string, userId: string | null, query: CallbackQuery): Promise<string> {
     const doc = await this.servers.findOne({ _id: id });
     if (!doc) return `/mcp?${new URLSearchParams({ server: id, error: 'not_found' }).toString()}`;
-    const { location, position } = await this.oauth.callback({ ...ctx, workspaceId: doc.workspaceId }, id, userId, query);
+    const { location, position } = await this.oauth.callback(
+      { ...ctx, workspaceId: doc.workspaceId },
+      id,
+      userId,
+      query,
+    );
     await this.engine.waitFor(position);
     return location;
   }
@@ -111,7 +129,13 @@ export class McpServers {
     if (missing.length === 0) return;
     const fields: Array<{ field: string; code: string; message: string }> = [];
     const check = (field: string, text: string) => {
-      for (const name of missing) if (text.includes(`{{secret:${name}}}`)) fields.push({ field, code: 'unknown_secret', message: `references the secret ${name}, which does not exist` });
+      for (const name of missing)
+        if (text.includes(`{{secret:${name}}}`))
+          fields.push({
+            field,
+            code: 'unknown_secret',
+            message: `references the secret ${name}, which does not exist`,
+          });
     };
     for (const [k, v] of Object.entries(config.env)) check(`env.${k}`, v);
     for (const [k, v] of Object.entries(config.headers)) check(`headers.${k}`, v);
@@ -127,9 +151,19 @@ export class McpServers {
     if (state.owner && state.owner !== serverId) {
       const owner = (await this.bus.load(mcpServerStreamId(state.owner), mcpServerDecider)).state;
       const ownerName = owner.status === 'active' ? owner.config.name.toLowerCase() : null;
-      if (owner.status === 'deleted' || (owner.status === 'active' && ownerName !== name.toLowerCase()) || (owner.status === 'none' && Date.now() - state.claimedAt > staleClaimMs)) takeOver = state.owner;
+      if (
+        owner.status === 'deleted' ||
+        (owner.status === 'active' && ownerName !== name.toLowerCase()) ||
+        (owner.status === 'none' && Date.now() - state.claimedAt > staleClaimMs)
+      )
+        takeOver = state.owner;
     }
-    await this.bus.execute(stream, mcpNameDecider, { type: 'Claim', serverId, name, now: Date.now(), ...(takeOver ? { takeOver } : {}) }, ctx);
+    await this.bus.execute(
+      stream,
+      mcpNameDecider,
+      { type: 'Claim', serverId, name, now: Date.now(), ...(takeOver ? { takeOver } : {}) },
+      ctx,
+    );
   }
 
   /**
@@ -137,7 +171,10 @@ export class McpServers {
    * localhost); the resolved addresses are judged at every dial by the guarded fetch (docs/design.md "Outbound addresses").
    */
   private checkAddress(config: McpServerConfig): void {
-    const refusal = config.transport === 'http' && config.url ? outboundUrlRefusal(config.url, this.options.allowPrivateTargets) : null;
+    const refusal =
+      config.transport === 'http' && config.url
+        ? outboundUrlRefusal(config.url, this.options.allowPrivateTargets)
+        : null;
     if (refusal) throw DomainError.validation([{ field: 'url', code: 'not_allowed', message: refusal }]);
   }
 
@@ -147,7 +184,12 @@ export class McpServers {
     await this.checkSecrets(workspaceId, config);
     const id = newId();
     await this.claimName(ctx, workspaceId, id, config.name);
-    const r = await this.bus.execute(mcpServerStreamId(id), mcpServerDecider, { type: 'CreateMcpServer', serverId: id, workspaceId, config, now: Date.now() }, ctx);
+    const r = await this.bus.execute(
+      mcpServerStreamId(id),
+      mcpServerDecider,
+      { type: 'CreateMcpServer', serverId: id, workspaceId, config, now: Date.now() },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
     return id;
   }
@@ -160,21 +202,40 @@ export class McpServers {
     await this.checkSecrets(workspaceId, config);
     const renamed = config.name.toLowerCase() !== state.config.name.toLowerCase();
     if (renamed) await this.claimName(ctx, workspaceId, id, config.name);
-    const r = await this.bus.execute(mcpServerStreamId(id), mcpServerDecider, (s) => {
-      if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('MCP server');
-      return { type: 'ChangeMcpServer' as const, config, now: Date.now() };
-    }, ctx);
-    if (renamed) await this.bus.execute(mcpNameStreamId(workspaceId, state.config.name), mcpNameDecider, { type: 'Release', serverId: id }, ctx);
+    const r = await this.bus.execute(
+      mcpServerStreamId(id),
+      mcpServerDecider,
+      (s) => {
+        if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('MCP server');
+        return { type: 'ChangeMcpServer' as const, config, now: Date.now() };
+      },
+      ctx,
+    );
+    if (renamed)
+      await this.bus.execute(
+        mcpNameStreamId(workspaceId, state.config.name),
+        mcpNameDecider,
+        { type: 'Release', serverId: id },
+        ctx,
+      );
     // A login belongs to the server it was made for: a new URL must log in again.
-    const loggedOut = state.config.url !== config.url && this.oauthLogins ? await this.oauthLogins.logout(ctx, id, 'server_changed') : null;
+    const loggedOut =
+      state.config.url !== config.url && this.oauthLogins
+        ? await this.oauthLogins.logout(ctx, id, 'server_changed')
+        : null;
     await this.engine.waitFor(loggedOut ?? r.position);
   }
 
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
-    const r = await this.bus.execute(mcpServerStreamId(id), mcpServerDecider, (s) => {
-      if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('MCP server');
-      return { type: 'DeleteMcpServer' as const, now: Date.now() };
-    }, ctx);
+    const r = await this.bus.execute(
+      mcpServerStreamId(id),
+      mcpServerDecider,
+      (s) => {
+        if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('MCP server');
+        return { type: 'DeleteMcpServer' as const, now: Date.now() };
+      },
+      ctx,
+    );
     const name = (r.state as { config: McpServerConfig }).config.name;
     await this.bus.execute(mcpNameStreamId(workspaceId, name), mcpNameDecider, { type: 'Release', serverId: id }, ctx);
     await this.engine.waitFor(r.position);
@@ -191,16 +252,38 @@ export class McpServers {
     const callbackUrl = `${this.baseUrl}/api/mcp-servers/${doc._id}/oauth/callback`;
     const base = { loggedInAt: null, expiresAt: null, refreshable: false };
     if (doc.config.transport === 'stdio') return { status: 'unsupported', ...base };
-    if (Object.keys(doc.config.headers).some((h) => h.toLowerCase() === 'authorization')) return { status: 'bearer_token', ...base, callbackUrl };
-    if (doc.login) return { status: 'oauth', loggedInAt: doc.login.loggedInAt, expiresAt: doc.login.expiresAt, refreshable: doc.login.refreshable, callbackUrl };
+    if (Object.keys(doc.config.headers).some((h) => h.toLowerCase() === 'authorization'))
+      return { status: 'bearer_token', ...base, callbackUrl };
+    if (doc.login)
+      return {
+        status: 'oauth',
+        loggedInAt: doc.login.loggedInAt,
+        expiresAt: doc.login.expiresAt,
+        refreshable: doc.login.refreshable,
+        callbackUrl,
+      };
     return { status: doc.lastTest?.authStatus ?? 'unknown', ...base, callbackUrl };
   }
 
   toDto(doc: McpServerDoc): McpServerDto {
     const c = doc.config;
     return {
-      id: doc._id, name: c.name, description: c.description, transport: c.transport, command: c.command, args: c.args, env: c.env, url: c.url, headers: c.headers,
-      oauth: c.oauth, enabled: c.enabled, tools: doc.tools, toolsCachedAt: doc.toolsCachedAt, auth: this.auth(doc), createdAt: doc.createdAt, updatedAt: doc.updatedAt,
+      id: doc._id,
+      name: c.name,
+      description: c.description,
+      transport: c.transport,
+      command: c.command,
+      args: c.args,
+      env: c.env,
+      url: c.url,
+      headers: c.headers,
+      oauth: c.oauth,
+      enabled: c.enabled,
+      tools: doc.tools,
+      toolsCachedAt: doc.toolsCachedAt,
+      auth: this.auth(doc),
+      createdAt: doc.createdAt,
+      updatedAt: doc.updatedAt,
     };
   }
 
@@ -214,7 +297,15 @@ export class McpServers {
     }
     const fill = (text: string) => text.replace(secretReference, (_m, name: string) => values.get(name) ?? '');
     const map = (m: Record<string, string>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, fill(v)]));
-    return { ...config, env: map(config.env), headers: map(config.headers), oauth: config.oauth && { ...config.oauth, ...(config.oauth.clientSecret !== undefined ? { clientSecret: fill(config.oauth.clientSecret) } : {}) } };
+    return {
+      ...config,
+      env: map(config.env),
+      headers: map(config.headers),
+      oauth: config.oauth && {
+        ...config.oauth,
+        ...(config.oauth.clientSecret !== undefined ? { clientSecret: fill(config.oauth.clientSecret) } : {}),
+      },
+    };
   }
 
   /**
@@ -229,20 +320,46 @@ export class McpServers {
     try {
       const config = this.withLogin(workspaceId, doc, await this.resolve(workspaceId, doc.config));
       if (config.transport === 'stdio') {
-        if (!this.sandboxes) throw new DomainError('unsupported', 'Testing a stdio server needs a sandbox, and this process has no runner role');
+        if (!this.sandboxes)
+          throw new DomainError(
+            'unsupported',
+            'Testing a stdio server needs a sandbox, and this process has no runner role',
+          );
         const s = this.sandboxes;
         sandbox = await s.backend.create({
-          id: `mcptest-${randomBytes(6).toString('hex')}`, labels: { workspaceId }, image: await s.defaultImage(workspaceId),
-          limits: { cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 1024 }, network: 'internet', runAsRoot: false, env: {}, brokerSocket: s.brokerSocket, proxySocket: null, ttlMs: 5 * 60_000,
+          id: `mcptest-${randomBytes(6).toString('hex')}`,
+          labels: { workspaceId },
+          image: await s.defaultImage(workspaceId),
+          limits: { cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 1024 },
+          network: 'internet',
+          runAsRoot: false,
+          env: {},
+          brokerSocket: s.brokerSocket,
+          proxySocket: null,
+          ttlMs: 5 * 60_000,
         });
       }
       const connection = await McpConnection.open(config, { sandbox, fetch: this.fetch, connectTimeoutMs: 30_000 });
       await connection.close();
-      result = { ok: true, latencyMs: Date.now() - started, error: null, tools: connection.tools, authStatus: 'unsupported', testedAt: Date.now() };
+      result = {
+        ok: true,
+        latencyMs: Date.now() - started,
+        error: null,
+        tools: connection.tools,
+        authStatus: 'unsupported',
+        testedAt: Date.now(),
+      };
     } catch (err) {
       if (err instanceof DomainError) throw err;
       const login = err instanceof LoginRequired;
-      result = { ok: false, latencyMs: Date.now() - started, error: (err as Error).message, tools: null, authStatus: login ? 'not_logged_in' : 'unknown', testedAt: Date.now() };
+      result = {
+        ok: false,
+        latencyMs: Date.now() - started,
+        error: (err as Error).message,
+        tools: null,
+        authStatus: login ? 'not_logged_in' : 'unknown',
+        testedAt: Date.now(),
+      };
     } finally {
       await sandbox?.destroy().catch(() => undefined);
     }
@@ -258,7 +375,9 @@ export class McpServers {
     if (list.length === 0) return [];
     const found = await this.servers.find({ _id: { $in: list.map((g) => g.serverId) }, workspaceId });
     const names = new Map(found.map((s) => [s._id, s.name]));
-    return list.filter((g) => names.has(g.serverId)).map((g) => ({ serverId: g.serverId, allowedTools: g.allowedTools, serverName: names.get(g.serverId)! }));
+    return list
+      .filter((g) => names.has(g.serverId))
+      .map((g) => ({ serverId: g.serverId, allowedTools: g.allowedTools, serverName: names.get(g.serverId)! }));
   }
 
   /** Replaces the job's whole set. Every server must exist in the workspace (else 404); tool names are checked. */
@@ -268,20 +387,40 @@ export class McpServers {
     if (found.length !== ids.length) throw DomainError.notFound('MCP server');
     const known = new Map(found.map((s) => [s._id, s.tools ? new Set(s.tools.map((t) => t.name)) : null]));
     const checked = checkGrants(grants, known);
-    const r = await this.bus.execute(jobMcpStreamId(jobId), jobMcpDecider, { type: 'SetJobMcpServers', jobId, grants: checked }, ctx);
+    const r = await this.bus.execute(
+      jobMcpStreamId(jobId),
+      jobMcpDecider,
+      { type: 'SetJobMcpServers', jobId, grants: checked },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
   }
 
   /** Names of the workspace's servers, for compile. */
-  async names(workspaceId: string): Promise<Array<{ id: string; name: string; description: string; enabled: boolean }>> {
-    return (await this.servers.find({ workspaceId }, { sort: [['nameLower', 1]] })).map((s) => ({ id: s._id, name: s.name, description: s.config.description, enabled: s.config.enabled }));
+  async names(
+    workspaceId: string,
+  ): Promise<Array<{ id: string; name: string; description: string; enabled: boolean }>> {
+    return (await this.servers.find({ workspaceId }, { sort: [['nameLower', 1]] })).map((s) => ({
+      id: s._id,
+      name: s.name,
+      description: s.config.description,
+      enabled: s.config.enabled,
+    }));
   }
 
   /**
    * The granted, enabled servers of a job with their configs resolved, as a run's MCP set; null when there are none.
    * A server whose secrets cannot be resolved is left out with a note on the timeline.
    */
-  async forRun(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null> {
+  async forRun(
+    workspaceId: string,
+    jobId: string,
+    options: {
+      shadow: boolean;
+      runAsRoot: boolean;
+      timeline(type: string, payload: Record<string, unknown>, ms: number | null): void;
+    },
+  ): Promise<RunMcp | null> {
     const doc = await this.docs.collection<JobMcpDoc>(jobMcpCollection).findOne({ _id: jobId });
     const grants = doc?.grants ?? [];
     if (grants.length === 0) return null;
@@ -291,12 +430,26 @@ export class McpServers {
       const s = servers.find((x) => x._id === g.serverId);
       if (!s || !s.config.enabled) continue;
       try {
-        granted.push({ id: s._id, name: s.name, config: this.withLogin(workspaceId, s, await this.resolve(workspaceId, s.config)), allowedTools: g.allowedTools });
+        granted.push({
+          id: s._id,
+          name: s.name,
+          config: this.withLogin(workspaceId, s, await this.resolve(workspaceId, s.config)),
+          allowedTools: g.allowedTools,
+        });
       } catch (err) {
-        options.timeline('mcp.call', { server: s.name, ok: false, error: `Could not connect to ${s.name}: ${(err as Error).message}` }, null);
+        options.timeline(
+          'mcp.call',
+          { server: s.name, ok: false, error: `Could not connect to ${s.name}: ${(err as Error).message}` },
+          null,
+        );
       }
     }
     if (granted.length === 0) return null;
-    return new RunMcp(granted, { shadow: options.shadow, runAsRoot: options.runAsRoot, timeline: options.timeline, connect: { fetch: this.fetch } });
+    return new RunMcp(granted, {
+      shadow: options.shadow,
+      runAsRoot: options.runAsRoot,
+      timeline: options.timeline,
+      connect: { fetch: this.fetch },
+    });
   }
 }

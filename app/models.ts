@@ -1,6 +1,19 @@
-import { defaultModelKeys, settingsDecider, settingsStreamId, withDefaults, type DefaultModelKey } from '../domain/settings.js';
+import {
+  defaultModelKeys,
+  settingsDecider,
+  settingsStreamId,
+  withDefaults,
+  type DefaultModelKey,
+} from '../domain/settings.js';
 import type { ProjectionEngine } from '../projections/engine.js';
-import { modelsCollection, providersCollection, settingsCollection, type ModelDoc, type ProviderDoc, type SettingsDoc } from '../projections/providers.js';
+import {
+  modelsCollection,
+  providersCollection,
+  settingsCollection,
+  type ModelDoc,
+  type ProviderDoc,
+  type SettingsDoc,
+} from '../projections/providers.js';
 import type { ModelDto } from '../schemas/provider.js';
 import type { SettingsDto, SettingsPatch } from '../schemas/settings.js';
 import { createModelClient } from '../adapters/models/client.js';
@@ -54,19 +67,32 @@ export class Models {
    * Applies a settings patch. Default models must be enabled, listed models of the workspace; `secretNames` are the
    * workspace's secret names the caller found for `notifySecret`. Answers the settings after the change.
    */
-  async changeSettings(ctx: CommandContext, workspaceId: string, patch: SettingsPatch, secretNames: string[] = []): Promise<SettingsDto> {
+  async changeSettings(
+    ctx: CommandContext,
+    workspaceId: string,
+    patch: SettingsPatch,
+    secretNames: string[] = [],
+  ): Promise<SettingsDto> {
     const usableModelIds: string[] = [];
     for (const key of defaultModelKeys) {
       const id = patch[key];
       if (typeof id === 'string' && id !== '' && (await this.usable(workspaceId, id))) usableModelIds.push(id);
     }
-    const r = await this.bus.execute(settingsStreamId(workspaceId), settingsDecider, { type: 'ChangeSettings', patch, usableModelIds, secretNames, now: Date.now() }, ctx);
+    const r = await this.bus.execute(
+      settingsStreamId(workspaceId),
+      settingsDecider,
+      { type: 'ChangeSettings', patch, usableModelIds, secretNames, now: Date.now() },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
     return this.settingsFor(workspaceId);
   }
 
   /** The first workspace default (agent, utility, reflection) that is one of `modelIds`, or null. */
-  async defaultUsing(workspaceId: string, modelIds: string[]): Promise<{ key: DefaultModelKey; modelId: string } | null> {
+  async defaultUsing(
+    workspaceId: string,
+    modelIds: string[],
+  ): Promise<{ key: DefaultModelKey; modelId: string } | null> {
     const s = await this.settingsFor(workspaceId);
     for (const key of defaultModelKeys) {
       const id = s[key];
@@ -84,21 +110,36 @@ export class Models {
   }
 
   private async usable(workspaceId: string, modelId: string): Promise<boolean> {
-    const m = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: modelId, workspaceId, enabled: true });
+    const m = await this.docs
+      .collection<ModelDoc>(modelsCollection)
+      .findOne({ _id: modelId, workspaceId, enabled: true });
     return m !== null && m.unlistedAt === null;
   }
 
   /** An enabled, listed model of the workspace with its provider; null when there is none. */
   async choice(workspaceId: string, modelId: string | null): Promise<ModelChoice | null> {
     if (!modelId) return null;
-    const m = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: modelId, workspaceId, enabled: true });
+    const m = await this.docs
+      .collection<ModelDoc>(modelsCollection)
+      .findOne({ _id: modelId, workspaceId, enabled: true });
     if (!m || m.unlistedAt !== null) return null;
     const p = await this.docs.collection<ProviderDoc>(providersCollection).findOne({ _id: m.providerId, workspaceId });
     if (!p) return null;
     const apiKey = p.apiKeySealed ? this.keys.decrypt('providers', p.apiKeySealed) : null;
     const model: ModelDto = {
-      id: m._id, providerId: m.providerId, providerName: m.providerName, providerKind: m.providerKind, model: m.model, label: m.label, price: m.price,
-      contextWindow: m.contextWindow, caps: m.caps, enabled: m.enabled, synced: m.synced, followCatalog: m.followCatalog, unlistedAt: m.unlistedAt,
+      id: m._id,
+      providerId: m.providerId,
+      providerName: m.providerName,
+      providerKind: m.providerKind,
+      model: m.model,
+      label: m.label,
+      price: m.price,
+      contextWindow: m.contextWindow,
+      caps: m.caps,
+      enabled: m.enabled,
+      synced: m.synced,
+      followCatalog: m.followCatalog,
+      unlistedAt: m.unlistedAt,
     };
     return { model, provider: { id: p._id, kind: p.kind, apiKey, baseUrl: p.baseUrl } };
   }
@@ -108,7 +149,11 @@ export class Models {
    * utility = the workspace utility model, else the run's (agent) model; reflection = the workspace reflection
    * model, else the run's (agent) model. Null when nothing usable is configured.
    */
-  async resolveModel(workspaceId: string, purpose: ModelPurpose, jobModelId: string | null): Promise<ModelChoice | null> {
+  async resolveModel(
+    workspaceId: string,
+    purpose: ModelPurpose,
+    jobModelId: string | null,
+  ): Promise<ModelChoice | null> {
     const s = await this.settingsFor(workspaceId);
     if (purpose !== 'agent') {
       const own = await this.choice(workspaceId, purpose === 'utility' ? s.utilityModelId : s.reflectionModelId);
@@ -120,6 +165,14 @@ export class Models {
   /** `resolveModel` with a client, in the shape the runner takes. */
   async resolve(workspaceId: string, purpose: ModelPurpose, jobModelId: string | null): Promise<ResolvedModel | null> {
     const c = await this.resolveModel(workspaceId, purpose, jobModelId);
-    return c && { id: c.model.id, name: c.model.model, price: c.model.price, contextWindow: c.model.contextWindow, client: createModelClient(c.provider) };
+    return (
+      c && {
+        id: c.model.id,
+        name: c.model.model,
+        price: c.model.price,
+        contextWindow: c.model.contextWindow,
+        client: createModelClient(c.provider),
+      }
+    );
   }
 }

@@ -1,6 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { outboundUrlRefusal } from '../adapters/egress/address-guard.js';
-import { eventHeader, notificationTimeoutMs, productName, signatureHeader, type AttemptResult } from '../domain/notification.js';
+import {
+  eventHeader,
+  notificationTimeoutMs,
+  productName,
+  signatureHeader,
+  type AttemptResult,
+} from '../domain/notification.js';
 import type { NotificationBody } from '../schemas/notification.js';
 import type { SettingsDto } from '../schemas/settings.js';
 import { AddressRefused, guardedFetch } from '../adapters/egress/guarded-fetch.js';
@@ -24,7 +30,8 @@ export function webhookUrlRefusal(url: string, allowPrivateTargets: boolean): st
 }
 
 /** The signature header's value: `sha256=` and the hex HMAC-SHA256 of the exact body bytes. */
-export const signature = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+export const signature = (secret: string, body: string) =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 /** A short, single-line excerpt of what a webhook answered, for logs and the test route's message. */
 async function answerExcerpt(res: Response): Promise<string> {
@@ -53,9 +60,14 @@ export class NotificationSender {
   /** One attempt, never throwing: the result says what happened, `verdict` what it means. */
   async send(workspaceId: string, body: NotificationBody): Promise<AttemptResult> {
     const settings = await this.sources.settings(workspaceId);
-    if (!settings.notifyWebhookUrl) return { kind: 'unsendable', error: 'notifications are off: no webhook URL is set' };
+    if (!settings.notifyWebhookUrl)
+      return { kind: 'unsendable', error: 'notifications are off: no webhook URL is set' };
     const payload = JSON.stringify(body);
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'User-Agent': this.userAgent, [eventHeader]: body.event };
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      'User-Agent': this.userAgent,
+      [eventHeader]: body.event,
+    };
     if (settings.notifySecret) {
       let key: string | null;
       try {
@@ -63,18 +75,30 @@ export class NotificationSender {
       } catch {
         key = null; // a value sealed under another master key reads as missing: the message below says what to fix
       }
-      if (key === null) return { kind: 'unsendable', error: `the signing secret ${settings.notifySecret} cannot be read; create it again or change notifySecret` };
+      if (key === null)
+        return {
+          kind: 'unsendable',
+          error: `the signing secret ${settings.notifySecret} cannot be read; create it again or change notifySecret`,
+        };
       headers[signatureHeader] = signature(key, payload);
     }
     try {
-      const res = await this.fetch(settings.notifyWebhookUrl, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(notificationTimeoutMs) });
+      const res = await this.fetch(settings.notifyWebhookUrl, {
+        method: 'POST',
+        headers,
+        body: payload,
+        signal: AbortSignal.timeout(notificationTimeoutMs),
+      });
       // Read to the end either way, so the connection is released.
       const detail = await answerExcerpt(res);
       return { kind: 'answered', status: res.status, detail: res.ok ? '' : detail };
     } catch (err) {
       if (err instanceof AddressRefused) return { kind: 'unsendable', error: err.message };
       const e = err as Error;
-      const reason = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${notificationTimeoutMs / 1000} s` : (e.message || e.name);
+      const reason =
+        e.name === 'TimeoutError' || e.name === 'AbortError'
+          ? `no answer within ${notificationTimeoutMs / 1000} s`
+          : e.message || e.name;
       return { kind: 'network', error: `could not reach the webhook: ${reason}` };
     }
   }

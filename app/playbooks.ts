@@ -1,11 +1,31 @@
 import { dockerfileHash as hashOfDockerfile } from '../domain/image.js';
 import { DomainError } from '../domain/decider.js';
-import { emptyContent, playbookDecider, playbookStreamId, type PlaybookContent, type PlaybookEvent, type SavePlaybook } from '../domain/playbook.js';
-import { emptyStats, playbookStatsDecider, playbookStatsStreamId, withStats, type PlaybookStats, type ScriptCalls } from '../domain/playbook-stats.js';
+import {
+  emptyContent,
+  playbookDecider,
+  playbookStreamId,
+  type PlaybookContent,
+  type PlaybookEvent,
+  type SavePlaybook,
+} from '../domain/playbook.js';
+import {
+  emptyStats,
+  playbookStatsDecider,
+  playbookStatsStreamId,
+  withStats,
+  type PlaybookStats,
+  type ScriptCalls,
+} from '../domain/playbook-stats.js';
 import { playbookFiles } from '../domain/playbook-render.js';
 import { upcast } from '../domain/upcast.js';
 import type { ProjectionEngine } from '../projections/engine.js';
-import { playbookStatsCollection, playbookVersionsCollection, versionDocId, type PlaybookStatsDoc, type PlaybookVersionDoc } from '../projections/playbooks.js';
+import {
+  playbookStatsCollection,
+  playbookVersionsCollection,
+  versionDocId,
+  type PlaybookStatsDoc,
+  type PlaybookVersionDoc,
+} from '../projections/playbooks.js';
 import type { FileIn } from '../adapters/sandbox/types.js';
 import type { AppliedOp, PlaybookAuthor } from '../schemas/playbook.js';
 import type { DocumentStore, FindOptions, Search } from '../store/document-store.js';
@@ -45,7 +65,17 @@ export interface SaveRequest {
 }
 
 const versionZero = (): StoredVersion => ({
-  version: 0, content: emptyContent(), summary: 'The empty playbook', author: null, authorId: null, sourceRunId: null, ops: null, opCount: 0, dockerfileHash: null, graduated: false, createdAt: null,
+  version: 0,
+  content: emptyContent(),
+  summary: 'The empty playbook',
+  author: null,
+  authorId: null,
+  sourceRunId: null,
+  ops: null,
+  opCount: 0,
+  dockerfileHash: null,
+  graduated: false,
+  createdAt: null,
 });
 
 function fromDoc(d: PlaybookVersionDoc, stats: PlaybookStats): StoredVersion {
@@ -68,7 +98,12 @@ function fromDoc(d: PlaybookVersionDoc, stats: PlaybookStats): StoredVersion {
  * The content of one version, read from the job's playbook stream: version v is the event at revision v − 1, so it
  * is one read whatever the history's length. Null when the version does not exist (or is another workspace's).
  */
-export async function versionContent(events: EventStore, workspaceId: string, jobId: string, version: number): Promise<PlaybookContent | null> {
+export async function versionContent(
+  events: EventStore,
+  workspaceId: string,
+  jobId: string,
+  version: number,
+): Promise<PlaybookContent | null> {
   if (version === 0) return emptyContent();
   const [recorded] = await events.readStream(playbookStreamId(jobId), { fromRevision: version - 1, limit: 1 });
   if (!recorded) return null;
@@ -82,7 +117,12 @@ export async function versionContent(events: EventStore, workspaceId: string, jo
  * /svc/PLAYBOOK.md, /svc/toolkit/<name> and /svc/main (both 0755). A version that cannot be found gives the empty
  * playbook's files: a run is never refused for its playbook.
  */
-export async function filesForRun(events: EventStore, workspaceId: string, jobId: string, version: number): Promise<FileIn[]> {
+export async function filesForRun(
+  events: EventStore,
+  workspaceId: string,
+  jobId: string,
+  version: number,
+): Promise<FileIn[]> {
   const content = (await versionContent(events, workspaceId, jobId, version)) ?? emptyContent();
   return playbookFiles(content);
 }
@@ -96,7 +136,12 @@ export class Playbooks {
     private readonly engine: ProjectionEngine,
     private readonly clock: () => number = Date.now,
     /** After every save: a Dockerfile gets its image build queued (BEHAVIOUR §4.4 step 5, §6.3 EnsureBuild). */
-    private readonly afterSave: (ctx: CommandContext, workspaceId: string, jobId: string, content: PlaybookContent) => Promise<void> = async () => undefined,
+    private readonly afterSave: (
+      ctx: CommandContext,
+      workspaceId: string,
+      jobId: string,
+      content: PlaybookContent,
+    ) => Promise<void> = async () => undefined,
   ) {}
 
   private get versionDocs() {
@@ -104,9 +149,14 @@ export class Playbooks {
   }
 
   async stats(workspaceId: string, jobId: string): Promise<PlaybookStats> {
-    const d = await this.docs.collection<PlaybookStatsDoc>(playbookStatsCollection).findOne({ _id: jobId, workspaceId });
+    const d = await this.docs
+      .collection<PlaybookStatsDoc>(playbookStatsCollection)
+      .findOne({ _id: jobId, workspaceId });
     if (!d) return emptyStats();
-    return { learnings: (d.learnings ?? []) as unknown as PlaybookStats['learnings'], scripts: (d.scripts ?? []) as unknown as PlaybookStats['scripts'] };
+    return {
+      learnings: (d.learnings ?? []) as unknown as PlaybookStats['learnings'],
+      scripts: (d.scripts ?? []) as unknown as PlaybookStats['scripts'],
+    };
   }
 
   /** The latest version (version 0 when nothing was saved yet), statistics merged in. */
@@ -127,9 +177,17 @@ export class Playbooks {
     return d ? fromDoc(d, await this.stats(workspaceId, jobId)) : null;
   }
 
-  async list(workspaceId: string, jobId: string, find: FindOptions, search: Search | undefined): Promise<{ items: StoredVersion[]; total: number }> {
+  async list(
+    workspaceId: string,
+    jobId: string,
+    find: FindOptions,
+    search: Search | undefined,
+  ): Promise<{ items: StoredVersion[]; total: number }> {
     const filter = { jobId, workspaceId };
-    const [docs, total] = await Promise.all([this.versionDocs.find(filter, find), this.versionDocs.count(filter, { search })]);
+    const [docs, total] = await Promise.all([
+      this.versionDocs.find(filter, find),
+      this.versionDocs.count(filter, { search }),
+    ]);
     const stats = emptyStats();
     return { items: docs.map((d) => fromDoc(d, stats)), total };
   }
@@ -139,12 +197,28 @@ export class Playbooks {
    * change answers 409 instead of overwriting one made meanwhile. Answers the new version once the read models
    * have it.
    */
-  async save(ctx: CommandContext, workspaceId: string, jobId: string, request: SaveRequest, rolledBackFrom: number | null = null): Promise<number> {
+  async save(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    request: SaveRequest,
+    rolledBackFrom: number | null = null,
+  ): Promise<number> {
     const command: SavePlaybook = {
-      type: 'SavePlaybook', jobId, workspaceId, content: request.content, baseVersion: request.baseVersion, summary: request.summary, author: request.author,
+      type: 'SavePlaybook',
+      jobId,
+      workspaceId,
+      content: request.content,
+      baseVersion: request.baseVersion,
+      summary: request.summary,
+      author: request.author,
       authorId: request.author === 'user' || request.author === 'rollback' ? ctx.actor.id : null,
-      sourceRunId: request.sourceRunId ?? null, ops: request.ops ?? null, dockerfileHash: dockerfileHash(request.content.dockerfile),
-      proposedMain: request.proposedMain ?? false, rolledBackFrom, now: this.clock(),
+      sourceRunId: request.sourceRunId ?? null,
+      ops: request.ops ?? null,
+      dockerfileHash: dockerfileHash(request.content.dockerfile),
+      proposedMain: request.proposedMain ?? false,
+      rolledBackFrom,
+      now: this.clock(),
     };
     const result = await this.bus.execute(playbookStreamId(jobId), playbookDecider, command, { ...ctx, workspaceId });
     await this.engine.waitFor(result.position);
@@ -153,24 +227,58 @@ export class Playbooks {
   }
 
   /** A new version with the content of `version` (0: the empty playbook). History is never rewritten. */
-  async rollback(ctx: CommandContext, workspaceId: string, jobId: string, version: number, baseVersion: number | null): Promise<number> {
+  async rollback(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    version: number,
+    baseVersion: number | null,
+  ): Promise<number> {
     const content = await versionContent(this.events, workspaceId, jobId, version);
     if (!content) throw DomainError.notFound(`Playbook version ${version}`);
-    return this.save(ctx, workspaceId, jobId, { content, baseVersion, summary: `Rolled back to version ${version}`, author: 'rollback' }, version);
+    return this.save(
+      ctx,
+      workspaceId,
+      jobId,
+      { content, baseVersion, summary: `Rolled back to version ${version}`, author: 'rollback' },
+      version,
+    );
   }
 
   /** One hit for each learning a reflection said the run used; ids that name no learning of the latest version are ignored. */
-  async recordLearningHits(ctx: CommandContext, workspaceId: string, jobId: string, runId: string | null, ids: string[]): Promise<void> {
+  async recordLearningHits(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    runId: string | null,
+    ids: string[],
+  ): Promise<void> {
     const { state } = await this.bus.load(playbookStreamId(jobId), playbookDecider);
     const known = new Set(state.content.learnings.map((l) => l.id.toLowerCase()));
     const used = ids.filter((id) => known.has(id.toLowerCase()));
     if (used.length === 0) return;
-    await this.bus.execute(playbookStatsStreamId(jobId), playbookStatsDecider, { type: 'CountLearningHits', jobId, workspaceId, runId, ids: used }, { ...ctx, workspaceId });
+    await this.bus.execute(
+      playbookStatsStreamId(jobId),
+      playbookStatsDecider,
+      { type: 'CountLearningHits', jobId, workspaceId, runId, ids: used },
+      { ...ctx, workspaceId },
+    );
   }
 
   /** Toolkit calls and failures of one finished run (recorded whether or not the job learns). */
-  async recordScriptCalls(ctx: CommandContext, workspaceId: string, jobId: string, runId: string | null, counts: ScriptCalls[]): Promise<void> {
-    await this.bus.execute(playbookStatsStreamId(jobId), playbookStatsDecider, { type: 'CountScriptCalls', jobId, workspaceId, runId, counts }, { ...ctx, workspaceId });
+  async recordScriptCalls(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    runId: string | null,
+    counts: ScriptCalls[],
+  ): Promise<void> {
+    await this.bus.execute(
+      playbookStatsStreamId(jobId),
+      playbookStatsDecider,
+      { type: 'CountScriptCalls', jobId, workspaceId, runId, counts },
+      { ...ctx, workspaceId },
+    );
   }
 
   /** See `filesForRun`. */

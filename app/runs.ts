@@ -54,11 +54,20 @@ export class Runs {
     const { state: job } = await this.bus.load(jobStreamId(jobId), jobDecider);
     if (job.status !== 'active' || job.workspaceId !== workspaceId) throw DomainError.notFound('Job');
     // The enabled switch gates only the automatic triggers (BEHAVIOUR §1.2).
-    if (!job.config.enabled && (req.trigger === 'schedule' || req.trigger === 'webhook')) return { runId: null, status: 'skipped', position: null };
+    if (!job.config.enabled && (req.trigger === 'schedule' || req.trigger === 'webhook'))
+      return { runId: null, status: 'skipped', position: null };
 
     const runId = newId();
-    const admitted = await this.bus.execute(jobRunsStreamId(jobId), jobRunsDecider, { type: 'AdmitRun', runId, concurrency: job.config.concurrency }, ctx);
-    const admission = admitted.events[0]!.type === 'RunAdmitted' ? admitted.events[0]!.data as { number: number; outcome: 'start' | 'wait' | 'skip' } : null;
+    const admitted = await this.bus.execute(
+      jobRunsStreamId(jobId),
+      jobRunsDecider,
+      { type: 'AdmitRun', runId, concurrency: job.config.concurrency },
+      ctx,
+    );
+    const admission =
+      admitted.events[0]!.type === 'RunAdmitted'
+        ? (admitted.events[0]!.data as { number: number; outcome: 'start' | 'wait' | 'skip' })
+        : null;
     if (!admission) throw new Error('admission produced no run');
 
     const doc = await this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
@@ -72,22 +81,44 @@ export class Runs {
       triggeredBy: req.triggeredBy,
       input: req.input ?? {},
       instructions: req.instructions,
-      mode: doc ? nextMode({ playbookEmpty: doc.playbookEmpty, hasMain: doc.playbookHasMain, modePin: job.config.modePin, demoted: doc.demoted }) : 'explore',
+      mode: doc
+        ? nextMode({
+            playbookEmpty: doc.playbookEmpty,
+            hasMain: doc.playbookHasMain,
+            modePin: job.config.modePin,
+            demoted: doc.demoted,
+          })
+        : 'explore',
       playbookVersion: doc?.playbookVersion ?? 0,
       modelId: job.config.modelId,
       queuedAt: this.clock(),
     };
-    const command = admission.outcome === 'skip' ? { type: 'SkipRun' as const, plan, error: skippedBecauseBusy } : { type: 'QueueRun' as const, plan, submitted: admission.outcome === 'start' };
+    const command =
+      admission.outcome === 'skip'
+        ? { type: 'SkipRun' as const, plan, error: skippedBecauseBusy }
+        : { type: 'QueueRun' as const, plan, submitted: admission.outcome === 'start' };
     const created = await this.bus.execute(runStreamId(runId), runDecider, command, ctx);
     if (admission.outcome === 'start') this.startable.next(runId);
     return { runId, status: admission.outcome === 'skip' ? 'skipped' : 'queued', position: created.position };
   }
 
-  async retry(workspaceId: string, runId: string, triggeredBy: string | null, ctx: CommandContext): Promise<TriggerAnswer> {
+  async retry(
+    workspaceId: string,
+    runId: string,
+    triggeredBy: string | null,
+    ctx: CommandContext,
+  ): Promise<TriggerAnswer> {
     const run = await this.find(workspaceId, runId);
-    const job = await this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: run.jobId, workspaceId, archived: false });
+    const job = await this.docs
+      .collection<JobDoc>(jobsCollection)
+      .findOne({ _id: run.jobId, workspaceId, archived: false });
     if (!job) throw DomainError.notFound('Job');
-    return this.trigger(workspaceId, run.jobId, { trigger: 'retry', triggeredBy, input: run.input, instructions: run.instructions }, ctx);
+    return this.trigger(
+      workspaceId,
+      run.jobId,
+      { trigger: 'retry', triggeredBy, input: run.input, instructions: run.instructions },
+      ctx,
+    );
   }
 
   /** "Learn from this run": marks its reflection pending for a reflector to take (BEHAVIOUR §4.1). */
@@ -95,7 +126,12 @@ export class Runs {
 
   async requestReflection(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
     await this.find(workspaceId, runId);
-    const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'RequestReflection', key: randomUUID(), now: this.clock() }, ctx);
+    const result = await this.bus.execute(
+      runStreamId(runId),
+      runDecider,
+      { type: 'RequestReflection', key: randomUUID(), now: this.clock() },
+      ctx,
+    );
     this.reflectable.next(runId);
     return result.position;
   }
@@ -103,7 +139,12 @@ export class Runs {
   /** Queued: ends at once. Live: asks its runner to stop it. Final: 409. */
   async cancel(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
     const run = await this.find(workspaceId, runId);
-    const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'CancelRun', now: this.clock() }, ctx);
+    const result = await this.bus.execute(
+      runStreamId(runId),
+      runDecider,
+      { type: 'CancelRun', now: this.clock() },
+      ctx,
+    );
     const ended = result.events.find((e) => e.type === 'RunFinished');
     if (ended) {
       await this.timelineStatus(workspaceId, runId, 'cancelled', (ended.data as { error: string | null }).error);
@@ -134,12 +175,23 @@ export class Runs {
   /** Ends a live run whose runner is gone (BEHAVIOUR §1.5): never resumed, failed as interrupted. */
   async interrupt(jobId: string, runId: string, error: string): Promise<void> {
     const { state } = await this.bus.load(runStreamId(runId), runDecider);
-    const ctx: CommandContext = { workspaceId: state.status === 'none' ? null : state.workspaceId, actor: { type: 'system', id: null }, requestId: null };
+    const ctx: CommandContext = {
+      workspaceId: state.status === 'none' ? null : state.workspaceId,
+      actor: { type: 'system', id: null },
+      requestId: null,
+    };
     if (state.status === 'provisioning' || state.status === 'running' || state.status === 'verifying') {
       await this.timelineStatus(state.workspaceId, runId, 'failed', error);
-      await this.bus.execute(runStreamId(runId), runDecider, { type: 'FinishRun', outcome: { ...emptyOutcome(this.clock()), error } }, ctx).catch((err: unknown) => {
-        if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
-      });
+      await this.bus
+        .execute(
+          runStreamId(runId),
+          runDecider,
+          { type: 'FinishRun', outcome: { ...emptyOutcome(this.clock()), error } },
+          ctx,
+        )
+        .catch((err: unknown) => {
+          if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
+        });
     }
     await this.release(jobId, runId, ctx);
   }
@@ -157,7 +209,10 @@ export class Runs {
 
   /** The final status on the run's timeline, for runs that end without a runner to write it. */
   private timelineStatus(workspaceId: string, runId: string, status: string, error: string | null): Promise<void> {
-    return new TimelineWriter(this.events, runId, workspaceId, undefined, this.clock).append('run.status', { status, ...(error ? { error } : {}) });
+    return new TimelineWriter(this.events, runId, workspaceId, undefined, this.clock).append('run.status', {
+      status,
+      ...(error ? { error } : {}),
+    });
   }
 
   async find(workspaceId: string, runId: string): Promise<RunDoc> {

@@ -1,6 +1,13 @@
 import { DomainError } from '../domain/decider.js';
 import {
-  jobSecretsDecider, jobSecretsStreamId, reservedEnvName, secretDecider, secretNameDecider, secretNameStreamId, secretStreamId, staleClaimMs,
+  jobSecretsDecider,
+  jobSecretsStreamId,
+  reservedEnvName,
+  secretDecider,
+  secretNameDecider,
+  secretNameStreamId,
+  secretStreamId,
+  staleClaimMs,
   type JobSecretMapping,
 } from '../domain/secret.js';
 import { jobSecretsCollection, secretsCollection, type JobSecretsDoc, type SecretDoc } from '../projections/secrets.js';
@@ -29,8 +36,25 @@ export class Secrets {
   async create(ctx: CommandContext, workspaceId: string, name: string, value: string): Promise<string> {
     const id = newId();
     const takeOver = await this.staleOwner(workspaceId, name);
-    await this.bus.execute(secretNameStreamId(workspaceId, name), secretNameDecider, { type: 'Claim', secretId: id, name, now: Date.now(), ...(takeOver ? { takeOver } : {}) }, ctx);
-    const r = await this.bus.execute(secretStreamId(id), secretDecider, { type: 'CreateSecret', secretId: id, workspaceId, name, sealed: this.keys.encrypt(purpose, value), now: Date.now() }, ctx);
+    await this.bus.execute(
+      secretNameStreamId(workspaceId, name),
+      secretNameDecider,
+      { type: 'Claim', secretId: id, name, now: Date.now(), ...(takeOver ? { takeOver } : {}) },
+      ctx,
+    );
+    const r = await this.bus.execute(
+      secretStreamId(id),
+      secretDecider,
+      {
+        type: 'CreateSecret',
+        secretId: id,
+        workspaceId,
+        name,
+        sealed: this.keys.encrypt(purpose, value),
+        now: Date.now(),
+      },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
     return id;
   }
@@ -46,20 +70,35 @@ export class Secrets {
   }
 
   async change(ctx: CommandContext, workspaceId: string, id: string, value: string): Promise<void> {
-    const r = await this.bus.execute(secretStreamId(id), secretDecider, (s) => {
-      if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('Secret');
-      return { type: 'ChangeSecret' as const, sealed: this.keys.encrypt(purpose, value), now: Date.now() };
-    }, ctx);
+    const r = await this.bus.execute(
+      secretStreamId(id),
+      secretDecider,
+      (s) => {
+        if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('Secret');
+        return { type: 'ChangeSecret' as const, sealed: this.keys.encrypt(purpose, value), now: Date.now() };
+      },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
   }
 
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
-    const r = await this.bus.execute(secretStreamId(id), secretDecider, (s) => {
-      if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('Secret');
-      return { type: 'DeleteSecret' as const, now: Date.now() };
-    }, ctx);
+    const r = await this.bus.execute(
+      secretStreamId(id),
+      secretDecider,
+      (s) => {
+        if (s.status !== 'active' || s.workspaceId !== workspaceId) throw DomainError.notFound('Secret');
+        return { type: 'DeleteSecret' as const, now: Date.now() };
+      },
+      ctx,
+    );
     const name = (r.state as { name: string }).name;
-    await this.bus.execute(secretNameStreamId(workspaceId, name), secretNameDecider, { type: 'Release', secretId: id }, ctx);
+    await this.bus.execute(
+      secretNameStreamId(workspaceId, name),
+      secretNameDecider,
+      { type: 'Release', secretId: id },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
   }
 
@@ -86,11 +125,21 @@ export class Secrets {
   }
 
   /** Replaces the job's whole set. Every secret must be a live secret of the workspace (else 404). */
-  async setMappings(ctx: CommandContext, workspaceId: string, jobId: string, mappings: JobSecretMapping[]): Promise<void> {
+  async setMappings(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    mappings: JobSecretMapping[],
+  ): Promise<void> {
     const ids = [...new Set(mappings.map((m) => m.secretId))];
     const found = ids.length ? await this.secrets.find({ _id: { $in: ids }, workspaceId }) : [];
     if (found.length !== ids.length) throw DomainError.notFound('Secret');
-    const r = await this.bus.execute(jobSecretsStreamId(jobId), jobSecretsDecider, { type: 'SetJobSecrets', jobId, mappings }, ctx);
+    const r = await this.bus.execute(
+      jobSecretsStreamId(jobId),
+      jobSecretsDecider,
+      { type: 'SetJobSecrets', jobId, mappings },
+      ctx,
+    );
     await this.engine.waitFor(r.position);
   }
 
@@ -102,7 +151,12 @@ export class Secrets {
     const env: Record<string, string> = {};
     const mapped = (await this.mappings(workspaceId, jobId)).filter((m) => !reservedEnvName.test(m.envName));
     if (mapped.length === 0) return env;
-    const sealed = new Map((await this.secrets.find({ _id: { $in: mapped.map((m) => m.secretId) }, workspaceId })).map((s) => [s._id, s.sealed]));
+    const sealed = new Map(
+      (await this.secrets.find({ _id: { $in: mapped.map((m) => m.secretId) }, workspaceId })).map((s) => [
+        s._id,
+        s.sealed,
+      ]),
+    );
     for (const m of mapped) {
       const value = sealed.get(m.secretId);
       if (value !== undefined) env[m.envName] = this.keys.decrypt(purpose, value);

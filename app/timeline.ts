@@ -42,7 +42,8 @@ function shorten(value: unknown): unknown {
     return `${value.slice(0, half)}\n[… ${value.length - shortenedStringChars} characters left out …]\n${value.slice(-half)}`;
   }
   if (Array.isArray(value)) return value.map(shorten);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v)]));
   return value;
 }
 
@@ -74,7 +75,9 @@ export class TimelineWriter {
    * run id and kept in `failed`, and the run ends failed at its next check (docs/design.md, "Failure handling").
    */
   record(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): void {
-    this.append(type, payload, options).catch((err: unknown) => this.log?.error({ err, runId: this.runId, entry: type }, 'could not write a timeline entry; the run will fail'));
+    this.append(type, payload, options).catch((err: unknown) =>
+      this.log?.error({ err, runId: this.runId, entry: type }, 'could not write a timeline entry; the run will fail'),
+    );
   }
 
   append(type: string, payload: Record<string, unknown>, options: TimelineOptions = {}): Promise<void> {
@@ -92,7 +95,24 @@ export class TimelineWriter {
     const next = this.chain.then(async () => {
       // Without storage (tests of the broker alone) the shortened payload is all there is.
       if (big && this.files) data.stored = await this.files.savePayload(this.runId, json);
-      return this.events.append(timelineStreamId(this.runId), [{ type, data, metadata: { workspaceId: this.workspaceId, actor, requestId: null, correlationId: this.runId, causationId: null, ts } }], 'any');
+      return this.events.append(
+        timelineStreamId(this.runId),
+        [
+          {
+            type,
+            data,
+            metadata: {
+              workspaceId: this.workspaceId,
+              actor,
+              requestId: null,
+              correlationId: this.runId,
+              causationId: null,
+              ts,
+            },
+          },
+        ],
+        'any',
+      );
     });
     this.chain = next.catch((err: unknown) => {
       this.failure ??= err instanceof Error ? err : new Error(String(err));
@@ -116,9 +136,23 @@ export interface TimelineLogger {
 
 /** What runs write their timeline through; a shadow run's goes nowhere (BEHAVIOUR §2.8: its events are discarded). */
 export type Timeline = Pick<TimelineWriter, 'append' | 'record' | 'delta' | 'flush' | 'failed'>;
-export const discardedTimeline: Timeline = { append: async () => undefined, record: () => undefined, delta: () => undefined, flush: async () => undefined, failed: null };
+export const discardedTimeline: Timeline = {
+  append: async () => undefined,
+  record: () => undefined,
+  delta: () => undefined,
+  flush: async () => undefined,
+  failed: null,
+};
 
 export function toEventDto(recorded: RecordedEvent): EventDto {
   const data = recorded.data as TimelineData;
-  return { seq: recorded.revision + 1, ts: recorded.metadata.ts, type: recorded.type, spanId: data.spanId, parentSpanId: data.parentSpanId, ms: data.ms, payload: data.payload };
+  return {
+    seq: recorded.revision + 1,
+    ts: recorded.metadata.ts,
+    type: recorded.type,
+    spanId: data.spanId,
+    parentSpanId: data.parentSpanId,
+    ms: data.ms,
+    payload: data.payload,
+  };
 }

@@ -11,6 +11,11 @@ declare module 'autocannon' {
     non2xx: number;
     errors: number;
   }
-  function autocannon(options: { url: string; connections?: number; duration?: number; headers?: Record<string, string> }): Promise<Result>;
+  function autocannon(options: {
+    url: string;
+    connections?: number;
+    duration?: number;
+    headers?: Record<string, string>;
+  }): Promise<Result>;
   export default autocannon;
 }

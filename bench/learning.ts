@@ -17,7 +17,14 @@ const main = '#!/bin/sh\necho "counted 5 words"\n';
 
 export async function lifeBenchmark() {
   const rows = await jobLife({ runs: 7, price: { in: 3_000_000, out: 15_000_000 } });
-  return rows.map((r) => ({ number: r.number, mode: r.mode, status: r.status, costMicroUsd: r.cost, reflectionCostMicroUsd: r.reflectionCost, msTotal: r.msTotal }));
+  return rows.map((r) => ({
+    number: r.number,
+    mode: r.mode,
+    status: r.status,
+    costMicroUsd: r.cost,
+    reflectionCostMicroUsd: r.reflectionCost,
+    msTotal: r.msTotal,
+  }));
 }
 
 /** p50 of a scripted run (trigger to final) against p50 of the same main executed directly in a bwrap sandbox. */
@@ -32,7 +39,18 @@ export async function scriptedOverhead(root: string, quick: boolean) {
   chmodSync(socket, 0o666);
   const backend = new BwrapBackend(join(dir, 'sandboxes'), svcBinaryPath());
   await backend.prepare();
-  const sb = await backend.create({ id: 'bench-direct', labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, network: 'none', runAsRoot: false, env: {}, brokerSocket: socket, proxySocket: null, ttlMs: 600_000 });
+  const sb = await backend.create({
+    id: 'bench-direct',
+    labels: {},
+    image: null,
+    limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 },
+    network: 'none',
+    runAsRoot: false,
+    env: {},
+    brokerSocket: socket,
+    proxySocket: null,
+    ttlMs: 600_000,
+  });
   await sb.putFiles([{ path: '/svc/main', content: main, mode: 0o755 }]);
   const direct: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -44,11 +62,22 @@ export async function scriptedOverhead(root: string, quick: boolean) {
   await sb.destroy();
   idle.close();
 
-  const server = await startServer(loadConfig({ port: 0, dataDir: join(root, 'scripted') }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const server = await startServer(
+    loadConfig({ port: 0, dataDir: join(root, 'scripted') }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
   try {
     const { call } = await signIn(server, 'bench@example.com');
     await useFakeModel(call);
-    const job = (await call('POST', '/api/jobs', { name: 'Scripted', instruction: 'Count.', selfImprove: false, concurrency: 'parallel' })).id;
+    const job = (
+      await call('POST', '/api/jobs', {
+        name: 'Scripted',
+        instruction: 'Count.',
+        selfImprove: false,
+        concurrency: 'parallel',
+      })
+    ).id;
     await call('PUT', `/api/jobs/${job}/playbook`, { content: { main } });
     const total: number[] = [];
     for (let i = 0; i < n; i++) {
@@ -67,7 +96,12 @@ export async function scriptedOverhead(root: string, quick: boolean) {
     }
     const scripted = summarize(total);
     const own = summarize(direct);
-    return { runs: n, scriptedRunMs: scripted, mainDirectMs: own, overheadP50Ms: Math.round((scripted.p50 - own.p50) * 10) / 10 };
+    return {
+      runs: n,
+      scriptedRunMs: scripted,
+      mainDirectMs: own,
+      overheadP50Ms: Math.round((scripted.p50 - own.p50) * 10) / 10,
+    };
   } finally {
     await server.close();
   }

@@ -12,7 +12,11 @@ export async function mcpBenchmarks(root: string, quick: boolean) {
   // The MCP server listens on loopback, which the address guard allows only with the operator's switch.
   process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS = 'true';
   const mcp = await startHttpMcpServer({ extraTools: 193 });
-  const server = await startServer(loadConfig({ port: 0, dataDir: join(root, 'mcp') }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const server = await startServer(
+    loadConfig({ port: 0, dataDir: join(root, 'mcp') }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
   try {
     const { call } = await signIn(server, 'bench@example.com');
     await useFakeModel(call);
@@ -29,7 +33,11 @@ export async function mcpBenchmarks(root: string, quick: boolean) {
 
     const calls = quick ? 30 : 200;
     const loop = `s=$(date +%s%N); for i in $(seq ${calls}); do svc mcp call bench lookup '{"word":"x"}' > /dev/null || exit 1; done; e=$(date +%s%N); svc output set perCallNs $(( (e - s) / ${calls} ))`;
-    const job = await call('POST', '/api/jobs', { name: 'MCP bench', selfImprove: false, instruction: `Call the tool with \`${loop}\`.` });
+    const job = await call('POST', '/api/jobs', {
+      name: 'MCP bench',
+      selfImprove: false,
+      instruction: `Call the tool with \`${loop}\`.`,
+    });
     await call('PUT', `/api/jobs/${job.id}/mcp-servers`, [{ serverId: registered.id, allowedTools: null }]);
     const { runId } = await call('POST', `/api/jobs/${job.id}/runs`, {});
     let run: Record<string, any> = {};

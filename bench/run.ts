@@ -22,14 +22,22 @@ import { mcpBenchmarks } from './mcp.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
-const meta: EventMetadata = { workspaceId: 'w', actor: { type: 'system', id: null }, requestId: null, correlationId: null, causationId: null, ts: 0 };
+const meta: EventMetadata = {
+  workspaceId: 'w',
+  actor: { type: 'system', id: null },
+  requestId: null,
+  correlationId: null,
+  causationId: null,
+  ts: 0,
+};
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
 async function appends() {
   const store = openSqliteEventStore(join(root, 'appends.db'));
   const n = quick ? 2000 : 10_000;
   let t0 = performance.now();
-  for (let i = 0; i < n; i++) await store.append(`s-${i % 100}`, [{ type: 'Bench', data: { i }, metadata: meta }], 'any');
+  for (let i = 0; i < n; i++)
+    await store.append(`s-${i % 100}`, [{ type: 'Bench', data: { i }, metadata: meta }], 'any');
   const single = n / ((performance.now() - t0) / 1000);
   const batches = quick ? 100 : 500;
   const batch = Array.from({ length: 100 }, (_, i) => ({ type: 'Bench', data: { i }, metadata: meta }));
@@ -37,7 +45,11 @@ async function appends() {
   for (let i = 0; i < batches; i++) await store.append(`b-${i}`, batch, 'no_stream');
   const secs = (performance.now() - t0) / 1000;
   await store.close();
-  return { singleEventAppendsPerSec: Math.round(single), hundredEventAppendsPerSec: Math.round(batches / secs), eventsPerSecInBatches: Math.round((batches * 100) / secs) };
+  return {
+    singleEventAppendsPerSec: Math.round(single),
+    hundredEventAppendsPerSec: Math.round(batches / secs),
+    eventsPerSecInBatches: Math.round((batches * 100) / secs),
+  };
 }
 
 async function projectionLag() {
@@ -50,7 +62,22 @@ async function projectionLag() {
   for (let i = 0; i < n; i++) {
     const id = newId();
     const t0 = performance.now();
-    const r = await events.append(jobStreamId(id), jobDecider.decide({ type: 'CreateJob', jobId: id, workspaceId: defaultWorkspaceId, fields: { name: `lag ${i}`, instruction: 'x' }, now: Date.now() }, jobDecider.initialState).map((e) => ({ ...e, metadata: meta })), 'no_stream');
+    const r = await events.append(
+      jobStreamId(id),
+      jobDecider
+        .decide(
+          {
+            type: 'CreateJob',
+            jobId: id,
+            workspaceId: defaultWorkspaceId,
+            fields: { name: `lag ${i}`, instruction: 'x' },
+            now: Date.now(),
+          },
+          jobDecider.initialState,
+        )
+        .map((e) => ({ ...e, metadata: meta })),
+      'no_stream',
+    );
     await engine.waitFor(r.position, 5000);
     samples.push(performance.now() - t0);
   }
@@ -60,7 +87,10 @@ async function projectionLag() {
   return summarize(samples);
 }
 
-function spawnLine(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ child: ChildProcess; line: string }> {
+function spawnLine(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ child: ChildProcess; line: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
     let buf = '';
@@ -75,8 +105,13 @@ function spawnLine(args: string[], env: NodeJS.ProcessEnv = process.env): Promis
 
 async function cannon(url: string, headers: Record<string, string>) {
   const result = await autocannon({ url, connections: 10, duration: quick ? 3 : 10, headers });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`benchmark requests failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { requestsPerSec: Math.round(result.requests.average), latencyP50Ms: result.latency.p50, latencyP99Ms: result.latency.p99 };
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`benchmark requests failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return {
+    requestsPerSec: Math.round(result.requests.average),
+    latencyP50Ms: result.latency.p50,
+    latencyP99Ms: result.latency.p99,
+  };
 }
 
 async function waitForFile(file: string, child: ChildProcess) {
@@ -96,7 +131,10 @@ const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--impo
 
 async function serverRss() {
   const dataDir = join(root, 'rss');
-  const child = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+    stdio: 'ignore',
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
+  });
   await waitForFile(join(dataDir, 'server.json'), child);
   await new Promise((r) => setTimeout(r, 1000));
   const rss = rssMb(child.pid!);
@@ -108,24 +146,51 @@ async function listBenchmark() {
   const dataDir = join(root, 'list');
   const jobs = quick ? 2000 : 10_000;
   // Seed through the real command path, in-process, then serve the data from a separate process.
-  const seeded = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const seeded = await startServer(
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
   const { bus, engine, identity } = seeded.services;
   for (let i = 0; i < jobs; i++) {
     const id = newId();
-    await bus.execute(jobStreamId(id), jobDecider, { type: 'CreateJob', jobId: id, workspaceId: defaultWorkspaceId, fields: { name: `Job ${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`, instruction: `instruction ${i}` }, now: Date.now() }, { workspaceId: defaultWorkspaceId, actor: { type: 'system', id: null }, requestId: null });
+    await bus.execute(
+      jobStreamId(id),
+      jobDecider,
+      {
+        type: 'CreateJob',
+        jobId: id,
+        workspaceId: defaultWorkspaceId,
+        fields: {
+          name: `Job ${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`,
+          instruction: `instruction ${i}`,
+        },
+        now: Date.now(),
+      },
+      { workspaceId: defaultWorkspaceId, actor: { type: 'system', id: null }, requestId: null },
+    );
   }
   await engine.catchUp();
   const link = await identity.issueSignInLink('bench@example.com');
   await seeded.close();
   log(`seeded ${jobs} jobs`);
 
-  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+    stdio: 'ignore',
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
+  });
   try {
     await waitForFile(join(dataDir, 'server.json'), server);
     const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
     const signIn = await fetch(url + link, { redirect: 'manual' });
     const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const created = (await (await fetch(`${url}/api/tokens`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{"name":"bench"}' })).json()) as { token: string };
+    const created = (await (
+      await fetch(`${url}/api/tokens`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: '{"name":"bench"}',
+      })
+    ).json()) as { token: string };
     const headers = { authorization: `Bearer ${created.token}` };
     const path = '/api/jobs?pageSize=25&sort=name';
     const body = await (await fetch(url + path, { headers })).text();
@@ -137,7 +202,13 @@ async function listBenchmark() {
     try {
       await cannon(bare.line + path, {});
       const baseline = await cannon(bare.line + path, {});
-      return { jobs, responseBytes: Buffer.byteLength(body), svc, bareFastify: baseline, throughputRatio: Math.round((svc.requestsPerSec / baseline.requestsPerSec) * 100) / 100 };
+      return {
+        jobs,
+        responseBytes: Buffer.byteLength(body),
+        svc,
+        bareFastify: baseline,
+        throughputRatio: Math.round((svc.requestsPerSec / baseline.requestsPerSec) * 100) / 100,
+      };
     } finally {
       bare.child.kill('SIGKILL');
     }
@@ -146,9 +217,14 @@ async function listBenchmark() {
   }
 }
 
-const results: Record<string, unknown> = { machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, quick };
+const results: Record<string, unknown> = {
+  machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+  quick,
+};
 // `npm run bench -- --only jobList,sse` runs only those steps (for a quick look; the write-up uses whole runs).
-const only = process.argv.includes('--only') ? new Set((process.argv[process.argv.indexOf('--only') + 1] ?? '').split(',')) : null;
+const only = process.argv.includes('--only')
+  ? new Set((process.argv[process.argv.indexOf('--only') + 1] ?? '').split(','))
+  : null;
 const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['appends', 'appends', appends],
   ['projectionLagMs', 'projection lag', projectionLag],

@@ -22,7 +22,16 @@ import { signIn, useFakeModel } from '../demo/session.js';
 import { summarize } from './stats.js';
 
 const spec = (id: string, brokerSocket: string, env: Record<string, string> = {}): SandboxSpec => ({
-  id, labels: {}, image: null, limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, network: 'none', runAsRoot: false, env, brokerSocket, proxySocket: null, ttlMs: 600_000,
+  id,
+  labels: {},
+  image: null,
+  limits: { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 },
+  network: 'none',
+  runAsRoot: false,
+  env,
+  brokerSocket,
+  proxySocket: null,
+  ttlMs: 600_000,
 });
 
 function runtime(root: string): string {
@@ -58,15 +67,42 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
   const brokerSocket = join(dir, 'broker.sock');
   await broker.start(brokerSocket);
   const timeline = new TimelineWriter(stores.events, 'bench-run', 'w');
-  const model = { client: new FakeClient('bench'), name: 'fake-model', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 } };
-  const session = broker.open({ runId: 'bench-run', jobId: 'bench-job', workspaceId: 'w', token: 'bench-token', costLimit: 0, jobState: new JobStateStore(stores.docs, stores.events), egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false }, hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }) });
+  const model = {
+    client: new FakeClient('bench'),
+    name: 'fake-model',
+    price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 },
+  };
+  const session = broker.open({
+    runId: 'bench-run',
+    jobId: 'bench-job',
+    workspaceId: 'w',
+    token: 'bench-token',
+    costLimit: 0,
+    jobState: new JobStateStore(stores.docs, stores.events),
+    egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
+    hooks: runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }),
+  });
   // Each run has a socket of its own; the shared one honours no token.
   const runSocket = join(dir, 'bench-run.sock');
   await broker.serve(session, runSocket);
-  const sb = await backend.create(spec('bench-svc', runSocket, { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 'bench-token' }));
+  const sb = await backend.create(
+    spec('bench-svc', runSocket, { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 'bench-token' }),
+  );
   const calls = quick ? 100 : 500;
-  const loop = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc state set k$i v || exit 1; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
-  const base = await sb.exec({ cmd: ['bash', '-c', `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`] });
+  const loop = await sb.exec({
+    cmd: [
+      'bash',
+      '-c',
+      `s=$(date +%s%N); for i in $(seq ${calls}); do svc state set k$i v || exit 1; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
+    ],
+  });
+  const base = await sb.exec({
+    cmd: [
+      'bash',
+      '-c',
+      `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
+    ],
+  });
   await sb.destroy();
   session.close();
   await broker.stop();
@@ -75,7 +111,12 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
   const spawnNs = Number(base.output.toString().trim());
   return {
     bwrapProvisionMs: summarize(samples),
-    svcStateSetRoundTripMs: { calls, perCallIncludingProcessStart: perCallNs / 1e6, processStartOnly: spawnNs / 1e6, requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3 },
+    svcStateSetRoundTripMs: {
+      calls,
+      perCallIncludingProcessStart: perCallNs / 1e6,
+      processStartOnly: spawnNs / 1e6,
+      requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3,
+    },
   };
 }
 
@@ -83,7 +124,10 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
  * Docker provisioning: create (with the layout copied in) and first exec. Uses SVC_DOCKER_HOST, or starts a private
  * engine as the tests do; answers why not when there is none.
  */
-export async function dockerProvisioning(root: string, quick: boolean): Promise<{ dockerProvisionMs: ReturnType<typeof summarize> } | { skipped: string }> {
+export async function dockerProvisioning(
+  root: string,
+  quick: boolean,
+): Promise<{ dockerProvisionMs: ReturnType<typeof summarize> } | { skipped: string }> {
   let host = process.env.SVC_DOCKER_HOST;
   let engine: { stop(): Promise<void> } = { stop: async () => {} };
   if (!host) {
@@ -118,11 +162,17 @@ export async function dockerProvisioning(root: string, quick: boolean): Promise<
 
 export async function runBenchmarks(root: string, quick: boolean) {
   const dataDir = join(root, 'runs');
-  const server = await startServer(loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const server = await startServer(
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
   try {
     const { call } = await signIn(server, 'bench@example.com');
     await useFakeModel(call);
-    const job = (await call('POST', '/api/jobs', { name: 'Bench', instruction: 'Run `true`.', concurrency: 'parallel' })).id;
+    const job = (
+      await call('POST', '/api/jobs', { name: 'Bench', instruction: 'Run `true`.', concurrency: 'parallel' })
+    ).id;
     const events = server.services.stores.events;
     const toRunning: number[] = [];
     const whole: number[] = [];
@@ -134,7 +184,8 @@ export async function runBenchmarks(root: string, quick: boolean) {
           if (e.type === 'RunStarted') toRunning.push(performance.now() - t0);
           if (e.type === 'RunFinished') {
             whole.push(performance.now() - t0);
-            if ((e.data as { status: string }).status !== 'succeeded') throw new Error(`bench run ${runId} ended ${JSON.stringify(e.data)}`);
+            if ((e.data as { status: string }).status !== 'succeeded')
+              throw new Error(`bench run ${runId} ended ${JSON.stringify(e.data)}`);
             sub.unsubscribe();
             resolve();
           }
@@ -149,14 +200,30 @@ export async function runBenchmarks(root: string, quick: boolean) {
 
 export async function sseFanOut(root: string, quick: boolean) {
   const dataDir = join(root, 'sse');
-  const server = await startServer(loadConfig({ port: 0, dataDir, roles: 'api,projector' }, { NODE_ENV: 'test' }), createLogger('silent'), () => {});
+  const server = await startServer(
+    loadConfig({ port: 0, dataDir, roles: 'api,projector' }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
   const subscribers = 500;
   try {
     const { call, cookie } = await signIn(server, 'bench@example.com');
     const job = (await call('POST', '/api/jobs', { name: 'Fan-out', instruction: 'x' })).id;
     const { runId } = await call('POST', `/api/jobs/${job}/runs`, {});
     const count = quick ? 10 : 50;
-    const clients = spawn(process.execPath, ['--import', 'tsx', 'bench/sse-clients.ts', `${server.url}/api/runs/${runId}/stream`, cookie, String(subscribers), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const clients = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'bench/sse-clients.ts',
+        `${server.url}/api/runs/${runId}/stream`,
+        cookie,
+        String(subscribers),
+        String(count),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     clients.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const done = new Promise((r) => clients.once('close', r));

@@ -8,31 +8,35 @@ const now = () => performance.timeOrigin + performance.now();
 const received: Array<[number, number]> = [];
 let connected = 0;
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-const readers = Array.from({ length: subscribers }, () => new Promise<void>((resolve) => {
-  http.get(url, { headers: { cookie }, agent }, (res) => {
-    if (++connected === subscribers) process.stdout.write('ready\n');
-    res.setEncoding('utf8');
-    let buf = '';
-    let seen = 0;
-    res.on('data', (chunk: string) => {
-      const at = now();
-      buf += chunk;
-      let cut: number;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const id = /^id: (\d+)$/m.exec(buf.slice(0, cut))?.[1];
-        buf = buf.slice(cut + 2);
-        if (id) {
-          received.push([Number(id), at]);
-          if (++seen === expected) {
-            res.destroy();
-            resolve();
+const readers = Array.from(
+  { length: subscribers },
+  () =>
+    new Promise<void>((resolve) => {
+      http.get(url, { headers: { cookie }, agent }, (res) => {
+        if (++connected === subscribers) process.stdout.write('ready\n');
+        res.setEncoding('utf8');
+        let buf = '';
+        let seen = 0;
+        res.on('data', (chunk: string) => {
+          const at = now();
+          buf += chunk;
+          let cut: number;
+          while ((cut = buf.indexOf('\n\n')) >= 0) {
+            const id = /^id: (\d+)$/m.exec(buf.slice(0, cut))?.[1];
+            buf = buf.slice(cut + 2);
+            if (id) {
+              received.push([Number(id), at]);
+              if (++seen === expected) {
+                res.destroy();
+                resolve();
+              }
+            }
           }
-        }
-      }
-    });
-    res.on('close', () => resolve());
-  });
-}));
+        });
+        res.on('close', () => resolve());
+      });
+    }),
+);
 await Promise.race([Promise.all(readers), new Promise((r) => setTimeout(r, 60_000))]);
 // Exit only once the line is flushed: writes to a pipe are asynchronous.
 process.stdout.write(JSON.stringify(received) + '\n', () => process.exit(0));

@@ -7,5 +7,10 @@ export function percentile(sorted: number[], p: number): number {
 export function summarize(samples: number[]): { n: number; p50: number; p99: number; max: number } {
   const s = [...samples].sort((a, b) => a - b);
   const round = (x: number) => Math.round(x * 1000) / 1000;
-  return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), max: round(s[s.length - 1] ?? NaN) };
+  return {
+    n: s.length,
+    p50: round(percentile(s, 50)),
+    p99: round(percentile(s, 99)),
+    max: round(s[s.length - 1] ?? NaN),
+  };
 }

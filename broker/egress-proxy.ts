@@ -1,6 +1,14 @@
 import { closeServer, listenOnSocket } from './unix-server.js';
 import { rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { randomUUID } from 'node:crypto';
@@ -9,7 +17,18 @@ import type { RunSession } from './run-session.js';
 
 const dialTimeoutMs = 15_000;
 const headersTimeoutMs = 60_000;
-const hopByHop = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
+const hopByHop = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'trailers',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 class Refusal extends Error {
   constructor(
@@ -23,8 +42,15 @@ class Refusal extends Error {
 
 /** Headers without the hop-by-hop ones, including those the Connection header names. */
 function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = new Set(String(headers.connection ?? '').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
-  return Object.fromEntries(Object.entries(headers).filter(([k, v]) => v !== undefined && !hopByHop.has(k) && !named.has(k)));
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  return Object.fromEntries(
+    Object.entries(headers).filter(([k, v]) => v !== undefined && !hopByHop.has(k) && !named.has(k)),
+  );
 }
 
 /** Connects to the first address that answers within the dial timeout. */
@@ -36,7 +62,9 @@ async function dial(addresses: string[], port: number): Promise<Socket> {
         const socket = connect({ host: address, port, allowHalfOpen: true });
         const timer = setTimeout(() => {
           socket.destroy();
-          reject(new Refusal(504, 'upstream_timeout', `could not connect to port ${port} within ${dialTimeoutMs / 1000} s`));
+          reject(
+            new Refusal(504, 'upstream_timeout', `could not connect to port ${port} within ${dialTimeoutMs / 1000} s`),
+          );
         }, dialTimeoutMs);
         socket.once('connect', () => {
           clearTimeout(timer);
@@ -102,24 +130,38 @@ export class EgressProxy {
     const decoded = basic ? Buffer.from(basic, 'base64').toString('utf8') : '';
     const colon = decoded.indexOf(':');
     const password = colon >= 0 ? decoded.slice(colon + 1) : '';
-    if (!password || !session.holds(password)) throw new Refusal(407, 'invalid_token', 'the egress proxy needs the run token of this run as the Basic password, while the run executes');
+    if (!password || !session.holds(password))
+      throw new Refusal(
+        407,
+        'invalid_token',
+        'the egress proxy needs the run token of this run as the Basic password, while the run executes',
+      );
     return session;
   }
 
   /** Decides on the name, resolves it and keeps the addresses the guard allows; every refusal goes on the timeline. */
-  private async addresses(session: RunSession, rawHost: string, started: number): Promise<{ host: string; addresses: string[] }> {
+  private async addresses(
+    session: RunSession,
+    rawHost: string,
+    started: number,
+  ): Promise<{ host: string; addresses: string[] }> {
     const rule = session.options.egress;
     const decision = decideHost(rawHost, rule);
     const refuse = (status: number, code: string, message: string): never => {
       session.record({ endpoint: `proxy ${decision.host}`, ok: false, error: message }, Date.now() - started);
       throw new Refusal(status, code, message);
     };
-    if (!decision.ok) return refuse(decision.status, decision.status === 403 ? 'forbidden' : 'validation_failed', decision.message);
+    if (!decision.ok)
+      return refuse(decision.status, decision.status === 403 ? 'forbidden' : 'validation_failed', decision.message);
     let resolved: string[] = [];
     try {
       resolved = (await lookup(decision.host, { all: true, verbatim: true })).map((a) => a.address);
     } catch (err) {
-      refuse(502, 'upstream_error', `${decision.host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      refuse(
+        502,
+        'upstream_error',
+        `${decision.host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
     const allowed = resolved.filter((a) => addressAllowed(a, rule.allowPrivateNetwork));
     if (allowed.length === 0) refuse(403, 'forbidden', addressRefusal);
@@ -148,7 +190,11 @@ export class EgressProxy {
     const r = err instanceof Refusal ? err : new Refusal(502, 'upstream_error', (err as Error).message);
     const requestId = randomUUID();
     const text = JSON.stringify({ code: r.code, message: r.message, requestId });
-    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), 'x-request-id': requestId };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(text)),
+      'x-request-id': requestId,
+    };
     if (r.status === 407) headers['proxy-authenticate'] = 'Basic realm="svc"';
     return { status: r.status, headers, text };
   }
@@ -163,11 +209,27 @@ export class EgressProxy {
       } catch {
         throw new Refusal(400, 'validation_failed', 'the egress proxy takes CONNECT or absolute http:// URLs');
       }
-      if (url.protocol !== 'http:') throw new Refusal(400, 'validation_failed', `the egress proxy forwards only http:// URLs; use CONNECT for ${url.protocol.replace(':', '')}`);
+      if (url.protocol !== 'http:')
+        throw new Refusal(
+          400,
+          'validation_failed',
+          `the egress proxy forwards only http:// URLs; use CONNECT for ${url.protocol.replace(':', '')}`,
+        );
       const socket = await this.connectTo(session, url.hostname, Number(url.port || 80), started);
       if (res.destroyed) return void socket.destroy();
-      const upstream = httpRequest({ createConnection: () => socket, method: req.method, path: url.pathname + url.search, headers: { ...endToEnd(req.headers), host: url.host } });
-      const timer = setTimeout(() => upstream.destroy(new Refusal(504, 'upstream_timeout', `no response headers within ${headersTimeoutMs / 1000} s`)), headersTimeoutMs);
+      const upstream = httpRequest({
+        createConnection: () => socket,
+        method: req.method,
+        path: url.pathname + url.search,
+        headers: { ...endToEnd(req.headers), host: url.host },
+      });
+      const timer = setTimeout(
+        () =>
+          upstream.destroy(
+            new Refusal(504, 'upstream_timeout', `no response headers within ${headersTimeoutMs / 1000} s`),
+          ),
+        headersTimeoutMs,
+      );
       upstream.on('response', (answer) => {
         clearTimeout(timer);
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
@@ -217,7 +279,11 @@ export class EgressProxy {
       client.pipe(upstream);
     } catch (err) {
       const r = this.refusalBody(err);
-      const lines = [`HTTP/1.1 ${r.status} ${r.status === 407 ? 'Proxy Authentication Required' : 'Refused'}`, ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`), 'connection: close'];
+      const lines = [
+        `HTTP/1.1 ${r.status} ${r.status === 407 ? 'Proxy Authentication Required' : 'Refused'}`,
+        ...Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`),
+        'connection: close',
+      ];
       client.end(`${lines.join('\r\n')}\r\n\r\n${r.text}`);
     }
   }

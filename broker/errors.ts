@@ -13,9 +13,19 @@ export class BrokerError extends Error {
   }
 }
 
-export const invalid = (field: string, code: string, message: string) => new BrokerError(400, 'validation_failed', `${field} ${message}`, [{ field, code, message }]);
+export const invalid = (field: string, code: string, message: string) =>
+  new BrokerError(400, 'validation_failed', `${field} ${message}`, [{ field, code, message }]);
 
-const statusOf: Record<string, number> = { validation_failed: 400, invalid_request_body: 400, invalid_token: 401, forbidden: 403, not_found: 404, conflict: 409, unsupported: 422, rate_limited: 429 };
+const statusOf: Record<string, number> = {
+  validation_failed: 400,
+  invalid_request_body: 400,
+  invalid_token: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  unsupported: 422,
+  rate_limited: 429,
+};
 
 /** Domain refusals keep their code; anything else is an internal error. */
 export function toBrokerError(err: unknown): BrokerError {

@@ -21,7 +21,14 @@ export interface RunSockets {
  * sandboxes connect as the container's root): the directory is 0711 and the sockets 0666, and the token is what
  * authenticates.
  */
-export async function serveRun(broker: Broker, proxy: EgressProxy, session: RunSession, runsDir: string, proxied: boolean, owner: number | null = null): Promise<RunSockets> {
+export async function serveRun(
+  broker: Broker,
+  proxy: EgressProxy,
+  session: RunSession,
+  runsDir: string,
+  proxied: boolean,
+  owner: number | null = null,
+): Promise<RunSockets> {
   try {
     const id = session.options.runId;
     if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new Error(`not a run id: ${id}`);

@@ -48,7 +48,11 @@ export interface RunSessionHooks {
    * Throws DomainError not_found for an unknown server/tool pair, forbidden for a refused call (shadow runs).
    * `readOnly`: the tool is marked read-only; other calls are actions, kept on the timeline past its cap.
    */
-  mcpCall?(server: string, tool: string, args: unknown): Promise<{ output: string; isError: boolean; readOnly?: boolean }>;
+  mcpCall?(
+    server: string,
+    tool: string,
+    args: unknown,
+  ): Promise<{ output: string; isError: boolean; readOnly?: boolean }>;
 }
 
 /** The job's network rule, for the egress proxy. */
@@ -87,7 +91,8 @@ export interface LlmNote {
 }
 
 const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
-const isStarted = (err: unknown) => typeof err === 'object' && err !== null && (err as { started?: unknown }).started === true;
+const isStarted = (err: unknown) =>
+  typeof err === 'object' && err !== null && (err as { started?: unknown }).started === true;
 const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false, logger: false });
 
 /**
@@ -121,7 +126,12 @@ export class RunSession {
     private readonly unregister: (session: RunSession) => void = () => undefined,
   ) {
     this.tokenHash = hashToken(options.token);
-    this.ctx = { workspaceId: options.workspaceId, actor: { type: 'run', id: options.runId }, requestId: null, correlationId: options.runId };
+    this.ctx = {
+      workspaceId: options.workspaceId,
+      actor: { type: 'run', id: options.runId },
+      requestId: null,
+      correlationId: options.runId,
+    };
   }
 
   get isClosed(): boolean {
@@ -157,7 +167,8 @@ export class RunSession {
     return this.actionList;
   }
   noteAction(server: string, tool: string, args: string, ok: boolean): void {
-    if (this.actionList.length < brokerLimits.actionCalls) this.actionList.push({ server, tool, args: args.slice(0, 300), ok });
+    if (this.actionList.length < brokerLimits.actionCalls)
+      this.actionList.push({ server, tool, args: args.slice(0, 300), ok });
   }
   /** The agent taking over from a main script that called `svc fail` starts without that failure. */
   clearFail(): void {
@@ -198,7 +209,13 @@ export class RunSession {
     const underCap = this.callCount < recordedCalls;
     if (!underCap && !this.overflowNoted) {
       this.overflowNoted = true;
-      this.timeline('log', { message: `The first ${recordedCalls} broker calls are on the timeline; later calls are left out, except MCP actions, paid svc llm calls and the first state set.` }, null);
+      this.timeline(
+        'log',
+        {
+          message: `The first ${recordedCalls} broker calls are on the timeline; later calls are left out, except MCP actions, paid svc llm calls and the first state set.`,
+        },
+        null,
+      );
     }
     this.callCount++;
     let keep = underCap || kind === 'paid';
@@ -212,23 +229,31 @@ export class RunSession {
   }
 
   setOutput(key: string, value: unknown): void {
-    if (key.length === 0) throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
+    if (key.length === 0)
+      throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
     // Key bytes plus the bytes of the value as JSON (a string counts with its quotes).
     const size = Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(value) ?? 'null');
     const old = this.outputValues.get(key);
     if (!old && this.outputValues.size >= brokerLimits.outputs) {
-      throw tooLarge('key', `is new, and a run reports at most ${brokerLimits.outputs} outputs (setting an existing key again replaces it)`);
+      throw tooLarge(
+        'key',
+        `is new, and a run reports at most ${brokerLimits.outputs} outputs (setting an existing key again replaces it)`,
+      );
     }
     const total = this.outputBytes - (old?.size ?? 0) + size;
-    if (total > brokerLimits.outputBytes) throw tooLarge('value', 'would take the run outputs beyond 1 MiB of keys and values');
+    if (total > brokerLimits.outputBytes)
+      throw tooLarge('value', 'would take the run outputs beyond 1 MiB of keys and values');
     this.outputBytes = total;
     this.outputValues.set(key, { value, size });
   }
 
   step(name: string): void {
-    if (name.trim() === '') throw DomainError.validation([{ field: 'name', code: 'required', message: 'must not be empty' }]);
-    if (Buffer.byteLength(name) > brokerLimits.stepBytes) throw tooLarge('name', `is longer than ${brokerLimits.stepBytes} bytes`);
-    if (this.stepCount >= brokerLimits.steps) throw tooLarge('name', `cannot be added: a run marks at most ${brokerLimits.steps} steps`);
+    if (name.trim() === '')
+      throw DomainError.validation([{ field: 'name', code: 'required', message: 'must not be empty' }]);
+    if (Buffer.byteLength(name) > brokerLimits.stepBytes)
+      throw tooLarge('name', `is longer than ${brokerLimits.stepBytes} bytes`);
+    if (this.stepCount >= brokerLimits.steps)
+      throw tooLarge('name', `cannot be added: a run marks at most ${brokerLimits.steps} steps`);
     this.stepCount++;
     this.lastStep = name;
     this.timeline('script.step', { name }, null);
@@ -248,7 +273,16 @@ export class RunSession {
    * `svc llm` (BEHAVIOUR §5.3): reserve the worst case, call, and with a schema validate the answer and ask once more
    * when it does not match; settle with the actual cost, or the worst case when billing may have started.
    */
-  async llm(req: LlmRequest, note: LlmNote = { cost: 0 }): Promise<{ text: string; json: unknown | null; usage: { input: number; output: number }; cost: number; model: string }> {
+  async llm(
+    req: LlmRequest,
+    note: LlmNote = { cost: 0 },
+  ): Promise<{
+    text: string;
+    json: unknown | null;
+    usage: { input: number; output: number };
+    cost: number;
+    model: string;
+  }> {
     const { hooks } = this.options;
     let validate: ValidateFunction | null = null;
     if (req.schema) {
@@ -262,7 +296,9 @@ export class RunSession {
     }
     const schemaChars = req.schema ? JSON.stringify(req.schema).length : 0;
     const est = Math.ceil((req.prompt.length + (req.system?.length ?? 0) + schemaChars) / 2);
-    const worst = req.schema ? hooks.worstCost(req.which, 2 * est + req.maxTokens, 2 * req.maxTokens) : hooks.worstCost(req.which, est, req.maxTokens);
+    const worst = req.schema
+      ? hooks.worstCost(req.which, 2 * est + req.maxTokens, 2 * req.maxTokens)
+      : hooks.worstCost(req.which, est, req.maxTokens);
     const reservation = this.reserve(worst);
     const usage = { input: 0, output: 0 };
     const call = async (prompt: string) => {
@@ -291,7 +327,12 @@ export class RunSession {
         answer = await call(retry);
         checked = matching(answer, validate);
       }
-      if (!checked.ok) throw new BrokerError(502, 'provider_error', `the model answered twice without JSON matching the schema (${checked.problem})`);
+      if (!checked.ok)
+        throw new BrokerError(
+          502,
+          'provider_error',
+          `the model answered twice without JSON matching the schema (${checked.problem})`,
+        );
       return { text: answer.text, json: checked.json, usage, cost: note.cost, model: answer.model };
     } finally {
       // After close() an open reservation was already charged at its worst.
@@ -304,7 +345,10 @@ export class RunSession {
     const spent = this.spent + this.options.hooks.agentSpend();
     let reserved = 0;
     for (const r of this.reservations.values()) reserved += r;
-    if (this.closed || (limit > 0 && (spent >= limit || (this.reservations.size > 0 && spent + reserved + worst > limit)))) {
+    if (
+      this.closed ||
+      (limit > 0 && (spent >= limit || (this.reservations.size > 0 && spent + reserved + worst > limit)))
+    ) {
       throw new DomainError('forbidden', costLimitMessage);
     }
     const token = Symbol('reservation');
@@ -328,7 +372,10 @@ export class RunSession {
   }
 }
 
-function matching(answer: LlmHookAnswer, validate: ValidateFunction): { ok: true; json: unknown } | { ok: false; problem: string } {
+function matching(
+  answer: LlmHookAnswer,
+  validate: ValidateFunction,
+): { ok: true; json: unknown } | { ok: false; problem: string } {
   let json = answer.json;
   if (json === null || json === undefined) {
     try {
@@ -338,5 +385,8 @@ function matching(answer: LlmHookAnswer, validate: ValidateFunction): { ok: true
     }
   }
   if (validate(json)) return { ok: true, json };
-  return { ok: false, problem: (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is not valid'}`).join('; ') };
+  return {
+    ok: false,
+    problem: (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is not valid'}`).join('; '),
+  };
 }

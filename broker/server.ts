@@ -83,12 +83,21 @@ export class Broker {
   private send(res: ServerResponse, status: number, body: unknown, requestId: string): void {
     if (res.writableEnded || res.destroyed) return;
     const text = body instanceof RawJson ? body.text : JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'x-request-id': requestId });
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+      'x-request-id': requestId,
+    });
     res.end(text);
   }
 
   private sendError(res: ServerResponse, err: BrokerError, requestId: string): void {
-    this.send(res, err.status, { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}), requestId }, requestId);
+    this.send(
+      res,
+      err.status,
+      { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}), requestId },
+      requestId,
+    );
   }
 
   /** `channel`: the run whose socket the request came in on, null on the socket of no run. */
@@ -97,7 +106,11 @@ export class Broker {
     const token = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
     const session = channel && token && channel.holds(token) ? channel : null;
     if (!session) {
-      return this.sendError(res, new BrokerError(401, 'invalid_token', 'The run token is missing or unknown, or the run is no longer executing'), requestId);
+      return this.sendError(
+        res,
+        new BrokerError(401, 'invalid_token', 'The run token is missing or unknown, or the run is no longer executing'),
+        requestId,
+      );
     }
     // A client that gives up while waiting for a slot leaves the queue.
     const gone = new AbortController();
@@ -207,7 +220,12 @@ export class Broker {
         throw err;
       }
       if (!result.readOnly) s.noteAction(server, tool, argsText, !result.isError);
-      rec.extra = { server, tool, isError: result.isError, result: result.output.slice(0, brokerLimits.mcpResultChars) };
+      rec.extra = {
+        server,
+        tool,
+        isError: result.isError,
+        result: result.output.slice(0, brokerLimits.mcpResultChars),
+      };
       rec.kind = result.readOnly ? 'plain' : 'action';
       return { output: result.output, isError: result.isError };
     }
@@ -228,19 +246,37 @@ export class Broker {
     }
     // A schema file that holds `null` is not an object either; only an absent schema means none.
     if (parsed !== null || typeof body.schemaText === 'string') {
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('schema', 'not_object', 'must be a JSON object at its top level');
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        throw invalid('schema', 'not_object', 'must be a JSON object at its top level');
       schema = parsed as Record<string, unknown>;
     }
     const n = body.maxTokens;
-    const maxTokens = typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= brokerLimits.llmMaxTokens ? n : brokerLimits.llmDefaultMaxTokens;
+    const maxTokens =
+      typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= brokerLimits.llmMaxTokens
+        ? n
+        : brokerLimits.llmDefaultMaxTokens;
     const which = body.model === 'agent' ? 'agent' : 'utility';
     const note: LlmNote = { cost: 0 };
     try {
-      const answer = await s.llm({ which, system: typeof body.system === 'string' ? body.system : null, prompt, schema, maxTokens }, note);
+      const answer = await s.llm(
+        { which, system: typeof body.system === 'string' ? body.system : null, prompt, schema, maxTokens },
+        note,
+      );
       const output = schema ? JSON.stringify(answer.json, null, 2) : answer.text;
-      return { output, text: answer.text, json: schema ? answer.json : null, usage: answer.usage, cost: answer.cost, model: answer.model };
+      return {
+        output,
+        text: answer.text,
+        json: schema ? answer.json : null,
+        usage: answer.usage,
+        cost: answer.cost,
+        model: answer.model,
+      };
     } finally {
-      rec.extra = { ...(note.model ? { model: note.model } : {}), usage: note.usage ?? { input: 0, output: 0 }, cost: note.cost };
+      rec.extra = {
+        ...(note.model ? { model: note.model } : {}),
+        usage: note.usage ?? { input: 0, output: 0 },
+        cost: note.cost,
+      };
       rec.kind = note.cost > 0 ? 'paid' : 'plain';
     }
   }

@@ -31,7 +31,12 @@ function flags(args: string[], options: NonNullable<ParseArgsConfig['options']>)
 }
 
 async function serve(args: string[]): Promise<void> {
-  const v = flags(args, { host: { type: 'string' }, port: { type: 'string' }, 'data-dir': { type: 'string' }, roles: { type: 'string' } });
+  const v = flags(args, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'data-dir': { type: 'string' },
+    roles: { type: 'string' },
+  });
   const config = loadConfig({
     host: v.host as string | undefined,
     port: v.port !== undefined ? Number(v.port) : undefined,
@@ -45,10 +50,13 @@ async function serve(args: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     server.services.log.info({ signal }, 'stopping');
-    server.close().then(() => process.exit(0), (err: unknown) => {
-      server.services.log.error({ err }, 'error while stopping');
-      process.exit(1);
-    });
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        server.services.log.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

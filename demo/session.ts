@@ -17,8 +17,13 @@ export async function signIn(server: RunningServer, email: string): Promise<Sess
   const cookie = /svc_session=[^;]+/.exec(answer.headers.get('set-cookie') ?? '')?.[0];
   if (!cookie) throw new Error('could not sign in');
   const call: Call = async (method, path, body) => {
-    const headers: Record<string, string> = body === undefined ? { cookie } : { cookie, 'content-type': 'application/json' };
-    const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const headers: Record<string, string> =
+      body === undefined ? { cookie } : { cookie, 'content-type': 'application/json' };
+    const res = await fetch(server.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = (await res.json()) as Json;
     if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;

@@ -5,16 +5,35 @@ export const apiTokenPrefix = 'svc_';
 const minute = 60_000;
 
 export type ApiTokenEvent =
-  | DomainEvent<'ApiTokenCreated', { tokenId: string; workspaceId: string; userId: string; name: string; tokenHash: string; expiresAt: number | null; createdAt: number }>
+  | DomainEvent<
+      'ApiTokenCreated',
+      {
+        tokenId: string;
+        workspaceId: string;
+        userId: string;
+        name: string;
+        tokenHash: string;
+        expiresAt: number | null;
+        createdAt: number;
+      }
+    >
   | DomainEvent<'ApiTokenUsed', { at: number }>
   | DomainEvent<'ApiTokenDeleted', { at: number }>;
 
 export type ApiTokenState =
-  | { status: 'none' | 'deleted' }
-  | { status: 'active'; userId: string; workspaceId: string; lastUsedAt: number | null };
+  { status: 'none' | 'deleted' } | { status: 'active'; userId: string; workspaceId: string; lastUsedAt: number | null };
 
 export type ApiTokenCommand =
-  | { type: 'CreateApiToken'; tokenId: string; workspaceId: string; userId: string; name: string; tokenHash: string; expiresAt: number | null; now: number }
+  | {
+      type: 'CreateApiToken';
+      tokenId: string;
+      workspaceId: string;
+      userId: string;
+      name: string;
+      tokenHash: string;
+      expiresAt: number | null;
+      now: number;
+    }
   | { type: 'RecordUse'; now: number }
   | { type: 'DeleteApiToken'; now: number };
 
@@ -41,9 +60,23 @@ export const apiTokenDecider: Decider<ApiTokenCommand, ApiTokenEvent, ApiTokenSt
         const name = command.name.trim();
         if (name.length === 0) errors.add('name', 'blank', 'must not be blank');
         else if (name.length > 100) errors.add('name', 'too_long', 'must be at most 100 characters');
-        if (command.expiresAt !== null && command.expiresAt <= command.now) errors.add('expiresAt', 'invalid', 'must be in the future');
+        if (command.expiresAt !== null && command.expiresAt <= command.now)
+          errors.add('expiresAt', 'invalid', 'must be in the future');
         errors.throwIfAny();
-        return [{ type: 'ApiTokenCreated', data: { tokenId: command.tokenId, workspaceId: command.workspaceId, userId: command.userId, name, tokenHash: command.tokenHash, expiresAt: command.expiresAt, createdAt: command.now } }];
+        return [
+          {
+            type: 'ApiTokenCreated',
+            data: {
+              tokenId: command.tokenId,
+              workspaceId: command.workspaceId,
+              userId: command.userId,
+              name,
+              tokenHash: command.tokenHash,
+              expiresAt: command.expiresAt,
+              createdAt: command.now,
+            },
+          },
+        ];
       }
       case 'RecordUse': {
         if (state.status !== 'active') return [];

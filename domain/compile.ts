@@ -11,7 +11,15 @@ export const compileSchemaName = 'compiled_job';
 
 const str = { type: 'string' };
 const strings = { type: 'array', items: str };
-const ioFields = { type: 'array', items: { type: 'object', properties: { name: str, type: str, description: str }, required: ['name', 'type', 'description'], additionalProperties: false } };
+const ioFields = {
+  type: 'array',
+  items: {
+    type: 'object',
+    properties: { name: str, type: str, description: str },
+    required: ['name', 'type', 'description'],
+    additionalProperties: false,
+  },
+};
 
 /** Strict structured output: every property required, nothing else allowed. */
 export const compileAnswerSchema: Record<string, unknown> = {
@@ -20,18 +28,50 @@ export const compileAnswerSchema: Record<string, unknown> = {
     name: str,
     title: str,
     goal: str,
-    schedule: { anyOf: [{ type: 'object', properties: { cron: str, timezone: str, human: str }, required: ['cron', 'timezone', 'human'], additionalProperties: false }, { type: 'null' }] },
+    schedule: {
+      anyOf: [
+        {
+          type: 'object',
+          properties: { cron: str, timezone: str, human: str },
+          required: ['cron', 'timezone', 'human'],
+          additionalProperties: false,
+        },
+        { type: 'null' },
+      ],
+    },
     successCriteria: strings,
     inputs: ioFields,
     outputs: ioFields,
-    mcp: { type: 'array', items: { type: 'object', properties: { server: str, why: str }, required: ['server', 'why'], additionalProperties: false } },
+    mcp: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { server: str, why: str },
+        required: ['server', 'why'],
+        additionalProperties: false,
+      },
+    },
     network: { type: 'string', enum: ['none', 'internet', 'allowlist'] },
     allowedDomains: strings,
     dockerfile: { anyOf: [str, { type: 'null' }] },
     sideEffects: strings,
     warnings: strings,
   },
-  required: ['name', 'title', 'goal', 'schedule', 'successCriteria', 'inputs', 'outputs', 'mcp', 'network', 'allowedDomains', 'dockerfile', 'sideEffects', 'warnings'],
+  required: [
+    'name',
+    'title',
+    'goal',
+    'schedule',
+    'successCriteria',
+    'inputs',
+    'outputs',
+    'mcp',
+    'network',
+    'allowedDomains',
+    'dockerfile',
+    'sideEffects',
+    'warnings',
+  ],
   additionalProperties: false,
 };
 
@@ -86,12 +126,22 @@ export interface CompileContext {
 }
 
 const clip = (s: unknown, max: number) => (typeof s === 'string' ? s.slice(0, max) : '');
-const list = (v: unknown, max: number) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string').slice(0, 100).map((x) => x.slice(0, max)) : []);
+const list = (v: unknown, max: number) =>
+  Array.isArray(v)
+    ? v
+        .filter((x): x is string => typeof x === 'string')
+        .slice(0, 100)
+        .map((x) => x.slice(0, max))
+    : [];
 const fields = (v: unknown) =>
   (Array.isArray(v) ? v : [])
     .filter((f): f is Record<string, unknown> => !!f && typeof f === 'object')
     .slice(0, 100)
-    .map((f) => ({ name: clip(f.name, 100), type: clip(f.type, 100) || 'string', description: clip(f.description, 2000) }))
+    .map((f) => ({
+      name: clip(f.name, 100),
+      type: clip(f.type, 100) || 'string',
+      description: clip(f.description, 2000),
+    }))
     .filter((f, i, all) => f.name !== '' && all.findIndex((g) => g.name === f.name) === i);
 
 /**
@@ -111,11 +161,19 @@ export function finishCompile(raw: unknown, ctx: CompileContext) {
     else schedule = { cron, timezone, human: clip(s.human, 500) || describeCron(cron) };
   }
   let network: CompileAnswer['network'] = a.network === 'none' || a.network === 'allowlist' ? a.network : 'internet';
-  const allowedDomains = [...new Set(list(a.allowedDomains, 253).map(normalizeDomain).filter((d) => domainError(d) === null))];
+  const allowedDomains = [
+    ...new Set(
+      list(a.allowedDomains, 253)
+        .map(normalizeDomain)
+        .filter((d) => domainError(d) === null),
+    ),
+  ];
   if (network === 'allowlist' && allowedDomains.length === 0) network = 'internet';
-  if (ctx.networks && !ctx.networks.includes(network)) warnings.push(`network: ${network} is not supported by the active sandbox adapter.`);
+  if (ctx.networks && !ctx.networks.includes(network))
+    warnings.push(`network: ${network} is not supported by the active sandbox adapter.`);
   const dockerfile = typeof a.dockerfile === 'string' && a.dockerfile.trim() ? a.dockerfile.slice(0, 65536) : null;
-  if (dockerfile && ctx.imageBuilds === false) warnings.push('Dockerfiles need a sandbox adapter that can build images.');
+  if (dockerfile && ctx.imageBuilds === false)
+    warnings.push('Dockerfiles need a sandbox adapter that can build images.');
   const byName = new Map(ctx.servers.map((x) => [x.name.toLowerCase(), x]));
   const mcp = (Array.isArray(a.mcp) ? a.mcp : []).slice(0, 100).flatMap((n: unknown) => {
     const need = (n && typeof n === 'object' ? n : {}) as Record<string, unknown>;
@@ -127,18 +185,34 @@ export function finishCompile(raw: unknown, ctx: CompileContext) {
     return [{ server: match?.name ?? wanted, why: clip(need.why, 2000), serverId: match?.id ?? null }];
   });
   const title = clip(a.title, 200);
-  const name = (clip(a.name, 200).trim() || title.trim() || ctx.instruction.trim().split(/\s+/).slice(0, 6).join(' ')).slice(0, 200);
+  const name = (
+    clip(a.name, 200).trim() ||
+    title.trim() ||
+    ctx.instruction.trim().split(/\s+/).slice(0, 6).join(' ')
+  ).slice(0, 200);
   const spec = {
-    title, goal: clip(a.goal, 20000), schedule,
-    successCriteria: list(a.successCriteria, 2000), inputs: fields(a.inputs), outputs: fields(a.outputs),
+    title,
+    goal: clip(a.goal, 20000),
+    schedule,
+    successCriteria: list(a.successCriteria, 2000),
+    inputs: fields(a.inputs),
+    outputs: fields(a.outputs),
     mcp: mcp.map(({ server, why }) => ({ server, why })),
     network: network === 'none' ? ('none' as const) : ('internet' as const),
-    dockerfile, sideEffects: list(a.sideEffects, 2000), warnings: warnings.slice(0, 100),
+    dockerfile,
+    sideEffects: list(a.sideEffects, 2000),
+    warnings: warnings.slice(0, 100),
   };
   return {
-    name, instruction: ctx.instruction, spec,
-    cron: schedule?.cron ?? null, timezone: schedule?.timezone ?? null, scheduleHuman: schedule?.human ?? null,
-    network, allowedDomains: network === 'allowlist' ? allowedDomains : null,
-    mcp, warnings: spec.warnings,
+    name,
+    instruction: ctx.instruction,
+    spec,
+    cron: schedule?.cron ?? null,
+    timezone: schedule?.timezone ?? null,
+    scheduleHuman: schedule?.human ?? null,
+    network,
+    allowedDomains: network === 'allowlist' ? allowedDomains : null,
+    mcp,
+    warnings: spec.warnings,
   };
 }

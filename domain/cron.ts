@@ -55,7 +55,8 @@ function parseNumber(text: string, spec: FieldSpec): number {
   if (named >= 0) return named + (spec.namesFrom ?? 0);
   if (!/^\d+$/.test(text)) throw new CronError(`"${text}" is not a number in the ${spec.name} field`);
   const n = Number(text);
-  if (n < spec.min || n > spec.max) throw new CronError(`${n} is out of range for the ${spec.name} field (${spec.min}-${spec.max})`);
+  if (n < spec.min || n > spec.max)
+    throw new CronError(`${n} is out of range for the ${spec.name} field (${spec.min}-${spec.max})`);
   return n;
 }
 
@@ -67,7 +68,8 @@ function parseField(text: string, spec: FieldSpec): Field {
     if (extra !== undefined) throw new CronError(`"${item}" has more than one step in the ${spec.name} field`);
     let step = 1;
     if (stepText !== undefined) {
-      if (!/^\d+$/.test(stepText) || Number(stepText) === 0) throw new CronError(`"${stepText}" is not a valid step in the ${spec.name} field`);
+      if (!/^\d+$/.test(stepText) || Number(stepText) === 0)
+        throw new CronError(`"${stepText}" is not a valid step in the ${spec.name} field`);
       step = Number(stepText);
     }
     let lo: number;
@@ -77,7 +79,8 @@ function parseField(text: string, spec: FieldSpec): Field {
       hi = spec.name === 'day of week' ? 6 : spec.max;
     } else if (range!.includes('-')) {
       const [a, b, more] = range!.split('-');
-      if (more !== undefined || a === undefined || b === undefined) throw new CronError(`"${range}" is not a valid range in the ${spec.name} field`);
+      if (more !== undefined || a === undefined || b === undefined)
+        throw new CronError(`"${range}" is not a valid range in the ${spec.name} field`);
       lo = parseNumber(a, spec);
       hi = parseNumber(b, spec);
       if (lo > hi) throw new CronError(`the range ${range} runs backwards in the ${spec.name} field`);
@@ -105,9 +108,16 @@ export function parseCron(expr: string): CronSchedule {
     body = d;
   }
   const parts = body.split(/\s+/).filter(Boolean);
-  if (parts.length !== 5) throw new CronError(`is not a valid cron expression: expected five fields, found ${parts.length}`);
+  if (parts.length !== 5)
+    throw new CronError(`is not a valid cron expression: expected five fields, found ${parts.length}`);
   try {
-    const [minute, hour, dayOfMonth, month, dayOfWeek] = parts.map((p, i) => parseField(p, specs[i]!)) as [Field, Field, Field, Field, Field];
+    const [minute, hour, dayOfMonth, month, dayOfWeek] = parts.map((p, i) => parseField(p, specs[i]!)) as [
+      Field,
+      Field,
+      Field,
+      Field,
+      Field,
+    ];
     return { minute, hour, dayOfMonth, month, dayOfWeek };
   } catch (err) {
     throw new CronError(`is not a valid cron expression: ${(err as Error).message}`);
@@ -138,7 +148,15 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function formatter(timezone: string): Intl.DateTimeFormat {
   let f = formatters.get(timezone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: timezone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    });
     formatters.set(timezone, f);
   }
   return f;
@@ -158,7 +176,8 @@ export function isValidTimezone(timezone: string): boolean {
 /** The wall clock of an instant in a zone, as a "wall time" counted in ms like a UTC timestamp. */
 function wallOf(instant: number, timezone: string): number {
   const parts: Record<string, number> = {};
-  for (const p of formatter(timezone).formatToParts(new Date(instant))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  for (const p of formatter(timezone).formatToParts(new Date(instant)))
+    if (p.type !== 'literal') parts[p.type] = Number(p.value);
   return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!);
 }
 
@@ -168,8 +187,13 @@ const hour = 60 * minute;
 /** The first instant at which the zone's clock shows `wall` or, inside a skipped interval, the instant of the jump. */
 function firstInstant(wall: number, timezone: string): number {
   // Offsets a day either side bracket any transition; a wall time maps to `wall - offset` for one of them.
-  const offsets = [wall - 24 * hour, wall + 24 * hour].map((probe) => wallOf(probe, timezone) - Math.floor(probe / minute) * minute);
-  const hits = offsets.map((o) => wall - o).filter((t) => wallOf(t, timezone) === wall).sort((a, b) => a - b);
+  const offsets = [wall - 24 * hour, wall + 24 * hour].map(
+    (probe) => wallOf(probe, timezone) - Math.floor(probe / minute) * minute,
+  );
+  const hits = offsets
+    .map((o) => wall - o)
+    .filter((t) => wallOf(t, timezone) === wall)
+    .sort((a, b) => a - b);
   if (hits.length > 0) return hits[0]!;
   // A gap: find the first minute whose wall clock is past `wall`.
   let lo = wall - Math.max(...offsets);
@@ -242,7 +266,20 @@ export function nextOccurrence(expr: string, timezone: string, after: number): n
 
 const pad = (n: number) => String(n).padStart(2, '0');
 const dayWords = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
-const monthWords = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const monthWords = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 function single(text: string): number | null {
   return /^\d+$/.test(text) ? Number(text) : null;
@@ -254,7 +291,11 @@ function listWords(text: string, words: string[], offset: number, spec: FieldSpe
     .map((item) => {
       const [a, b] = item.split('-');
       const word = (x: string) => words[(parseNumber(x, spec) % (spec.name === 'day of week' ? 7 : 13)) - offset] ?? x;
-      return b !== undefined && !item.includes('/') ? `${word(a!)} through ${word(b)}` : item.includes('/') ? item : word(a!);
+      return b !== undefined && !item.includes('/')
+        ? `${word(a!)} through ${word(b)}`
+        : item.includes('/')
+          ? item
+          : word(a!);
     })
     .join(', ');
 }
@@ -281,8 +322,10 @@ export function describeCron(expr: string): string {
   else if (mi === '*' && h === '*') time = 'every minute';
   else if (/^\*\/\d+$/.test(mi) && h === '*') time = `every ${mi.slice(2)} minutes`;
   else if (m !== null && h === '*') time = m === 0 ? 'every hour' : `every hour at minute ${m}`;
-  else if (m !== null && /^\*\/\d+$/.test(h)) time = m === 0 ? `every ${h.slice(2)} hours` : `at minute ${m} every ${h.slice(2)} hours`;
-  else if (/^\d+\/\d+$/.test(mi) && h === '*') time = `every ${mi.split('/')[1]} minutes from minute ${mi.split('/')[0]}`;
+  else if (m !== null && /^\*\/\d+$/.test(h))
+    time = m === 0 ? `every ${h.slice(2)} hours` : `at minute ${m} every ${h.slice(2)} hours`;
+  else if (/^\d+\/\d+$/.test(mi) && h === '*')
+    time = `every ${mi.split('/')[1]} minutes from minute ${mi.split('/')[0]}`;
   else if (h === '*') time = `every hour at minutes ${mi}`;
   else if (m !== null) time = `at minute ${m} past hours ${h}`;
   else time = `at minutes ${mi} past hours ${h}`;

@@ -18,13 +18,34 @@ export interface RunRecord {
 export function isDemoted(runs: readonly RunRecord[], graduatedVersion: number | null): boolean {
   const since = graduatedVersion ?? 0;
   const ended = runs
-    .filter((r) => r.mode === 'scripted' && r.playbookVersion >= since && ['succeeded', 'failed', 'timed_out'].includes(r.status))
+    .filter(
+      (r) =>
+        r.mode === 'scripted' && r.playbookVersion >= since && ['succeeded', 'failed', 'timed_out'].includes(r.status),
+    )
     .sort((a, b) => b.number - a.number)
     .slice(0, 2);
   return ended.length === 2 && ended.every((r) => r.fellBack);
 }
 
-const readOnlyCommands = new Set(['cat', 'head', 'tail', 'ls', 'grep', 'rg', 'jq', 'wc', 'find', 'file', 'stat', 'echo', 'printf', 'pwd', 'tree', 'du', 'diff']);
+const readOnlyCommands = new Set([
+  'cat',
+  'head',
+  'tail',
+  'ls',
+  'grep',
+  'rg',
+  'jq',
+  'wc',
+  'find',
+  'file',
+  'stat',
+  'echo',
+  'printf',
+  'pwd',
+  'tree',
+  'du',
+  'diff',
+]);
 
 /** Read-only bash: no `>` anywhere, and every segment (split on &&, ||, ; and |) starts with a reading command. */
 export function isReadOnlyBash(command: string): boolean {
@@ -61,13 +82,19 @@ export interface GraduationInput {
 
 export const maxAdHocBash = 2;
 
-const adHocBash = (r: GraduationRun) => r.toolCalls.filter((c) => c.name === 'bash' && !isReadOnlyBash(c.command ?? '')).length;
-const toolSequence = (r: GraduationRun) => r.toolCalls.filter((c) => c.name.includes('__')).map((c) => c.name).join('\n');
+const adHocBash = (r: GraduationRun) =>
+  r.toolCalls.filter((c) => c.name === 'bash' && !isReadOnlyBash(c.command ?? '')).length;
+const toolSequence = (r: GraduationRun) =>
+  r.toolCalls
+    .filter((c) => c.name.includes('__'))
+    .map((c) => c.name)
+    .join('\n');
 
 /** Null when the job may graduate on this run; otherwise the worded reason, which reflection passes to the model. */
 export function graduationBlocker(input: GraduationInput): string | null {
   if (input.hasMain && !input.demoted) return 'the job already runs its main script';
-  if (input.run.number !== input.latestNumber) return `run #${input.latestNumber} is newer than run #${input.run.number}; graduation is judged on the latest run`;
+  if (input.run.number !== input.latestNumber)
+    return `run #${input.latestNumber} is newer than run #${input.run.number}; graduation is judged on the latest run`;
   const runs = [input.run, ...input.previous.slice(0, 2)];
   if (runs.length < 3) return `it takes 3 successful assisted runs in a row, and the job has ${runs.length} to judge`;
   for (const r of runs) {
@@ -78,6 +105,7 @@ export function graduationBlocker(input: GraduationInput): string | null {
   }
   const sequence = toolSequence(input.run);
   const differing = runs.find((r) => toolSequence(r) !== sequence);
-  if (differing) return `run #${differing.number} called a different sequence of toolkit and MCP tools than run #${input.run.number}`;
+  if (differing)
+    return `run #${differing.number} called a different sequence of toolkit and MCP tools than run #${input.run.number}`;
   return null;
 }

@@ -42,22 +42,75 @@ export interface JobImagesState {
 }
 
 export type ImageEvent =
-  | DomainEvent<'ImageQueued', { imageId: string; jobId: string; workspaceId: string; dockerfile: string; dockerfileHash: string; reason: 'playbook' | 'rebuild' | 'run'; queuedAt: number }>
-  | DomainEvent<'ImageBuildStarted', { imageId: string; jobId: string; builderId: string; attempt: number; startedAt: number }>
-  | DomainEvent<'ImageBuilt', { imageId: string; jobId: string; ref: string; digest: string; baseDigest: string | null; sizeBytes: number; finishedAt: number }>
-  | DomainEvent<'ImageBuildFailed', { imageId: string; jobId: string; error: string; baseDigest: string | null; finishedAt: number }>
+  | DomainEvent<
+      'ImageQueued',
+      {
+        imageId: string;
+        jobId: string;
+        workspaceId: string;
+        dockerfile: string;
+        dockerfileHash: string;
+        reason: 'playbook' | 'rebuild' | 'run';
+        queuedAt: number;
+      }
+    >
+  | DomainEvent<
+      'ImageBuildStarted',
+      { imageId: string; jobId: string; builderId: string; attempt: number; startedAt: number }
+    >
+  | DomainEvent<
+      'ImageBuilt',
+      {
+        imageId: string;
+        jobId: string;
+        ref: string;
+        digest: string;
+        baseDigest: string | null;
+        sizeBytes: number;
+        finishedAt: number;
+      }
+    >
+  | DomainEvent<
+      'ImageBuildFailed',
+      { imageId: string; jobId: string; error: string; baseDigest: string | null; finishedAt: number }
+    >
   /** Back to the queue: an interrupted attempt, or a build that made no progress for 25 minutes. */
   | DomainEvent<'ImageRequeued', { imageId: string; jobId: string; reason: string; at: number }>
   /** ImageGC removed the build (its engine image first). */
   | DomainEvent<'ImageDeleted', { imageId: string; jobId: string; at: number }>;
 
 export type ImageCommand =
-  | { type: 'EnsureBuild'; imageId: string; jobId: string; workspaceId: string; dockerfile: string; reason: 'playbook' | 'run'; now: number }
+  | {
+      type: 'EnsureBuild';
+      imageId: string;
+      jobId: string;
+      workspaceId: string;
+      dockerfile: string;
+      reason: 'playbook' | 'run';
+      now: number;
+    }
   | { type: 'Rebuild'; imageId: string; jobId: string; workspaceId: string; dockerfile: string; now: number }
   | { type: 'ClaimBuild'; imageId: string; builderId: string; now: number }
-  | { type: 'CompleteBuild'; imageId: string; builderId: string; ref: string; digest: string; baseDigest: string | null; sizeBytes: number; now: number }
+  | {
+      type: 'CompleteBuild';
+      imageId: string;
+      builderId: string;
+      ref: string;
+      digest: string;
+      baseDigest: string | null;
+      sizeBytes: number;
+      now: number;
+    }
   /** `interrupted`: the attempt was cut short (shutdown, runner gone), not refused by the engine; it may be retried. */
-  | { type: 'FailBuild'; imageId: string; builderId: string; error: string; baseDigest: string | null; interrupted: boolean; now: number }
+  | {
+      type: 'FailBuild';
+      imageId: string;
+      builderId: string;
+      error: string;
+      baseDigest: string | null;
+      interrupted: boolean;
+      now: number;
+    }
   | { type: 'DeleteImage'; imageId: string; now: number };
 
 export const jobImagesStreamId = (jobId: string) => `jobimages-${jobId}`;
@@ -108,7 +161,10 @@ export function firstExternalBase(dockerfile: string): { image: string; line: nu
   for (let i = 0; i < lines.length; i++) {
     const m = /^\s*FROM\s+(.*)$/i.exec(lines[i]!);
     if (!m) continue;
-    const words = m[1]!.trim().split(/\s+/).filter((w) => !w.startsWith('--'));
+    const words = m[1]!
+      .trim()
+      .split(/\s+/)
+      .filter((w) => !w.startsWith('--'));
     const image = words[0];
     if (!image) continue;
     const internal = stages.has(image.toLowerCase()) || image.toLowerCase() === 'scratch';
@@ -149,8 +205,22 @@ const update = (state: JobImagesState, imageId: string, change: (r: ImageRow) =>
   images: state.images.map((r) => (r.imageId === imageId ? change(r) : r)),
 });
 
-function queued(cmd: { imageId: string; jobId: string; workspaceId: string; dockerfile: string; now: number }, reason: 'playbook' | 'rebuild' | 'run'): ImageEvent {
-  return { type: 'ImageQueued', data: { imageId: cmd.imageId, jobId: cmd.jobId, workspaceId: cmd.workspaceId, dockerfile: cmd.dockerfile, dockerfileHash: dockerfileHash(cmd.dockerfile), reason, queuedAt: cmd.now } };
+function queued(
+  cmd: { imageId: string; jobId: string; workspaceId: string; dockerfile: string; now: number },
+  reason: 'playbook' | 'rebuild' | 'run',
+): ImageEvent {
+  return {
+    type: 'ImageQueued',
+    data: {
+      imageId: cmd.imageId,
+      jobId: cmd.jobId,
+      workspaceId: cmd.workspaceId,
+      dockerfile: cmd.dockerfile,
+      dockerfileHash: dockerfileHash(cmd.dockerfile),
+      reason,
+      queuedAt: cmd.now,
+    },
+  };
 }
 
 export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState> = {
@@ -162,23 +232,66 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
       case 'ImageQueued': {
         const q = event.data;
         const fresh: ImageRow = {
-          imageId: q.imageId, dockerfileHash: q.dockerfileHash, dockerfile: q.dockerfile, status: 'queued', ref: null, digest: null, baseDigest: null,
-          sizeBytes: null, error: null, createdAt: q.queuedAt, startedAt: null, finishedAt: null, attempts: 0, builderId: null, progressAt: q.queuedAt,
+          imageId: q.imageId,
+          dockerfileHash: q.dockerfileHash,
+          dockerfile: q.dockerfile,
+          status: 'queued',
+          ref: null,
+          digest: null,
+          baseDigest: null,
+          sizeBytes: null,
+          error: null,
+          createdAt: q.queuedAt,
+          startedAt: null,
+          finishedAt: null,
+          attempts: 0,
+          builderId: null,
+          progressAt: q.queuedAt,
         };
         return { jobId: q.jobId, workspaceId: q.workspaceId, images: [...state.images, fresh] };
       }
       case 'ImageBuildStarted':
-        return update(state, d.imageId, (r) => ({ ...r, status: 'building', builderId: event.data.builderId, attempts: event.data.attempt, startedAt: event.data.startedAt, progressAt: event.data.startedAt }));
+        return update(state, d.imageId, (r) => ({
+          ...r,
+          status: 'building',
+          builderId: event.data.builderId,
+          attempts: event.data.attempt,
+          startedAt: event.data.startedAt,
+          progressAt: event.data.startedAt,
+        }));
       case 'ImageBuilt': {
         const b = event.data;
-        return update(state, d.imageId, (r) => ({ ...r, status: 'ready', ref: b.ref, digest: b.digest, baseDigest: b.baseDigest, sizeBytes: b.sizeBytes, error: null, finishedAt: b.finishedAt, progressAt: b.finishedAt }));
+        return update(state, d.imageId, (r) => ({
+          ...r,
+          status: 'ready',
+          ref: b.ref,
+          digest: b.digest,
+          baseDigest: b.baseDigest,
+          sizeBytes: b.sizeBytes,
+          error: null,
+          finishedAt: b.finishedAt,
+          progressAt: b.finishedAt,
+        }));
       }
       case 'ImageBuildFailed': {
         const f = event.data;
-        return update(state, d.imageId, (r) => ({ ...r, status: 'failed', error: f.error, baseDigest: f.baseDigest, finishedAt: f.finishedAt, progressAt: f.finishedAt }));
+        return update(state, d.imageId, (r) => ({
+          ...r,
+          status: 'failed',
+          error: f.error,
+          baseDigest: f.baseDigest,
+          finishedAt: f.finishedAt,
+          progressAt: f.finishedAt,
+        }));
       }
       case 'ImageRequeued':
-        return update(state, d.imageId, (r) => ({ ...r, status: 'queued', builderId: null, startedAt: null, progressAt: event.data.at }));
+        return update(state, d.imageId, (r) => ({
+          ...r,
+          status: 'queued',
+          builderId: null,
+          startedAt: null,
+          progressAt: event.data.at,
+        }));
       case 'ImageDeleted':
         return { ...state, images: state.images.filter((r) => r.imageId !== d.imageId) };
       default:
@@ -193,37 +306,94 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
         const { latest } = buildsOf(state, dockerfileHash(command.dockerfile));
         // No build of this Dockerfile yet, or its latest failed: a new row (the failed one keeps its log).
         if (!latest || latest.status === 'failed') return [queued(command, command.reason)];
-        const stuck = (latest.status === 'queued' || latest.status === 'building') && command.now - latest.progressAt > staleAfterMs;
-        if (stuck) return [{ type: 'ImageRequeued', data: { imageId: latest.imageId, jobId: command.jobId, reason: 'no progress for 25 minutes', at: command.now } }];
+        const stuck =
+          (latest.status === 'queued' || latest.status === 'building') &&
+          command.now - latest.progressAt > staleAfterMs;
+        if (stuck)
+          return [
+            {
+              type: 'ImageRequeued',
+              data: {
+                imageId: latest.imageId,
+                jobId: command.jobId,
+                reason: 'no progress for 25 minutes',
+                at: command.now,
+              },
+            },
+          ];
         return [];
       }
       case 'Rebuild':
-        if (command.dockerfile.trim() === '') throw new DomainError('unsupported', "The job's playbook has no Dockerfile to build");
+        if (command.dockerfile.trim() === '')
+          throw new DomainError('unsupported', "The job's playbook has no Dockerfile to build");
         return [queued(command, 'rebuild')];
       case 'ClaimBuild': {
         const r = row(state, command.imageId);
         if (r.status !== 'queued') throw new DomainError('conflict', 'The image is not waiting to be built');
-        return [{ type: 'ImageBuildStarted', data: { imageId: r.imageId, jobId: state.jobId!, builderId: command.builderId, attempt: r.attempts + 1, startedAt: command.now } }];
+        return [
+          {
+            type: 'ImageBuildStarted',
+            data: {
+              imageId: r.imageId,
+              jobId: state.jobId!,
+              builderId: command.builderId,
+              attempt: r.attempts + 1,
+              startedAt: command.now,
+            },
+          },
+        ];
       }
       case 'CompleteBuild': {
         const r = row(state, command.imageId);
-        if (r.status !== 'building' || r.builderId !== command.builderId) throw new DomainError('conflict', 'The build was taken over or ended');
+        if (r.status !== 'building' || r.builderId !== command.builderId)
+          throw new DomainError('conflict', 'The build was taken over or ended');
         const { ref, digest, baseDigest, sizeBytes } = command;
-        return [{ type: 'ImageBuilt', data: { imageId: r.imageId, jobId: state.jobId!, ref, digest, baseDigest, sizeBytes, finishedAt: command.now } }];
+        return [
+          {
+            type: 'ImageBuilt',
+            data: {
+              imageId: r.imageId,
+              jobId: state.jobId!,
+              ref,
+              digest,
+              baseDigest,
+              sizeBytes,
+              finishedAt: command.now,
+            },
+          },
+        ];
       }
       case 'DeleteImage': {
         const row = state.images.find((r) => r.imageId === command.imageId);
         if (!row) return [];
-        if (row.status === 'queued' || row.status === 'building') throw new DomainError('conflict', 'A build that is queued or running is not removed');
+        if (row.status === 'queued' || row.status === 'building')
+          throw new DomainError('conflict', 'A build that is queued or running is not removed');
         return [{ type: 'ImageDeleted', data: { imageId: row.imageId, jobId: state.jobId!, at: command.now } }];
       }
       case 'FailBuild': {
         const r = row(state, command.imageId);
-        if (r.status !== 'building' || r.builderId !== command.builderId) throw new DomainError('conflict', 'The build was taken over or ended');
+        if (r.status !== 'building' || r.builderId !== command.builderId)
+          throw new DomainError('conflict', 'The build was taken over or ended');
         if (command.interrupted && r.attempts < maxBuildAttempts) {
-          return [{ type: 'ImageRequeued', data: { imageId: r.imageId, jobId: state.jobId!, reason: command.error, at: command.now } }];
+          return [
+            {
+              type: 'ImageRequeued',
+              data: { imageId: r.imageId, jobId: state.jobId!, reason: command.error, at: command.now },
+            },
+          ];
         }
-        return [{ type: 'ImageBuildFailed', data: { imageId: r.imageId, jobId: state.jobId!, error: command.error, baseDigest: command.baseDigest, finishedAt: command.now } }];
+        return [
+          {
+            type: 'ImageBuildFailed',
+            data: {
+              imageId: r.imageId,
+              jobId: state.jobId!,
+              error: command.error,
+              baseDigest: command.baseDigest,
+              finishedAt: command.now,
+            },
+          },
+        ];
       }
     }
   },

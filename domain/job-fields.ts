@@ -1,7 +1,14 @@
 import { FieldErrors } from './decider.js';
 import { isValidTimezone, validateCron } from './cron.js';
 import { domainError, normalizeDomain } from './domains.js';
-import { limitBounds, type IOField, type JobFields, type JobPatch, type LimitOverrides, type Spec } from '../schemas/job.js';
+import {
+  limitBounds,
+  type IOField,
+  type JobFields,
+  type JobPatch,
+  type LimitOverrides,
+  type Spec,
+} from '../schemas/job.js';
 
 /**
  * Normalisation and validation of job fields (SPEC §2.3, BEHAVIOUR §7.5). The API's JSON schema checks types and
@@ -16,7 +23,12 @@ export function text(errors: FieldErrors, field: string, raw: string, max: numbe
 }
 
 /** Optional text: null or blank means unset; a PATCH clears with an empty string. */
-export function optionalText(errors: FieldErrors, field: string, raw: string | null | undefined, max: number): string | null {
+export function optionalText(
+  errors: FieldErrors,
+  field: string,
+  raw: string | null | undefined,
+  max: number,
+): string | null {
   if (raw === null || raw === undefined) return null;
   const value = raw.trim();
   if (value === '') return null;
@@ -35,7 +47,8 @@ export function cron(errors: FieldErrors, raw: string | null | undefined): strin
 
 export function timezone(errors: FieldErrors, raw: string | null | undefined): string | null {
   const value = optionalText(errors, 'timezone', raw, 100);
-  if (value !== null && value.length <= 100 && !isValidTimezone(value)) errors.add('timezone', 'invalid', 'is not a known IANA timezone');
+  if (value !== null && value.length <= 100 && !isValidTimezone(value))
+    errors.add('timezone', 'invalid', 'is not a known IANA timezone');
   return value;
 }
 
@@ -64,7 +77,11 @@ export function limits(errors: FieldErrors, raw: LimitOverrides): LimitOverrides
     if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
       errors.add(`limits.${key}`, 'invalid', integer ? 'must be a whole number' : 'must be a number');
     } else if (value < b.minimum || (b.maximum !== undefined && value > b.maximum)) {
-      errors.add(`limits.${key}`, 'out_of_range', b.maximum === undefined ? `must be at least ${b.minimum}` : `must be between ${b.minimum} and ${b.maximum}`);
+      errors.add(
+        `limits.${key}`,
+        'out_of_range',
+        b.maximum === undefined ? `must be at least ${b.minimum}` : `must be between ${b.minimum} and ${b.maximum}`,
+      );
     } else {
       out[key] = value;
     }

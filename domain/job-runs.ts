@@ -17,8 +17,7 @@ export interface JobRunsState {
 }
 
 export type JobRunsCommand =
-  | { type: 'AdmitRun'; runId: string; concurrency: Concurrency }
-  | { type: 'ReleaseRun'; runId: string };
+  { type: 'AdmitRun'; runId: string; concurrency: Concurrency } | { type: 'ReleaseRun'; runId: string };
 
 export const jobRunsStreamId = (jobId: string) => `jobruns-${jobId}`;
 export const skippedBecauseBusy = 'Skipped because another run of this job was still active';
@@ -49,7 +48,8 @@ export const jobRunsDecider: Decider<JobRunsCommand, JobRunsEvent, JobRunsState>
     switch (command.type) {
       case 'AdmitRun': {
         const busy = state.active.length > 0 || (command.concurrency === 'queue' && state.waiting.length > 0);
-        const outcome = !busy || command.concurrency === 'parallel' ? 'start' : command.concurrency === 'queue' ? 'wait' : 'skip';
+        const outcome =
+          !busy || command.concurrency === 'parallel' ? 'start' : command.concurrency === 'queue' ? 'wait' : 'skip';
         return [{ type: 'RunAdmitted', data: { runId: command.runId, number: state.counter + 1, outcome } }];
       }
       case 'ReleaseRun': {

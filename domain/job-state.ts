@@ -29,8 +29,13 @@ export const entrySize = (key: string, value: string) => Buffer.byteLength(key) 
 const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
 
 export function checkKey(key: string): void {
-  if (key.length === 0) throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
-  if ([...key].length > stateLimits.keyChars) throw tooLarge('key', `is longer than ${stateLimits.keyChars} characters (keys are limited to 200 characters and values to 1 MiB)`);
+  if (key.length === 0)
+    throw DomainError.validation([{ field: 'key', code: 'required', message: 'must not be empty' }]);
+  if ([...key].length > stateLimits.keyChars)
+    throw tooLarge(
+      'key',
+      `is longer than ${stateLimits.keyChars} characters (keys are limited to 200 characters and values to 1 MiB)`,
+    );
 }
 
 /**
@@ -38,15 +43,28 @@ export function checkKey(key: string): void {
  * A new key is refused at 1,000 keys; a set that grows the total beyond 16 MiB fails, one that keeps or shrinks it
  * succeeds.
  */
-export function decideSet(key: string, value: string, usage: StateUsage, oldSize: number | null): StateUsage & { size: number } {
+export function decideSet(
+  key: string,
+  value: string,
+  usage: StateUsage,
+  oldSize: number | null,
+): StateUsage & { size: number } {
   checkKey(key);
-  if (Buffer.byteLength(value) > stateLimits.valueBytes) throw tooLarge('value', 'is larger than 1 MiB (keys are limited to 200 characters and values to 1 MiB)');
+  if (Buffer.byteLength(value) > stateLimits.valueBytes)
+    throw tooLarge('value', 'is larger than 1 MiB (keys are limited to 200 characters and values to 1 MiB)');
   if (oldSize === null && usage.keys >= stateLimits.keys) {
-    throw DomainError.validation([{ field: 'key', code: 'too_many_keys', message: `is new, and a job keeps at most ${stateLimits.keys} keys (existing keys stay writable)` }]);
+    throw DomainError.validation([
+      {
+        field: 'key',
+        code: 'too_many_keys',
+        message: `is new, and a job keeps at most ${stateLimits.keys} keys (existing keys stay writable)`,
+      },
+    ]);
   }
   const size = entrySize(key, value);
   const bytes = usage.bytes - (oldSize ?? 0) + size;
-  if (size > (oldSize ?? 0) && bytes > stateLimits.totalBytes) throw tooLarge('value', 'would grow the job state beyond 16 MiB of keys and values');
+  if (size > (oldSize ?? 0) && bytes > stateLimits.totalBytes)
+    throw tooLarge('value', 'would grow the job state beyond 16 MiB of keys and values');
   return { size, keys: usage.keys + (oldSize === null ? 1 : 0), bytes };
 }
 

@@ -84,7 +84,8 @@ function createConfig(f: JobFields): JobConfig {
     modelId: fields.optionalText(errors, 'modelId', f.modelId, 100),
     image: fields.optionalText(errors, 'image', f.image, 500),
     network: f.network ?? defaults.network,
-    allowedDomains: f.allowedDomains === null || f.allowedDomains === undefined ? null : fields.domains(errors, f.allowedDomains),
+    allowedDomains:
+      f.allowedDomains === null || f.allowedDomains === undefined ? null : fields.domains(errors, f.allowedDomains),
     allowPrivateNetwork: f.allowPrivateNetwork ?? false,
     runAsRoot: f.runAsRoot ?? false,
     limits: fields.limits(errors, f.limits ?? {}),
@@ -101,7 +102,10 @@ function createConfig(f: JobFields): JobConfig {
 }
 
 /** The new values a patch asks for, normalised; `enabled` stays apart because it has events of its own. */
-function patchedValues(p: JobPatch, current: JobConfig): { changes: Partial<Omit<JobConfig, 'enabled'>>; enabled: boolean | undefined } {
+function patchedValues(
+  p: JobPatch,
+  current: JobConfig,
+): { changes: Partial<Omit<JobConfig, 'enabled'>>; enabled: boolean | undefined } {
   const errors = new FieldErrors();
   const next: Partial<Omit<JobConfig, 'enabled'>> = {};
   if (p.name !== undefined) next.name = fields.text(errors, 'name', p.name, 200);
@@ -120,7 +124,10 @@ function patchedValues(p: JobPatch, current: JobConfig): { changes: Partial<Omit
   if (p.concurrency !== undefined) next.concurrency = p.concurrency;
   if (p.cron !== undefined) next.cron = fields.cron(errors, p.cron);
   if (p.timezone !== undefined) next.timezone = fields.timezone(errors, p.timezone);
-  checkAllowlist(errors, { network: next.network ?? current.network, allowedDomains: next.allowedDomains !== undefined ? next.allowedDomains : current.allowedDomains });
+  checkAllowlist(errors, {
+    network: next.network ?? current.network,
+    allowedDomains: next.allowedDomains !== undefined ? next.allowedDomains : current.allowedDomains,
+  });
   errors.throwIfAny();
   const changes: Partial<Omit<JobConfig, 'enabled'>> = {};
   for (const [key, value] of Object.entries(next) as Array<[keyof typeof next, unknown]>) {
@@ -134,14 +141,38 @@ export const jobDecider: Decider<JobCommand, JobEvent, JobState> = {
   evolve(state, event) {
     switch (event.type) {
       case 'JobCreated':
-        return { status: 'active', jobId: event.data.jobId, workspaceId: event.data.workspaceId, config: event.data.config, createdAt: event.data.createdAt, updatedAt: event.data.createdAt, archivedAt: null };
+        return {
+          status: 'active',
+          jobId: event.data.jobId,
+          workspaceId: event.data.workspaceId,
+          config: event.data.config,
+          createdAt: event.data.createdAt,
+          updatedAt: event.data.createdAt,
+          archivedAt: null,
+        };
       case 'JobUpdated':
-        return state.status === 'none' ? state : { ...state, config: { ...state.config, ...event.data.changes }, updatedAt: event.data.updatedAt };
+        return state.status === 'none'
+          ? state
+          : { ...state, config: { ...state.config, ...event.data.changes }, updatedAt: event.data.updatedAt };
       case 'JobEnabled':
       case 'JobDisabled':
-        return state.status === 'none' ? state : { ...state, config: { ...state.config, enabled: event.type === 'JobEnabled' }, updatedAt: event.data.updatedAt };
+        return state.status === 'none'
+          ? state
+          : {
+              ...state,
+              config: { ...state.config, enabled: event.type === 'JobEnabled' },
+              updatedAt: event.data.updatedAt,
+            };
       case 'JobArchived':
-        return state.status === 'none' ? state : { ...state, status: 'archived', archivedAt: event.data.archivedAt, updatedAt: event.data.archivedAt, config: { ...state.config, enabled: false } };
+        return state.status === 'none'
+          ? state
+          : {
+              ...state,
+              status: 'archived',
+              archivedAt: event.data.archivedAt,
+              updatedAt: event.data.archivedAt,
+              config: { ...state.config, enabled: false },
+            };
       case 'JobWebhookTokenSet':
         return state;
     }
@@ -149,16 +180,28 @@ export const jobDecider: Decider<JobCommand, JobEvent, JobState> = {
   decide(command, state) {
     if (command.type === 'CreateJob') {
       if (state.status !== 'none') throw new DomainError('conflict', 'The job already exists');
-      return [{ type: 'JobCreated', data: { jobId: command.jobId, workspaceId: command.workspaceId, config: createConfig(command.fields), createdAt: command.now } }];
+      return [
+        {
+          type: 'JobCreated',
+          data: {
+            jobId: command.jobId,
+            workspaceId: command.workspaceId,
+            config: createConfig(command.fields),
+            createdAt: command.now,
+          },
+        },
+      ];
     }
     // Archived jobs answer 404 everywhere, exactly like jobs that never existed.
     if (state.status !== 'active') throw DomainError.notFound('Job');
     if (command.type === 'ArchiveJob') return [{ type: 'JobArchived', data: { archivedAt: command.now } }];
-    if (command.type === 'SetWebhookToken') return [{ type: 'JobWebhookTokenSet', data: { tokenHash: command.tokenHash, updatedAt: command.now } }];
+    if (command.type === 'SetWebhookToken')
+      return [{ type: 'JobWebhookTokenSet', data: { tokenHash: command.tokenHash, updatedAt: command.now } }];
     const { changes, enabled } = patchedValues(command.patch, state.config);
     const events: JobEvent[] = [];
     if (Object.keys(changes).length > 0) events.push({ type: 'JobUpdated', data: { changes, updatedAt: command.now } });
-    if (enabled !== undefined) events.push({ type: enabled ? 'JobEnabled' : 'JobDisabled', data: { updatedAt: command.now } });
+    if (enabled !== undefined)
+      events.push({ type: enabled ? 'JobEnabled' : 'JobDisabled', data: { updatedAt: command.now } });
     return events;
   },
 };

@@ -27,7 +27,12 @@ export function checkGrants(grants: McpGrant[], knownTools: Map<string, Set<stri
     const known = knownTools.get(g.serverId) ?? null;
     const tools: string[] = [];
     g.allowedTools.forEach((t, j) => {
-      if (known && !known.has(t)) e.add(`[${i}].allowedTools[${j}]`, 'unknown_tool', `${t} is not a tool of this server (test the server to refresh its tools)`);
+      if (known && !known.has(t))
+        e.add(
+          `[${i}].allowedTools[${j}]`,
+          'unknown_tool',
+          `${t} is not a tool of this server (test the server to refresh its tools)`,
+        );
       else if (!tools.includes(t)) tools.push(t);
     });
     out.push({ serverId: g.serverId, allowedTools: tools.sort() });
@@ -37,11 +42,19 @@ export function checkGrants(grants: McpGrant[], knownTools: Map<string, Set<stri
 }
 
 /** A PUT replaces the whole set; the same set again appends nothing. Checks happen before (they need read models). */
-export const jobMcpDecider: Decider<{ type: 'SetJobMcpServers'; jobId: string; grants: McpGrant[] }, JobMcpEvent, McpGrant[]> = {
+export const jobMcpDecider: Decider<
+  { type: 'SetJobMcpServers'; jobId: string; grants: McpGrant[] },
+  JobMcpEvent,
+  McpGrant[]
+> = {
   initialState: [],
   evolve: (_s, e) => e.data.grants,
-  decide: (command, state) => (JSON.stringify(state) === JSON.stringify(command.grants) ? [] : [{ type: 'JobMcpServersSet', data: { jobId: command.jobId, grants: command.grants } }]),
+  decide: (command, state) =>
+    JSON.stringify(state) === JSON.stringify(command.grants)
+      ? []
+      : [{ type: 'JobMcpServersSet', data: { jobId: command.jobId, grants: command.grants } }],
 };
 
 /** Whether a grant lets a job use a tool. */
-export const grantAllows = (grant: Pick<McpGrant, 'allowedTools'>, tool: string) => grant.allowedTools === null || grant.allowedTools.includes(tool);
+export const grantAllows = (grant: Pick<McpGrant, 'allowedTools'>, tool: string) =>
+  grant.allowedTools === null || grant.allowedTools.includes(tool);

@@ -52,10 +52,13 @@ export function renderToolResult(result: ToolResultLike): { output: string; isEr
   const parts = Array.isArray(result.content) ? result.content : [];
   let output: string;
   if (parts.length > 0) output = parts.map(part).join('\n');
-  else if (result.structuredContent !== undefined && result.structuredContent !== null) output = JSON.stringify(result.structuredContent);
-  else if (result.toolResult !== undefined) output = typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
+  else if (result.structuredContent !== undefined && result.structuredContent !== null)
+    output = JSON.stringify(result.structuredContent);
+  else if (result.toolResult !== undefined)
+    output = typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
   else output = '';
-  if (output.length > maxResultChars) output = `${output.slice(0, maxResultChars)}\n[… the result had ${output.length} characters; the rest was cut]`;
+  if (output.length > maxResultChars)
+    output = `${output.slice(0, maxResultChars)}\n[… the result had ${output.length} characters; the rest was cut]`;
   return { output, isError: result.isError === true };
 }
 

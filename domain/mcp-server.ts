@@ -62,7 +62,10 @@ export interface McpTestResult {
 }
 
 export type McpServerEvent =
-  | DomainEvent<'McpServerCreated', { serverId: string; workspaceId: string; config: McpServerConfig; createdAt: number }>
+  | DomainEvent<
+      'McpServerCreated',
+      { serverId: string; workspaceId: string; config: McpServerConfig; createdAt: number }
+    >
   | DomainEvent<'McpServerChanged', { config: McpServerConfig; updatedAt: number }>
   | DomainEvent<'McpServerTested', McpTestResult>
   | DomainEvent<'McpServerDeleted', { deletedAt: number }>;
@@ -84,7 +87,20 @@ export const mcpNameStreamId = (workspaceId: string, name: string) => `mcpname-$
 export const mcpNamePattern = /^[A-Za-z0-9_-]{1,50}$/;
 export const secretReference = /\{\{secret:([^}]*)\}\}/g;
 const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}$/;
-const limits = { description: 2000, command: 500, args: 100, arg: 2000, env: 100, value: 8192, url: 2000, headers: 50, clientId: 500, clientSecret: 2000, scopes: 50, scope: 200 };
+const limits = {
+  description: 2000,
+  command: 500,
+  args: 100,
+  arg: 2000,
+  env: 100,
+  value: 8192,
+  url: 2000,
+  headers: 50,
+  clientId: 500,
+  clientSecret: 2000,
+  scopes: 50,
+  scope: 200,
+};
 
 /** Secret names a text references; a malformed reference is reported by `checkReferences`. */
 export function referencedSecrets(text: string): string[] {
@@ -93,7 +109,8 @@ export function referencedSecrets(text: string): string[] {
 
 function checkReferences(errors: FieldErrors, field: string, text: string): void {
   for (const name of referencedSecrets(text)) {
-    if (!secretNamePattern.test(name)) errors.add(field, 'invalid', `references {{secret:${name}}}, which is not a valid secret name`);
+    if (!secretNamePattern.test(name))
+      errors.add(field, 'invalid', `references {{secret:${name}}}, which is not a valid secret name`);
   }
 }
 
@@ -109,24 +126,40 @@ export function checkServerInput(input: McpServerInput): McpServerConfig {
   const name = input.name.trim();
   if (!mcpNamePattern.test(name)) e.add('name', 'invalid', 'must be 1 to 50 letters, digits, - or _');
   const description = (input.description ?? '').trim();
-  if (description.length > limits.description) e.add('description', 'too_long', `must be at most ${limits.description} characters`);
-  const config: McpServerConfig = { name, description, transport: input.transport, command: null, args: [], env: {}, url: null, headers: {}, oauth: null, enabled: input.enabled ?? true };
+  if (description.length > limits.description)
+    e.add('description', 'too_long', `must be at most ${limits.description} characters`);
+  const config: McpServerConfig = {
+    name,
+    description,
+    transport: input.transport,
+    command: null,
+    args: [],
+    env: {},
+    url: null,
+    headers: {},
+    oauth: null,
+    enabled: input.enabled ?? true,
+  };
 
   if (input.transport === 'stdio') {
     const command = (input.command ?? '').trim();
     if (command === '') e.add('command', 'required', 'is required for a stdio server');
-    else if (command.length > limits.command || hasControl(command)) e.add('command', 'invalid', `must be one line of at most ${limits.command} characters`);
+    else if (command.length > limits.command || hasControl(command))
+      e.add('command', 'invalid', `must be one line of at most ${limits.command} characters`);
     const args = input.args ?? [];
     if (args.length > limits.args) e.add('args', 'too_many', `may hold at most ${limits.args} arguments`);
     args.forEach((a, i) => {
-      if (a.length > limits.arg || a.includes('\u0000')) e.add(`args[${i}]`, 'invalid', `must be at most ${limits.arg} characters without NUL`);
+      if (a.length > limits.arg || a.includes('\u0000'))
+        e.add(`args[${i}]`, 'invalid', `must be at most ${limits.arg} characters without NUL`);
     });
     const env = input.env ?? {};
     if (Object.keys(env).length > limits.env) e.add('env', 'too_many', `may hold at most ${limits.env} variables`);
     for (const [k, v] of Object.entries(env)) {
-      if (!envNamePattern.test(k) || k.length > 100) e.add(`env.${k}`, 'invalid', 'must be a variable name (letters, digits, _; not starting with a digit)');
+      if (!envNamePattern.test(k) || k.length > 100)
+        e.add(`env.${k}`, 'invalid', 'must be a variable name (letters, digits, _; not starting with a digit)');
       else if (reservedEnvName.test(k)) e.add(`env.${k}`, 'reserved', 'is set by the service and cannot be replaced');
-      if (v.length > limits.value || v.includes('\u0000')) e.add(`env.${k}`, 'invalid', `must be at most ${limits.value} characters without NUL`);
+      if (v.length > limits.value || v.includes('\u0000'))
+        e.add(`env.${k}`, 'invalid', `must be at most ${limits.value} characters without NUL`);
       checkReferences(e, `env.${k}`, v);
     }
     Object.assign(config, { command, args, env });
@@ -139,26 +172,33 @@ export function checkServerInput(input: McpServerInput): McpServerConfig {
       url = null;
     }
     if (raw === '') e.add('url', 'required', 'is required for an HTTP server');
-    else if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || raw.length > limits.url) e.add('url', 'invalid', `must be an http or https URL of at most ${limits.url} characters`);
-    else if (url.username || url.password) e.add('url', 'invalid', 'must not carry a user name or password; use headers or a secret');
+    else if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || raw.length > limits.url)
+      e.add('url', 'invalid', `must be an http or https URL of at most ${limits.url} characters`);
+    else if (url.username || url.password)
+      e.add('url', 'invalid', 'must not carry a user name or password; use headers or a secret');
     const headers = input.headers ?? {};
-    if (Object.keys(headers).length > limits.headers) e.add('headers', 'too_many', `may hold at most ${limits.headers} headers`);
+    if (Object.keys(headers).length > limits.headers)
+      e.add('headers', 'too_many', `may hold at most ${limits.headers} headers`);
     for (const [k, v] of Object.entries(headers)) {
       if (!headerName.test(k)) e.add(`headers.${k}`, 'invalid', 'is not a valid header name');
-      if (v.length > limits.value || hasControl(v)) e.add(`headers.${k}`, 'invalid', `must be one line of at most ${limits.value} characters`);
+      if (v.length > limits.value || hasControl(v))
+        e.add(`headers.${k}`, 'invalid', `must be one line of at most ${limits.value} characters`);
       checkReferences(e, `headers.${k}`, v);
     }
     const oauth = input.oauth ?? null;
     if (oauth) {
-      if (oauth.clientId !== undefined && (oauth.clientId.length > limits.clientId || hasControl(oauth.clientId))) e.add('oauth.clientId', 'invalid', `must be one line of at most ${limits.clientId} characters`);
+      if (oauth.clientId !== undefined && (oauth.clientId.length > limits.clientId || hasControl(oauth.clientId)))
+        e.add('oauth.clientId', 'invalid', `must be one line of at most ${limits.clientId} characters`);
       if (oauth.clientSecret !== undefined) {
-        if (oauth.clientSecret.length > limits.clientSecret || hasControl(oauth.clientSecret)) e.add('oauth.clientSecret', 'invalid', `must be one line of at most ${limits.clientSecret} characters`);
+        if (oauth.clientSecret.length > limits.clientSecret || hasControl(oauth.clientSecret))
+          e.add('oauth.clientSecret', 'invalid', `must be one line of at most ${limits.clientSecret} characters`);
         checkReferences(e, 'oauth.clientSecret', oauth.clientSecret);
       }
       const scopes = oauth.scopes ?? [];
       if (scopes.length > limits.scopes) e.add('oauth.scopes', 'too_many', `may hold at most ${limits.scopes} scopes`);
       scopes.forEach((s, i) => {
-        if (s === '' || /\s/.test(s) || s.length > limits.scope) e.add(`oauth.scopes[${i}]`, 'invalid', 'must be one scope without spaces, at most 200 characters');
+        if (s === '' || /\s/.test(s) || s.length > limits.scope)
+          e.add(`oauth.scopes[${i}]`, 'invalid', 'must be one scope without spaces, at most 200 characters');
       });
     }
     Object.assign(config, { url: url ? raw : null, headers, oauth });
@@ -190,12 +230,24 @@ export const mcpServerDecider: Decider<McpServerCommand, McpServerEvent, McpServ
   decide(command, state) {
     if (command.type === 'CreateMcpServer') {
       if (state.status !== 'none') throw new DomainError('conflict', 'The MCP server already exists');
-      return [{ type: 'McpServerCreated', data: { serverId: command.serverId, workspaceId: command.workspaceId, config: command.config, createdAt: command.now } }];
+      return [
+        {
+          type: 'McpServerCreated',
+          data: {
+            serverId: command.serverId,
+            workspaceId: command.workspaceId,
+            config: command.config,
+            createdAt: command.now,
+          },
+        },
+      ];
     }
     if (state.status !== 'active') throw DomainError.notFound('MCP server');
     switch (command.type) {
       case 'ChangeMcpServer':
-        return JSON.stringify(state.config) === JSON.stringify(command.config) ? [] : [{ type: 'McpServerChanged', data: { config: command.config, updatedAt: command.now } }];
+        return JSON.stringify(state.config) === JSON.stringify(command.config)
+          ? []
+          : [{ type: 'McpServerChanged', data: { config: command.config, updatedAt: command.now } }];
       case 'RecordMcpTest':
         return [{ type: 'McpServerTested', data: command.result }];
       case 'DeleteMcpServer':
@@ -205,17 +257,33 @@ export const mcpServerDecider: Decider<McpServerCommand, McpServerEvent, McpServ
 };
 
 /** Name claims, as for secrets (domain/secret.ts): the first claim wins; a stale claim may be taken over. */
-export type McpNameEvent = DomainEvent<'McpServerNameClaimed', { serverId: string; claimedAt: number }> | DomainEvent<'McpServerNameReleased', { serverId: string }>;
-export type McpNameCommand = { type: 'Claim'; serverId: string; name: string; now: number; takeOver?: string } | { type: 'Release'; serverId: string };
+export type McpNameEvent =
+  | DomainEvent<'McpServerNameClaimed', { serverId: string; claimedAt: number }>
+  | DomainEvent<'McpServerNameReleased', { serverId: string }>;
+export type McpNameCommand =
+  | { type: 'Claim'; serverId: string; name: string; now: number; takeOver?: string }
+  | { type: 'Release'; serverId: string };
 export const mcpNameDecider: Decider<McpNameCommand, McpNameEvent, { owner: string | null; claimedAt: number }> = {
   initialState: { owner: null, claimedAt: 0 },
-  evolve: (_s, e) => (e.type === 'McpServerNameClaimed' ? { owner: e.data.serverId, claimedAt: e.data.claimedAt } : { owner: null, claimedAt: 0 }),
+  evolve: (_s, e) =>
+    e.type === 'McpServerNameClaimed'
+      ? { owner: e.data.serverId, claimedAt: e.data.claimedAt }
+      : { owner: null, claimedAt: 0 },
   decide(command, state) {
     if (command.type === 'Claim') {
       if (state.owner === command.serverId) return [];
-      if (state.owner && state.owner !== command.takeOver) throw DomainError.validation([{ field: 'name', code: 'already_in_use', message: `${command.name} is already the name of another MCP server` }]);
+      if (state.owner && state.owner !== command.takeOver)
+        throw DomainError.validation([
+          {
+            field: 'name',
+            code: 'already_in_use',
+            message: `${command.name} is already the name of another MCP server`,
+          },
+        ]);
       return [{ type: 'McpServerNameClaimed', data: { serverId: command.serverId, claimedAt: command.now } }];
     }
-    return state.owner === command.serverId ? [{ type: 'McpServerNameReleased', data: { serverId: command.serverId } }] : [];
+    return state.owner === command.serverId
+      ? [{ type: 'McpServerNameReleased', data: { serverId: command.serverId } }]
+      : [];
   },
 };

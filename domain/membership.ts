@@ -34,7 +34,17 @@ export const membershipDecider: Decider<MembershipCommand, MembershipEvent, Memb
       case 'Join':
         // Joining twice is harmless: concurrent sign-ins of one user both end up members.
         if (state.status === 'member') return [];
-        return [{ type: 'MemberJoined', data: { workspaceId: command.workspaceId, userId: command.userId, role: command.role, joinedAt: command.now } }];
+        return [
+          {
+            type: 'MemberJoined',
+            data: {
+              workspaceId: command.workspaceId,
+              userId: command.userId,
+              role: command.role,
+              joinedAt: command.now,
+            },
+          },
+        ];
       case 'ChangeRole':
         if (state.status !== 'member') throw DomainError.notFound('Member');
         if (state.role === command.role) return [];

@@ -113,27 +113,56 @@ export function fitMessage(head: string, tail: string, limit: number, shape: (s:
 
 function message(head: string, url: string | null): { text: string; content: string } {
   const tail = url ? `\n${url}` : '';
-  return { text: fitMessage(head, tail, messageByteLimit, slackEscape), content: fitMessage(head, tail, messageByteLimit) };
+  return {
+    text: fitMessage(head, tail, messageByteLimit, slackEscape),
+    content: fitMessage(head, tail, messageByteLimit),
+  };
 }
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
 /** The body a trigger posts; `redact` removes secret values from everything a run wrote. */
-export function notificationBody(event: NotifyEvent, run: NotifiedRun, baseUrl: string, redact: (s: string) => string = (s) => s): NotificationBody {
-  const safe: NotifiedRun = { ...run, jobName: redact(run.jobName), error: run.error === null ? null : redact(run.error), fallbackReason: run.fallbackReason === null ? null : redact(run.fallbackReason) };
+export function notificationBody(
+  event: NotifyEvent,
+  run: NotifiedRun,
+  baseUrl: string,
+  redact: (s: string) => string = (s) => s,
+): NotificationBody {
+  const safe: NotifiedRun = {
+    ...run,
+    jobName: redact(run.jobName),
+    error: run.error === null ? null : redact(run.error),
+    fallbackReason: run.fallbackReason === null ? null : redact(run.fallbackReason),
+  };
   const url = runUrl(baseUrl, run.workspaceId, run.id);
   return {
     event,
     ...message(headline(event, safe), url),
     job: { id: run.jobId, name: safe.jobName },
-    run: { id: run.id, number: run.number, status: run.status, mode: run.mode, trigger: run.trigger, fellBack: run.fellBack, error: safe.error, url },
+    run: {
+      id: run.id,
+      number: run.number,
+      status: run.status,
+      mode: run.mode,
+      trigger: run.trigger,
+      fellBack: run.fellBack,
+      error: safe.error,
+      url,
+    },
     timestamp: rfc3339(run.finishedAt),
     allowed_mentions: { parse: [] },
   };
 }
 
 export function testNotificationBody(now: number): NotificationBody {
-  return { event: 'test', ...message(testHeadline, null), job: null, run: null, timestamp: rfc3339(now), allowed_mentions: { parse: [] } };
+  return {
+    event: 'test',
+    ...message(testHeadline, null),
+    job: null,
+    run: null,
+    timestamp: rfc3339(now),
+    allowed_mentions: { parse: [] },
+  };
 }
 
 /** How one attempt ended, as the host saw it. */

@@ -73,7 +73,10 @@ export function dockerfileFlags(text: string, jobImage: string | null, current: 
   const flags: string[] = [];
   const known = new Set<string>([...(jobImage ? [jobImage] : []), ...(current ? baseImages(current) : [])]);
   for (const image of baseImages(text)) {
-    if (!known.has(image)) flags.push(`${needsReview}: the Dockerfile starts from ${image}, which is neither the job's image nor one it used before`);
+    if (!known.has(image))
+      flags.push(
+        `${needsReview}: the Dockerfile starts from ${image}, which is neither the job's image nor one it used before`,
+      );
   }
   const stages = new Set<string>();
   let stageIndex = 0;
@@ -91,7 +94,8 @@ export function dockerfileFlags(text: string, jobImage: string | null, current: 
     }
     if (keyword === 'COPY') {
       const from = /--from=(\S+)/.exec(args)?.[1];
-      if (from && !stages.has(from.toLowerCase())) flags.push(`${needsReview}: the Dockerfile copies files from the external image ${from}`);
+      if (from && !stages.has(from.toLowerCase()))
+        flags.push(`${needsReview}: the Dockerfile copies files from the external image ${from}`);
     }
   }
   return [...new Set(flags)];

@@ -57,7 +57,11 @@ export function toolName(scriptName: string): string {
 
 /** The language an interpreter path names: `/usr/bin/env python3` → python. */
 function languageOfShebang(line: string): string {
-  const words = line.slice(2).trim().split(/\s+/).filter((w) => !w.startsWith('-'));
+  const words = line
+    .slice(2)
+    .trim()
+    .split(/\s+/)
+    .filter((w) => !w.startsWith('-'));
   const first = words[0] ?? '';
   const program = (first.endsWith('/env') ? words[1] : first)?.split('/').pop() ?? '';
   if (/^python[0-9.]*$/.test(program)) return 'python';
@@ -74,14 +78,22 @@ function parseArgs(raw: string): Record<string, ArgSpec> {
   } catch {
     throw new HeaderError('svc:args must be a JSON object such as {"city": "string", "limit": "integer?"}');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new HeaderError('svc:args must be a JSON object of argument names to types');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new HeaderError('svc:args must be a JSON object of argument names to types');
   const args: Record<string, ArgSpec> = {};
   for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!argNamePattern.test(name)) throw new HeaderError(`svc:args: "${name}" is not a valid argument name (snake_case, starting with a letter, at most 32 characters)`);
-    if (typeof value !== 'string') throw new HeaderError(`svc:args: the type of "${name}" must be a string such as "string" or "integer?"`);
+    if (!argNamePattern.test(name))
+      throw new HeaderError(
+        `svc:args: "${name}" is not a valid argument name (snake_case, starting with a letter, at most 32 characters)`,
+      );
+    if (typeof value !== 'string')
+      throw new HeaderError(`svc:args: the type of "${name}" must be a string such as "string" or "integer?"`);
     const optional = value.endsWith('?');
     const type = (optional ? value.slice(0, -1) : value) as ArgType;
-    if (!argTypes.includes(type)) throw new HeaderError(`svc:args: "${name}" has the type "${value}"; use one of ${argTypes.join(', ')}, with a trailing ? for optional`);
+    if (!argTypes.includes(type))
+      throw new HeaderError(
+        `svc:args: "${name}" has the type "${value}"; use one of ${argTypes.join(', ')}, with a trailing ? for optional`,
+      );
     args[name] = { type, optional };
   }
   return args;
@@ -96,12 +108,18 @@ export function parseScriptHeader(content: string): ScriptHeader {
     const m = headerLine.exec(line);
     if (!m) continue;
     const key = m[1]!.toLowerCase() as HeaderKey;
-    if (!headerKeys.includes(key)) throw new HeaderError(`svc:${m[1]} is not a header line; use svc:name, svc:description, svc:args or svc:side-effects`);
+    if (!headerKeys.includes(key))
+      throw new HeaderError(
+        `svc:${m[1]} is not a header line; use svc:name, svc:description, svc:args or svc:side-effects`,
+      );
     if (found.has(key)) throw new HeaderError(`svc:${key} is given twice`);
     found.set(key, (m[2] ?? '').trim());
   }
   const name = found.get('name');
-  if (name !== undefined && !isValidScriptName(name)) throw new HeaderError(`svc:name "${name}" is not a valid script name (letters, digits, _ . -, starting with a letter or digit, at most 64, no ..)`);
+  if (name !== undefined && !isValidScriptName(name))
+    throw new HeaderError(
+      `svc:name "${name}" is not a valid script name (letters, digits, _ . -, starting with a letter or digit, at most 64, no ..)`,
+    );
   const description = found.get('description');
   if (description !== undefined && description === '') throw new HeaderError('svc:description must not be empty');
   let sideEffects: SideEffects = 'none';
@@ -109,7 +127,8 @@ export function parseScriptHeader(content: string): ScriptHeader {
   if (rawEffects !== undefined) {
     // A trailing `# why` comment is allowed: `# svc:side-effects external  # posts to Slack`.
     const value = rawEffects.split('#')[0]!.trim();
-    if (value !== 'none' && value !== 'external') throw new HeaderError(`svc:side-effects must be none or external, not "${value}"`);
+    if (value !== 'none' && value !== 'external')
+      throw new HeaderError(`svc:side-effects must be none or external, not "${value}"`);
     sideEffects = value;
   }
   const rawArgs = found.get('args');
@@ -134,7 +153,11 @@ const shebangs: Record<string, string> = {
  * The language of a script: its shebang's, else the one asked for, else node for `//` comments, else bash. A script
  * without a shebang gets one for that language and a trailing newline, so it runs as a file under /svc.
  */
-export function completeScript(content: string, header: ScriptHeader, language?: string | null): { content: string; language: string } {
+export function completeScript(
+  content: string,
+  header: ScriptHeader,
+  language?: string | null,
+): { content: string; language: string } {
   let lang = header.shebangLanguage;
   if (!lang) lang = language && shebangs[language] ? language : /^\s*\/\/\s*svc:/m.test(content) ? 'node' : 'bash';
   let text = header.hasShebang ? content : `${shebangs[lang] ?? shebangs.bash}\n${content}`;
@@ -143,7 +166,12 @@ export function completeScript(content: string, header: ScriptHeader, language?:
 }
 
 /** JSON Schema of a toolkit tool's arguments: one property per argument, required unless `?`, nothing else. */
-export function toolSchema(args: Record<string, ArgSpec>): { type: 'object'; properties: Record<string, { type: ArgType }>; required: string[]; additionalProperties: false } {
+export function toolSchema(args: Record<string, ArgSpec>): {
+  type: 'object';
+  properties: Record<string, { type: ArgType }>;
+  required: string[];
+  additionalProperties: false;
+} {
   const names = Object.keys(args).sort();
   return {
     type: 'object',
@@ -187,7 +215,9 @@ export function toolkitArgv(args: Record<string, ArgSpec>, values: Record<string
       continue;
     }
     if (!hasType(value, spec.type)) {
-      problems.push(`argument "${name}" must be ${spec.type === 'integer' || spec.type === 'array' || spec.type === 'object' ? 'an' : 'a'} ${spec.type}`);
+      problems.push(
+        `argument "${name}" must be ${spec.type === 'integer' || spec.type === 'array' || spec.type === 'object' ? 'an' : 'a'} ${spec.type}`,
+      );
       continue;
     }
     argv.push(`--${name}`, typeof value === 'string' ? value : JSON.stringify(value));
@@ -200,8 +230,9 @@ export const toolkitTimeoutMs = 120_000;
 
 /** What the agent reads about a toolkit tool: the script's description, where it runs from, and a caution. */
 export function toolDescription(script: { name: string; description: string; sideEffects: SideEffects }): string {
-  const caution = script.sideEffects === 'external'
-    ? ' It has external side effects: call it only when the job means to cause them.'
-    : ' It declares no external side effects.';
+  const caution =
+    script.sideEffects === 'external'
+      ? ' It has external side effects: call it only when the job means to cause them.'
+      : ' It declares no external side effects.';
   return `${script.description} (runs /svc/toolkit/${script.name}, proven in earlier runs.)${caution}`;
 }

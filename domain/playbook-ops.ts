@@ -2,7 +2,14 @@ import { redactor } from './redact.js';
 import { dockerfileFlags, hasFrom } from './playbook-dockerfile.js';
 import { HeaderError, isValidScriptName, parseScriptHeader, toolName } from './playbook-header.js';
 import { parseVerify } from './playbook-verify.js';
-import { mainInputProblem, nextLearningId, normalizeKind, readMain, readScript, type PlaybookContent } from './playbook.js';
+import {
+  mainInputProblem,
+  nextLearningId,
+  normalizeKind,
+  readMain,
+  readScript,
+  type PlaybookContent,
+} from './playbook.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
 import { playbookLimits, type AppliedOp, type Learning } from '../schemas/playbook.js';
 
@@ -13,7 +20,17 @@ import { playbookLimits, type AppliedOp, type Learning } from '../schemas/playbo
  * never blocks the others. Pure: the content passed in is never modified.
  */
 
-export type OpName = 'add_learning' | 'update_learning' | 'retire_learning' | 'upsert_script' | 'delete_script' | 'set_setup' | 'set_dockerfile' | 'propose_main' | 'update_main' | 'set_verify';
+export type OpName =
+  | 'add_learning'
+  | 'update_learning'
+  | 'retire_learning'
+  | 'upsert_script'
+  | 'delete_script'
+  | 'set_setup'
+  | 'set_dockerfile'
+  | 'propose_main'
+  | 'update_main'
+  | 'set_verify';
 
 /** An op as the reflection model answers it: every field present, unused ones null. */
 export interface PlaybookOp {
@@ -63,7 +80,8 @@ const credentialShapes: Array<[RegExp, string]> = [
 /** Blocking flags for text a playbook would keep: a job secret's value, or something shaped like a credential. */
 export function reviewFlags(text: string, secretValues: readonly string[]): string[] {
   const flags: string[] = [];
-  if (secretValues.some((v) => v.length >= minSecretLength && text.includes(v))) flags.push(`${needsReviewPrefix}: it contains the value of one of the job's secrets`);
+  if (secretValues.some((v) => v.length >= minSecretLength && text.includes(v)))
+    flags.push(`${needsReviewPrefix}: it contains the value of one of the job's secrets`);
   for (const [pattern, what] of credentialShapes) {
     if (pattern.test(text)) flags.push(`${needsReviewPrefix}: it contains text that looks like ${what}`);
   }
@@ -88,9 +106,11 @@ function findLearning(c: PlaybookContent, id: string | null): Learning {
 
 function checkLearningFields(op: PlaybookOp): { kind: string | null; when: string | null } {
   const kind = op.kind === null ? null : normalizeKind(op.kind);
-  if (kind !== null && kind.length > playbookLimits.learningKind) reject(`the kind must be at most ${playbookLimits.learningKind} characters`);
+  if (kind !== null && kind.length > playbookLimits.learningKind)
+    reject(`the kind must be at most ${playbookLimits.learningKind} characters`);
   const when = blank(op.when) ? null : op.when!.trim();
-  if (when !== null && when.length > playbookLimits.learningWhen) reject(`"when" must be at most ${playbookLimits.learningWhen} characters`);
+  if (when !== null && when.length > playbookLimits.learningWhen)
+    reject(`"when" must be at most ${playbookLimits.learningWhen} characters`);
   return { kind, when };
 }
 
@@ -125,21 +145,42 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
     case 'add_learning': {
       const text = (op.text ?? '').trim();
       if (text === '') reject('add_learning needs a text');
-      if (text.length > playbookLimits.learningText) reject(`a learning must be at most ${playbookLimits.learningText} characters`);
+      if (text.length > playbookLimits.learningText)
+        reject(`a learning must be at most ${playbookLimits.learningText} characters`);
       const same = c.learnings.find((l) => l.status === 'active' && l.text.trim().toLowerCase() === text.toLowerCase());
-      if (same) reject(`learning ${same.id} already says this; use update_learning to change it instead of adding a copy`);
+      if (same)
+        reject(`learning ${same.id} already says this; use update_learning to change it instead of adding a copy`);
       const { kind, when } = checkLearningFields(op);
       const id = nextLearningId(c.learnings);
-      const learning: Learning = { id, kind: kind ?? 'fact', text, hits: 0, status: 'active', sources: ctx.runId === null ? null : [ctx.runId] };
+      const learning: Learning = {
+        id,
+        kind: kind ?? 'fact',
+        text,
+        hits: 0,
+        status: 'active',
+        sources: ctx.runId === null ? null : [ctx.runId],
+      };
       if (when !== null) learning.when = when;
-      return { content: { ...c, learnings: [...c.learnings, learning] }, target: id, review: [text, when ?? ''], warnings: /https?:\/\//i.test(text) ? [urlWarning] : [] };
+      return {
+        content: { ...c, learnings: [...c.learnings, learning] },
+        target: id,
+        review: [text, when ?? ''],
+        warnings: /https?:\/\//i.test(text) ? [urlWarning] : [],
+      };
     }
     case 'update_learning': {
       const current = findLearning(c, op.id);
       const text = blank(op.text) ? null : op.text!.trim();
-      if (text !== null && text.length > playbookLimits.learningText) reject(`a learning must be at most ${playbookLimits.learningText} characters`);
+      if (text !== null && text.length > playbookLimits.learningText)
+        reject(`a learning must be at most ${playbookLimits.learningText} characters`);
       const { kind, when } = checkLearningFields(op);
-      const next: Learning = { ...current, text: text ?? current.text, kind: kind ?? current.kind, status: 'active', sources: addSource(current.sources, ctx.runId) };
+      const next: Learning = {
+        ...current,
+        text: text ?? current.text,
+        kind: kind ?? current.kind,
+        status: 'active',
+        sources: addSource(current.sources, ctx.runId),
+      };
       if (when !== null) next.when = when;
       return {
         content: { ...c, learnings: c.learnings.map((l) => (l === current ? next : l)) },
@@ -151,7 +192,14 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
     case 'retire_learning': {
       const current = findLearning(c, op.id);
       if (current.status === 'retired') reject(`learning ${current.id} is already retired`);
-      return { content: { ...c, learnings: c.learnings.map((l) => (l === current ? { ...l, status: 'retired' as const } : l)) }, target: current.id, review: [] };
+      return {
+        content: {
+          ...c,
+          learnings: c.learnings.map((l) => (l === current ? { ...l, status: 'retired' as const } : l)),
+        },
+        target: current.id,
+        review: [],
+      };
     }
     case 'upsert_script': {
       if (blank(op.content)) reject('upsert_script needs the script as content');
@@ -165,13 +213,18 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
         throw err;
       }
       const opName = blank(op.name) ? null : op.name!.trim();
-      if (opName !== null && headerName !== null && opName !== headerName) reject(`the op names the script "${opName}" but its svc:name says "${headerName}"`);
+      if (opName !== null && headerName !== null && opName !== headerName)
+        reject(`the op names the script "${opName}" but its svc:name says "${headerName}"`);
       const name = opName ?? headerName ?? reject('the script needs a name, in the op or in an svc:name header line');
-      if (!isValidScriptName(name)) reject(`"${name}" is not a valid script name (letters, digits, _ . -, starting with a letter or digit, at most 64, no ..)`);
+      if (!isValidScriptName(name))
+        reject(
+          `"${name}" is not a valid script name (letters, digits, _ . -, starting with a letter or digit, at most 64, no ..)`,
+        );
       const existing = c.toolkit.find((s) => s.name === name);
       const clash = c.toolkit.find((s) => s.name !== name && toolName(s.name) === toolName(name));
       if (clash) reject(`"${name}" would be the same tool as the script "${clash.name}" (${toolName(name)})`);
-      if (!existing && c.toolkit.length >= playbookLimits.scripts) reject(`the toolkit already has ${playbookLimits.scripts} scripts; delete or merge one first`);
+      if (!existing && c.toolkit.length >= playbookLimits.scripts)
+        reject(`the toolkit already has ${playbookLimits.scripts} scripts; delete or merge one first`);
       let script;
       try {
         script = readScript(name, content, null, addSource(existing?.sources ?? null, ctx.runId));
@@ -179,12 +232,15 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
         if (err instanceof HeaderError) reject(err.message);
         throw err;
       }
-      const toolkit = existing ? c.toolkit.map((s) => (s === existing ? { ...script, calls: s.calls, failures: s.failures } : s)) : [...c.toolkit, script];
+      const toolkit = existing
+        ? c.toolkit.map((s) => (s === existing ? { ...script, calls: s.calls, failures: s.failures } : s))
+        : [...c.toolkit, script];
       return { content: { ...c, toolkit }, target: name, review: [content] };
     }
     case 'delete_script': {
       const name = (op.name ?? '').trim();
-      if (!c.toolkit.some((s) => s.name === name)) reject(name === '' ? 'delete_script needs the name of a script' : `there is no script "${name}"`);
+      if (!c.toolkit.some((s) => s.name === name))
+        reject(name === '' ? 'delete_script needs the name of a script' : `there is no script "${name}"`);
       return { content: { ...c, toolkit: c.toolkit.filter((s) => s.name !== name) }, target: name, review: [] };
     }
     case 'set_setup': {
@@ -198,7 +254,12 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
         if (bytes(dockerfile) > playbookLimits.dockerfileBytes) reject('the Dockerfile must be at most 16 KiB');
         if (!hasFrom(dockerfile)) reject('the Dockerfile must contain a FROM line');
       }
-      return { content: { ...c, dockerfile }, target: 'dockerfile', review: [dockerfile ?? ''], extraFlags: dockerfile === null ? [] : dockerfileFlags(dockerfile, ctx.jobImage, c.dockerfile) };
+      return {
+        content: { ...c, dockerfile },
+        target: 'dockerfile',
+        review: [dockerfile ?? ''],
+        extraFlags: dockerfile === null ? [] : dockerfileFlags(dockerfile, ctx.jobImage, c.dockerfile),
+      };
     }
     case 'propose_main': {
       if (ctx.graduationBlocked !== null) reject(`propose_main is not allowed yet: ${ctx.graduationBlocked}`);
@@ -206,7 +267,8 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
       return { content: { ...c, main }, target: 'main', review: [main] };
     }
     case 'update_main': {
-      if (c.main === null) reject('the job has no main script to update; a first main script comes through propose_main');
+      if (c.main === null)
+        reject('the job has no main script to update; a first main script comes through propose_main');
       const main = mainText(op, ctx);
       return { content: { ...c, main }, target: 'main', review: [main] };
     }
@@ -216,15 +278,22 @@ function decide(c: PlaybookContent, op: PlaybookOp, ctx: OpContext): Applied {
         try {
           value = JSON.parse(op.content!);
         } catch {
-          reject('set_verify takes its value as JSON text in content, such as {"checks": ["exit_code == 0"], "llm": false, "varies": []}');
+          reject(
+            'set_verify takes its value as JSON text in content, such as {"checks": ["exit_code == 0"], "llm": false, "varies": []}',
+          );
         }
       }
       const { verify, problems } = parseVerify(value);
-      if (problems.length > 0) reject(`verify is not valid: ${problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ')}`);
+      if (problems.length > 0)
+        reject(
+          `verify is not valid: ${problems.map((p) => (p.path ? `${p.path} ${p.message}` : p.message)).join('; ')}`,
+        );
       return { content: { ...c, verify }, target: 'verify', review: [] };
     }
     default:
-      return reject(`"${op.op}" is not an op; use one of add_learning, update_learning, retire_learning, upsert_script, delete_script, set_setup, set_dockerfile, propose_main, update_main, set_verify`);
+      return reject(
+        `"${op.op}" is not an op; use one of add_learning, update_learning, retire_learning, upsert_script, delete_script, set_setup, set_dockerfile, propose_main, update_main, set_verify`,
+      );
   }
 }
 
@@ -234,17 +303,41 @@ export function applyOp(content: PlaybookContent, op: PlaybookOp, ctx: OpContext
   const clean = redactor(ctx.secretValues.filter((v) => v.length >= minSecretLength));
   const str = (s: string | null) => (s === null ? null : clean(s));
   const base: AppliedOp = {
-    status: 'rejected', op: op.op, rationale: clean(op.rationale ?? ''), id: str(op.id), kind: str(op.kind), text: str(op.text), when: str(op.when), name: str(op.name), content: str(op.content),
+    status: 'rejected',
+    op: op.op,
+    rationale: clean(op.rationale ?? ''),
+    id: str(op.id),
+    kind: str(op.kind),
+    text: str(op.text),
+    when: str(op.when),
+    name: str(op.name),
+    content: str(op.content),
   };
   try {
     const applied = decide(content, op, ctx);
-    const flags = [...applied.review.flatMap((t) => reviewFlags(t, ctx.secretValues)), ...(applied.extraFlags ?? []), ...(applied.warnings ?? [])];
+    const flags = [
+      ...applied.review.flatMap((t) => reviewFlags(t, ctx.secretValues)),
+      ...(applied.extraFlags ?? []),
+      ...(applied.warnings ?? []),
+    ];
     const unique = [...new Set(flags)];
     const target = applied.target === undefined ? {} : { target: applied.target };
     if (isBlocking(unique)) {
-      return { content, result: { ...base, status: 'held', ...target, flags: unique, reason: 'held for a person to review before it is applied' } };
+      return {
+        content,
+        result: {
+          ...base,
+          status: 'held',
+          ...target,
+          flags: unique,
+          reason: 'held for a person to review before it is applied',
+        },
+      };
     }
-    return { content: applied.content, result: { ...base, status: 'applied', ...target, flags: unique.length > 0 ? unique : null } };
+    return {
+      content: applied.content,
+      result: { ...base, status: 'applied', ...target, flags: unique.length > 0 ? unique : null },
+    };
   } catch (err) {
     if (!(err instanceof Rejection)) throw err;
     return { content, result: { ...base, status: 'rejected', reason: clean(err.message) } };
@@ -252,7 +345,11 @@ export function applyOp(content: PlaybookContent, op: PlaybookOp, ctx: OpContext
 }
 
 /** Applies ops in order, each to the result of the ones before it. */
-export function applyOps(content: PlaybookContent, ops: readonly PlaybookOp[], ctx: OpContext): { content: PlaybookContent; results: AppliedOp[] } {
+export function applyOps(
+  content: PlaybookContent,
+  ops: readonly PlaybookOp[],
+  ctx: OpContext,
+): { content: PlaybookContent; results: AppliedOp[] } {
   const results: AppliedOp[] = [];
   let current = content;
   for (const op of ops) {

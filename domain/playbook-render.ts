@@ -14,14 +14,20 @@ export const playbookBudget = 3000;
 export const estimateTokens = (text: string) => Math.ceil(text.length / 4);
 
 export const emptyPlaybookText = 'This job has not learned anything yet.\n';
-const toolkitIntro = 'Scripts proven in earlier runs. Call them as tools, or run them as /svc/toolkit/<name> with `--name value` flags.';
+const toolkitIntro =
+  'Scripts proven in earlier runs. Call them as tools, or run them as /svc/toolkit/<name> with `--name value` flags.';
 
 function learningLines(c: PlaybookContent): string[] {
-  return c.learnings.filter((l) => l.status !== 'retired').map((l) => `- [${l.id}] ${l.text}${l.when ? ` (when ${l.when})` : ''}`);
+  return c.learnings
+    .filter((l) => l.status !== 'retired')
+    .map((l) => `- [${l.id}] ${l.text}${l.when ? ` (when ${l.when})` : ''}`);
 }
 
 function toolkitLines(c: PlaybookContent): string[] {
-  return c.toolkit.map((s) => `- ${toolName(s.name)}: ${s.description}${s.sideEffects === 'external' ? ' (has external side effects)' : ''}`);
+  return c.toolkit.map(
+    (s) =>
+      `- ${toolName(s.name)}: ${s.description}${s.sideEffects === 'external' ? ' (has external side effects)' : ''}`,
+  );
 }
 
 /** Sections as lines: a heading, then one line per item. */

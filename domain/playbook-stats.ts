@@ -26,8 +26,14 @@ export interface PlaybookStats {
 }
 
 export type PlaybookStatsEvent =
-  | DomainEvent<'PlaybookLearningsUsed', { jobId: string; workspaceId: string; runId: string | null; ids: string[]; learnings: LearningHits[] }>
-  | DomainEvent<'PlaybookScriptsCalled', { jobId: string; workspaceId: string; runId: string | null; counts: ScriptCalls[]; scripts: ScriptCalls[] }>;
+  | DomainEvent<
+      'PlaybookLearningsUsed',
+      { jobId: string; workspaceId: string; runId: string | null; ids: string[]; learnings: LearningHits[] }
+    >
+  | DomainEvent<
+      'PlaybookScriptsCalled',
+      { jobId: string; workspaceId: string; runId: string | null; counts: ScriptCalls[]; scripts: ScriptCalls[] }
+    >;
 
 export type PlaybookStatsCommand =
   /** One hit for each named learning (deduplicated, case-insensitive). */
@@ -40,12 +46,16 @@ export const emptyStats = (): PlaybookStats => ({ learnings: [], scripts: [] });
 export const playbookStatsDecider: Decider<PlaybookStatsCommand, PlaybookStatsEvent, PlaybookStats> = {
   initialState: emptyStats(),
   evolve(state, event) {
-    return event.type === 'PlaybookLearningsUsed' ? { ...state, learnings: event.data.learnings } : { ...state, scripts: event.data.scripts };
+    return event.type === 'PlaybookLearningsUsed'
+      ? { ...state, learnings: event.data.learnings }
+      : { ...state, scripts: event.data.scripts };
   },
   decide(command, state) {
     if (command.type === 'CountLearningHits') {
       // The first spelling of each id wins.
-      const ids = command.ids.filter((id, i) => command.ids.findIndex((other) => other.toLowerCase() === id.toLowerCase()) === i);
+      const ids = command.ids.filter(
+        (id, i) => command.ids.findIndex((other) => other.toLowerCase() === id.toLowerCase()) === i,
+      );
       if (ids.length === 0) return [];
       const learnings = state.learnings.map((l) => ({ ...l }));
       for (const id of ids) {
@@ -53,7 +63,12 @@ export const playbookStatsDecider: Decider<PlaybookStatsCommand, PlaybookStatsEv
         if (entry) entry.hits += 1;
         else learnings.push({ id, hits: 1 });
       }
-      return [{ type: 'PlaybookLearningsUsed', data: { jobId: command.jobId, workspaceId: command.workspaceId, runId: command.runId, ids, learnings } }];
+      return [
+        {
+          type: 'PlaybookLearningsUsed',
+          data: { jobId: command.jobId, workspaceId: command.workspaceId, runId: command.runId, ids, learnings },
+        },
+      ];
     }
     const counts = command.counts.filter((c) => c.calls > 0 || c.failures > 0);
     if (counts.length === 0) return [];
@@ -65,7 +80,12 @@ export const playbookStatsDecider: Decider<PlaybookStatsCommand, PlaybookStatsEv
         entry.failures += c.failures;
       } else scripts.push({ name: c.name, calls: c.calls, failures: c.failures });
     }
-    return [{ type: 'PlaybookScriptsCalled', data: { jobId: command.jobId, workspaceId: command.workspaceId, runId: command.runId, counts, scripts } }];
+    return [
+      {
+        type: 'PlaybookScriptsCalled',
+        data: { jobId: command.jobId, workspaceId: command.workspaceId, runId: command.runId, counts, scripts },
+      },
+    ];
   },
 };
 
@@ -76,6 +96,10 @@ export function withStats(c: PlaybookContent, stats: PlaybookStats): PlaybookCon
   return {
     ...c,
     learnings: c.learnings.map((l) => ({ ...l, hits: hits.get(l.id.toLowerCase()) ?? 0 })),
-    toolkit: c.toolkit.map((s) => ({ ...s, calls: calls.get(s.name)?.calls ?? 0, failures: calls.get(s.name)?.failures ?? 0 })),
+    toolkit: c.toolkit.map((s) => ({
+      ...s,
+      calls: calls.get(s.name)?.calls ?? 0,
+      failures: calls.get(s.name)?.failures ?? 0,
+    })),
   };
 }

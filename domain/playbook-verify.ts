@@ -57,7 +57,8 @@ export function parseCheck(source: string): Check | { error: string } {
   m = fileExists.exec(src);
   if (m) {
     const path = m[1]!;
-    if (!path.startsWith('/svc/outputs/') && !path.startsWith('/workspace/')) return { error: 'a file check must name a path under /svc/outputs/ or /workspace/' };
+    if (!path.startsWith('/svc/outputs/') && !path.startsWith('/workspace/'))
+      return { error: 'a file check must name a path under /svc/outputs/ or /workspace/' };
     if (path.split('/').includes('..')) return { error: 'a file check must not use ..' };
     return { kind: 'file_exists', path };
   }
@@ -72,7 +73,8 @@ export function parseCheck(source: string): Check | { error: string } {
     return { error: 'stdout contains takes a non-empty JSON string, such as stdout contains "done"' };
   }
   return {
-    error: 'is not a check; use exit_code == N, output.<name> exists, output.<name> <op> <JSON>, file <path> exists or stdout contains "<text>"',
+    error:
+      'is not a check; use exit_code == N, output.<name> exists, output.<name> <op> <JSON>, file <path> exists or stdout contains "<text>"',
   };
 }
 
@@ -83,9 +85,15 @@ export function parseCheck(source: string): Check | { error: string } {
 export function parseVerify(value: unknown): { verify: Verify | null; problems: VerifyProblem[] } {
   const problems: VerifyProblem[] = [];
   if (value === null || value === undefined || value === '') return { verify: null, problems };
-  if (typeof value !== 'object' || Array.isArray(value)) return { verify: null, problems: [{ path: '', message: 'must be an object with checks, llm and varies, or null' }] };
+  if (typeof value !== 'object' || Array.isArray(value))
+    return {
+      verify: null,
+      problems: [{ path: '', message: 'must be an object with checks, llm and varies, or null' }],
+    };
   const raw = value as Record<string, unknown>;
-  for (const key of Object.keys(raw)) if (!['checks', 'llm', 'varies'].includes(key)) problems.push({ path: key, message: 'is not a known field (checks, llm, varies)' });
+  for (const key of Object.keys(raw))
+    if (!['checks', 'llm', 'varies'].includes(key))
+      problems.push({ path: key, message: 'is not a known field (checks, llm, varies)' });
   const strings = (key: 'checks' | 'varies', max: number): string[] => {
     const list = raw[key];
     if (list === undefined || list === null) return [];
@@ -96,19 +104,22 @@ export function parseVerify(value: unknown): { verify: Verify | null; problems: 
     if (list.length > max) problems.push({ path: key, message: `must have at most ${max} items` });
     const out: string[] = [];
     list.forEach((item, i) => {
-      if (typeof item !== 'string' || item.trim() === '') problems.push({ path: `${key}[${i}]`, message: 'must be a non-empty string' });
+      if (typeof item !== 'string' || item.trim() === '')
+        problems.push({ path: `${key}[${i}]`, message: 'must be a non-empty string' });
       else out.push(item.trim());
     });
     return out;
   };
   const checks = strings('checks', verifyLimits.checks);
   checks.forEach((c, i) => {
-    if (c.length > verifyLimits.checkChars) problems.push({ path: `checks[${i}]`, message: `must be at most ${verifyLimits.checkChars} characters` });
+    if (c.length > verifyLimits.checkChars)
+      problems.push({ path: `checks[${i}]`, message: `must be at most ${verifyLimits.checkChars} characters` });
     const parsed = parseCheck(c);
     if ('error' in parsed) problems.push({ path: `checks[${i}]`, message: parsed.error });
   });
   const varies = strings('varies', verifyLimits.varies);
   const llm = raw.llm;
-  if (llm !== undefined && llm !== null && typeof llm !== 'boolean') problems.push({ path: 'llm', message: 'must be true or false' });
+  if (llm !== undefined && llm !== null && typeof llm !== 'boolean')
+    problems.push({ path: 'llm', message: 'must be true or false' });
   return { verify: problems.length > 0 ? null : { checks, llm: llm === true, varies }, problems };
 }

@@ -1,9 +1,23 @@
 import { DomainError, FieldErrors, type Decider, type DomainEvent } from './decider.js';
 import { hasFrom } from './playbook-dockerfile.js';
-import { completeScript, HeaderError, isValidScriptName, parseScriptHeader, toolName, type ArgSpec } from './playbook-header.js';
+import {
+  completeScript,
+  HeaderError,
+  isValidScriptName,
+  parseScriptHeader,
+  toolName,
+  type ArgSpec,
+} from './playbook-header.js';
 import { parseVerify, type Verify } from './playbook-verify.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
-import { playbookLimits, type AppliedOp, type ContentInput, type Learning, type PlaybookAuthor, type Script } from '../schemas/playbook.js';
+import {
+  playbookLimits,
+  type AppliedOp,
+  type ContentInput,
+  type Learning,
+  type PlaybookAuthor,
+  type Script,
+} from '../schemas/playbook.js';
 
 /**
  * A job's playbook (SPEC §2.7, BEHAVIOUR §4.4): numbered, immutable versions in a stream of their own per job. The
@@ -25,7 +39,14 @@ export interface PlaybookContent {
 
 export const playbookStreamId = (jobId: string) => `playbook-${jobId}`;
 
-export const emptyContent = (): PlaybookContent => ({ learnings: [], toolkit: [], dockerfile: null, setup: null, main: null, verify: null });
+export const emptyContent = (): PlaybookContent => ({
+  learnings: [],
+  toolkit: [],
+  dockerfile: null,
+  setup: null,
+  main: null,
+  verify: null,
+});
 
 /** Empty per BEHAVIOUR §2.1: no learning that is not retired, no toolkit script and no main script. */
 export function isEmptyPlaybook(c: PlaybookContent): boolean {
@@ -57,7 +78,9 @@ export const argsText = (args: Record<string, ArgSpec>): Record<string, string> 
 
 /** Answers `/svc/input.json`-reference problems of a main script, or null. */
 export function mainInputProblem(main: string, declaresInputs: boolean): string | null {
-  return declaresInputs && !main.includes('/svc/input.json') ? 'must read the run input from /svc/input.json, because the job declares inputs' : null;
+  return declaresInputs && !main.includes('/svc/input.json')
+    ? 'must read the run input from /svc/input.json, because the job declares inputs'
+    : null;
 }
 
 /**
@@ -65,12 +88,29 @@ export function mainInputProblem(main: string, declaresInputs: boolean): string 
  * a toolkit script needs a description; the shebang is filled in and a trailing newline ensured.
  * Throws `HeaderError` with the problem.
  */
-export function readScript(name: string, content: string, language?: string | null, sources: string[] | null = null): Script {
+export function readScript(
+  name: string,
+  content: string,
+  language?: string | null,
+  sources: string[] | null = null,
+): Script {
   const header = parseScriptHeader(content);
-  if (header.name !== null && header.name !== name) throw new HeaderError(`svc:name says "${header.name}" but the script is named "${name}"`);
-  if (header.description === null) throw new HeaderError('a toolkit script needs a "svc:description" header line saying what it does');
+  if (header.name !== null && header.name !== name)
+    throw new HeaderError(`svc:name says "${header.name}" but the script is named "${name}"`);
+  if (header.description === null)
+    throw new HeaderError('a toolkit script needs a "svc:description" header line saying what it does');
   const done = completeScript(content, header, language);
-  return { name, description: header.description, language: done.language, args: argsText(header.args), sideEffects: header.sideEffects, content: done.content, sources, calls: 0, failures: 0 };
+  return {
+    name,
+    description: header.description,
+    language: done.language,
+    args: argsText(header.args),
+    sideEffects: header.sideEffects,
+    content: done.content,
+    sources,
+    calls: 0,
+    failures: 0,
+  };
 }
 
 /** Reads a main script: its header must parse if it has one; the shebang is filled in. Throws `HeaderError`. */
@@ -94,22 +134,33 @@ export function validateContent(input: ContentInput, rules: SaveRules): Playbook
   const learnings: Learning[] = [];
   const ids = new Set<string>();
   const rawLearnings = input.learnings ?? [];
-  if (rawLearnings.length > playbookLimits.learnings) errors.add(f('learnings'), 'too_long', `must have at most ${playbookLimits.learnings} items`);
+  if (rawLearnings.length > playbookLimits.learnings)
+    errors.add(f('learnings'), 'too_long', `must have at most ${playbookLimits.learnings} items`);
   rawLearnings.forEach((l, i) => {
     const at = (k: string) => f(`learnings[${i}].${k}`);
     const text = l.text.trim();
     if (text === '') errors.add(at('text'), 'required', 'must not be empty');
-    if (text.length > playbookLimits.learningText) errors.add(at('text'), 'too_long', `must be at most ${playbookLimits.learningText} characters`);
+    if (text.length > playbookLimits.learningText)
+      errors.add(at('text'), 'too_long', `must be at most ${playbookLimits.learningText} characters`);
     const kind = normalizeKind(l.kind);
-    if (kind.length > playbookLimits.learningKind) errors.add(at('kind'), 'too_long', `must be at most ${playbookLimits.learningKind} characters`);
+    if (kind.length > playbookLimits.learningKind)
+      errors.add(at('kind'), 'too_long', `must be at most ${playbookLimits.learningKind} characters`);
     const when = blankToNull(l.when)?.trim() ?? null;
-    if (when !== null && when.length > playbookLimits.learningWhen) errors.add(at('when'), 'too_long', `must be at most ${playbookLimits.learningWhen} characters`);
+    if (when !== null && when.length > playbookLimits.learningWhen)
+      errors.add(at('when'), 'too_long', `must be at most ${playbookLimits.learningWhen} characters`);
     if (l.id !== undefined) {
       if (!/^[A-Za-z0-9_-]+$/.test(l.id)) errors.add(at('id'), 'invalid', 'may hold only letters, digits, _ and -');
       if (ids.has(l.id.toLowerCase())) errors.add(at('id'), 'duplicate', `"${l.id}" is used by another learning`);
       ids.add(l.id.toLowerCase());
     }
-    const learning: Learning = { id: l.id ?? '', kind, text, hits: 0, status: l.status ?? 'active', sources: l.sources ? l.sources.slice(-playbookLimits.sources) : null };
+    const learning: Learning = {
+      id: l.id ?? '',
+      kind,
+      text,
+      hits: 0,
+      status: l.status ?? 'active',
+      sources: l.sources ? l.sources.slice(-playbookLimits.sources) : null,
+    };
     if (when !== null) learning.when = when;
     learnings.push(learning);
   });
@@ -121,21 +172,36 @@ export function validateContent(input: ContentInput, rules: SaveRules): Playbook
   const toolkit: Script[] = [];
   const tools = new Map<string, string>();
   const rawToolkit = input.toolkit ?? [];
-  if (rawToolkit.length > playbookLimits.scripts) errors.add(f('toolkit'), 'too_long', `must have at most ${playbookLimits.scripts} scripts`);
+  if (rawToolkit.length > playbookLimits.scripts)
+    errors.add(f('toolkit'), 'too_long', `must have at most ${playbookLimits.scripts} scripts`);
   rawToolkit.forEach((s, i) => {
     const at = (k: string) => f(`toolkit[${i}].${k}`);
     if (!isValidScriptName(s.name)) {
-      errors.add(at('name'), 'invalid', 'must be letters, digits, _ . or -, start with a letter or digit, be at most 64 characters and not contain ..');
+      errors.add(
+        at('name'),
+        'invalid',
+        'must be letters, digits, _ . or -, start with a letter or digit, be at most 64 characters and not contain ..',
+      );
       return;
     }
     const tool = toolName(s.name);
     const other = tools.get(tool);
-    if (other !== undefined) errors.add(at('name'), 'duplicate', other === s.name ? `"${s.name}" is used by another script` : `"${s.name}" and "${other}" would be the same tool (${tool})`);
+    if (other !== undefined)
+      errors.add(
+        at('name'),
+        'duplicate',
+        other === s.name
+          ? `"${s.name}" is used by another script`
+          : `"${s.name}" and "${other}" would be the same tool (${tool})`,
+      );
     tools.set(tool, s.name);
     if (s.content.trim() === '') return errors.add(at('content'), 'required', 'must not be empty');
-    if (bytes(s.content) > playbookLimits.scriptBytes) return errors.add(at('content'), 'too_large', 'must be at most 64 KiB');
+    if (bytes(s.content) > playbookLimits.scriptBytes)
+      return errors.add(at('content'), 'too_large', 'must be at most 64 KiB');
     try {
-      toolkit.push(readScript(s.name, s.content, s.language ?? null, s.sources ? s.sources.slice(-playbookLimits.sources) : null));
+      toolkit.push(
+        readScript(s.name, s.content, s.language ?? null, s.sources ? s.sources.slice(-playbookLimits.sources) : null),
+      );
     } catch (err) {
       if (!(err instanceof HeaderError)) throw err;
       errors.add(at('content'), 'invalid_header', err.message);
@@ -156,10 +222,12 @@ export function validateContent(input: ContentInput, rules: SaveRules): Playbook
   }
 
   const setup = blankToNull(input.setup);
-  if (setup !== null && bytes(setup) > playbookLimits.setupBytes) errors.add(f('setup'), 'too_large', 'must be at most 16 KiB');
+  if (setup !== null && bytes(setup) > playbookLimits.setupBytes)
+    errors.add(f('setup'), 'too_large', 'must be at most 16 KiB');
   const dockerfile = blankToNull(input.dockerfile);
   if (dockerfile !== null) {
-    if (bytes(dockerfile) > playbookLimits.dockerfileBytes) errors.add(f('dockerfile'), 'too_large', 'must be at most 16 KiB');
+    if (bytes(dockerfile) > playbookLimits.dockerfileBytes)
+      errors.add(f('dockerfile'), 'too_large', 'must be at most 16 KiB');
     else if (!hasFrom(dockerfile)) errors.add(f('dockerfile'), 'invalid', 'must contain a FROM line');
   }
 
@@ -170,14 +238,24 @@ export function validateContent(input: ContentInput, rules: SaveRules): Playbook
   const content: PlaybookContent = { learnings, toolkit, dockerfile, setup, main, verify };
   const tokens = playbookTokens(content);
   if (tokens > playbookBudget) {
-    throw DomainError.validation([{ field: 'content', code: 'over_budget', message: `renders to about ${tokens} tokens; the playbook's budget is ${playbookBudget}. Shorten or retire some learnings.` }]);
+    throw DomainError.validation([
+      {
+        field: 'content',
+        code: 'over_budget',
+        message: `renders to about ${tokens} tokens; the playbook's budget is ${playbookBudget}. Shorten or retire some learnings.`,
+      },
+    ]);
   }
   return content;
 }
 
 /** Content without statistics, as versions store it. */
 export function withoutStats(c: PlaybookContent): PlaybookContent {
-  return { ...c, learnings: c.learnings.map((l) => ({ ...l, hits: 0 })), toolkit: c.toolkit.map((s) => ({ ...s, calls: 0, failures: 0 })) };
+  return {
+    ...c,
+    learnings: c.learnings.map((l) => ({ ...l, hits: 0 })),
+    toolkit: c.toolkit.map((s) => ({ ...s, calls: 0, failures: 0 })),
+  };
 }
 
 export interface PlaybookVersionSaved {
@@ -229,7 +307,10 @@ export interface SavePlaybook {
 export type PlaybookCommand = SavePlaybook;
 
 export function staleVersion(latest: number, base: number): DomainError {
-  return new DomainError('conflict', `The playbook changed since it was loaded: version ${latest} is the latest, the change started from version ${base}. Reload it and make the change again.`);
+  return new DomainError(
+    'conflict',
+    `The playbook changed since it was loaded: version ${latest} is the latest, the change started from version ${base}. Reload it and make the change again.`,
+  );
 }
 
 export const playbookDecider: Decider<PlaybookCommand, PlaybookEvent, PlaybookState> = {
@@ -239,16 +320,29 @@ export const playbookDecider: Decider<PlaybookCommand, PlaybookEvent, PlaybookSt
   },
   decide(command, state) {
     if (state.workspaceId !== null && state.workspaceId !== command.workspaceId) throw DomainError.notFound('Job');
-    if (command.baseVersion !== null && command.baseVersion !== state.version) throw staleVersion(state.version, command.baseVersion);
+    if (command.baseVersion !== null && command.baseVersion !== state.version)
+      throw staleVersion(state.version, command.baseVersion);
     const content = withoutStats(command.content);
     const graduated = command.proposedMain || (content.main !== null && state.content.main === null);
-    return [{
-      type: 'PlaybookVersionSaved',
-      data: {
-        jobId: command.jobId, workspaceId: command.workspaceId, version: state.version + 1, content, summary: command.summary,
-        author: command.author, authorId: command.authorId, sourceRunId: command.sourceRunId, ops: command.ops,
-        dockerfileHash: command.dockerfileHash, graduated, rolledBackFrom: command.rolledBackFrom, createdAt: command.now,
+    return [
+      {
+        type: 'PlaybookVersionSaved',
+        data: {
+          jobId: command.jobId,
+          workspaceId: command.workspaceId,
+          version: state.version + 1,
+          content,
+          summary: command.summary,
+          author: command.author,
+          authorId: command.authorId,
+          sourceRunId: command.sourceRunId,
+          ops: command.ops,
+          dockerfileHash: command.dockerfileHash,
+          graduated,
+          rolledBackFrom: command.rolledBackFrom,
+          createdAt: command.now,
+        },
       },
-    }];
+    ];
   },
 };

@@ -16,29 +16,86 @@ export interface ModelSpec {
 
 /** A provider and its models are one aggregate: models never outlive their provider. */
 export type ProviderEvent =
-  | DomainEvent<'ProviderCreated', { providerId: string; workspaceId: string; name: string; kind: ProviderKind; baseUrl: string | null; apiKeySealed: string | null; createdAt: number }>
+  | DomainEvent<
+      'ProviderCreated',
+      {
+        providerId: string;
+        workspaceId: string;
+        name: string;
+        kind: ProviderKind;
+        baseUrl: string | null;
+        apiKeySealed: string | null;
+        createdAt: number;
+      }
+    >
   | DomainEvent<'ProviderUpdated', { name?: string; baseUrl?: string | null; apiKeySealed?: string | null }>
   | DomainEvent<'ProviderDeleted', { deletedAt: number }>
   | DomainEvent<'ModelAdded', ModelSpec & { enabled: boolean }>
-  | DomainEvent<'ModelChanged', { modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; caps?: ModelSpec['caps']; followCatalog?: boolean; synced?: boolean; unlistedAt?: number | null }>
-  | DomainEvent<'ProviderSynced', { result: { added: number; updated: number; unlisted: number }; error: string | null; at: number }>
+  | DomainEvent<
+      'ModelChanged',
+      {
+        modelId: string;
+        enabled?: boolean;
+        label?: string | null;
+        price?: ModelSpec['price'];
+        caps?: ModelSpec['caps'];
+        followCatalog?: boolean;
+        synced?: boolean;
+        unlistedAt?: number | null;
+      }
+    >
+  | DomainEvent<
+      'ProviderSynced',
+      { result: { added: number; updated: number; unlisted: number }; error: string | null; at: number }
+    >
   | DomainEvent<'ModelRemoved', { modelId: string }>;
 
 export type ProviderState =
   | { status: 'none' }
-  | { status: 'active' | 'deleted'; providerId: string; workspaceId: string; kind: ProviderKind; name: string; models: Array<ModelSpec & { enabled: boolean }> };
+  | {
+      status: 'active' | 'deleted';
+      providerId: string;
+      workspaceId: string;
+      kind: ProviderKind;
+      name: string;
+      models: Array<ModelSpec & { enabled: boolean }>;
+    };
 
 export type ProviderCommand =
-  | { type: 'CreateProvider'; providerId: string; workspaceId: string; name: string; kind: ProviderKind; baseUrl: string | null; apiKeySealed: string | null; models: ModelSpec[]; now: number }
+  | {
+      type: 'CreateProvider';
+      providerId: string;
+      workspaceId: string;
+      name: string;
+      kind: ProviderKind;
+      baseUrl: string | null;
+      apiKeySealed: string | null;
+      models: ModelSpec[];
+      now: number;
+    }
   | { type: 'UpdateProvider'; name?: string; baseUrl?: string | null; apiKeySealed?: string | null }
   | { type: 'DeleteProvider'; now: number }
   | { type: 'AddModel'; spec: ModelSpec }
-  | { type: 'ChangeModel'; modelId: string; enabled?: boolean; label?: string | null; price?: ModelSpec['price']; caps?: ModelSpec['caps']; followCatalog?: boolean }
+  | {
+      type: 'ChangeModel';
+      modelId: string;
+      enabled?: boolean;
+      label?: string | null;
+      price?: ModelSpec['price'];
+      caps?: ModelSpec['caps'];
+      followCatalog?: boolean;
+    }
   /** Every model of the provider on or off; answers only the models that changed. */
   | { type: 'SetModelsEnabled'; enabled: boolean }
   | { type: 'RemoveModel'; modelId: string }
   /** What the provider's source lists now (BEHAVIOUR §9.1); null when the source could not be read. */
-  | { type: 'SyncModels'; listed: Array<Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>> | null; error: string | null; newIds: () => string; now: number };
+  | {
+      type: 'SyncModels';
+      listed: Array<Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>> | null;
+      error: string | null;
+      newIds: () => string;
+      now: number;
+    };
 
 export const providerStreamId = (id: string) => `provider-${id}`;
 
@@ -49,11 +106,18 @@ export function normalizeBaseUrl(raw: string | null | undefined): string | null 
   let ok = false;
   try {
     const u = new URL(text);
-    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && u.username === '' && u.password === '';
+    ok =
+      (u.protocol === 'http:' || u.protocol === 'https:') &&
+      u.hostname !== '' &&
+      u.username === '' &&
+      u.password === '';
   } catch {
     ok = false;
   }
-  if (!ok) throw DomainError.validation([{ field: 'baseUrl', code: 'invalid', message: 'must be an http or https URL without credentials' }]);
+  if (!ok)
+    throw DomainError.validation([
+      { field: 'baseUrl', code: 'invalid', message: 'must be an http or https URL without credentials' },
+    ]);
   return text;
 }
 
@@ -62,7 +126,14 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
   evolve(state, event) {
     if (event.type === 'ProviderCreated') {
       const d = event.data;
-      return { status: 'active', providerId: d.providerId, workspaceId: d.workspaceId, kind: d.kind, name: d.name, models: [] };
+      return {
+        status: 'active',
+        providerId: d.providerId,
+        workspaceId: d.workspaceId,
+        kind: d.kind,
+        name: d.name,
+        models: [],
+      };
     }
     if (state.status === 'none') return state;
     switch (event.type) {
@@ -86,7 +157,10 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
     if (command.type === 'CreateProvider') {
       if (state.status !== 'none') throw new DomainError('conflict', 'The provider already exists');
       const { type: _t, models, now, ...rest } = command;
-      return [{ type: 'ProviderCreated', data: { ...rest, createdAt: now } }, ...models.map((m): ProviderEvent => ({ type: 'ModelAdded', data: { ...m, enabled: true } }))];
+      return [
+        { type: 'ProviderCreated', data: { ...rest, createdAt: now } },
+        ...models.map((m): ProviderEvent => ({ type: 'ModelAdded', data: { ...m, enabled: true } })),
+      ];
     }
     if (state.status !== 'active') throw DomainError.notFound('Provider');
     const model = (id: string) => {
@@ -102,7 +176,8 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
       case 'DeleteProvider':
         return [{ type: 'ProviderDeleted', data: { deletedAt: command.now } }];
       case 'AddModel':
-        if (state.models.some((m) => m.model === command.spec.model)) throw new DomainError('conflict', `${command.spec.model} is already a model of this provider`);
+        if (state.models.some((m) => m.model === command.spec.model))
+          throw new DomainError('conflict', `${command.spec.model} is already a model of this provider`);
         return [{ type: 'ModelAdded', data: { ...command.spec, enabled: true } }];
       case 'ChangeModel': {
         model(command.modelId);
@@ -114,7 +189,12 @@ export const providerDecider: Decider<ProviderCommand, ProviderEvent, ProviderSt
         return Object.keys(data).length > 1 ? [{ type: 'ModelChanged', data }] : [];
       }
       case 'SetModelsEnabled':
-        return state.models.filter((m) => m.enabled !== command.enabled).map((m): ProviderEvent => ({ type: 'ModelChanged', data: { modelId: m.modelId, enabled: command.enabled } }));
+        return state.models
+          .filter((m) => m.enabled !== command.enabled)
+          .map((m): ProviderEvent => ({
+            type: 'ModelChanged',
+            data: { modelId: m.modelId, enabled: command.enabled },
+          }));
       case 'RemoveModel':
         model(command.modelId);
         return [{ type: 'ModelRemoved', data: { modelId: command.modelId } }];
@@ -131,8 +211,17 @@ type UnlistedMark = { unlistedAt?: number | null };
  * Sync never deletes: new models are added enabled, hand-added ones the source lists are adopted, returning ones are
  * re-listed, catalog-following ones take the source's metadata, and synced ones the source dropped are unlisted.
  */
-function syncEvents(models: Array<ModelSpec & { enabled: boolean } & UnlistedMark>, command: { listed: Listed; error: string | null; newIds: () => string; now: number }): ProviderEvent[] {
-  if (command.listed === null) return [{ type: 'ProviderSynced', data: { result: { added: 0, updated: 0, unlisted: 0 }, error: command.error, at: command.now } }];
+function syncEvents(
+  models: Array<ModelSpec & { enabled: boolean } & UnlistedMark>,
+  command: { listed: Listed; error: string | null; newIds: () => string; now: number },
+): ProviderEvent[] {
+  if (command.listed === null)
+    return [
+      {
+        type: 'ProviderSynced',
+        data: { result: { added: 0, updated: 0, unlisted: 0 }, error: command.error, at: command.now },
+      },
+    ];
   const events: ProviderEvent[] = [];
   let added = 0;
   let updated = 0;
@@ -140,14 +229,22 @@ function syncEvents(models: Array<ModelSpec & { enabled: boolean } & UnlistedMar
   for (const l of command.listed) {
     const m = models.find((x) => x.model === l.model);
     if (!m) {
-      events.push({ type: 'ModelAdded', data: { ...l, modelId: command.newIds(), synced: true, followCatalog: true, enabled: true } });
+      events.push({
+        type: 'ModelAdded',
+        data: { ...l, modelId: command.newIds(), synced: true, followCatalog: true, enabled: true },
+      });
       added++;
       continue;
     }
     const change: Extract<ProviderEvent, { type: 'ModelChanged' }>['data'] = { modelId: m.modelId };
     if (!m.synced) change.synced = true;
     if (m.unlistedAt) change.unlistedAt = null;
-    if (m.followCatalog && (JSON.stringify(m.price) !== JSON.stringify(l.price) || JSON.stringify(m.caps) !== JSON.stringify(l.caps) || m.label !== l.label)) {
+    if (
+      m.followCatalog &&
+      (JSON.stringify(m.price) !== JSON.stringify(l.price) ||
+        JSON.stringify(m.caps) !== JSON.stringify(l.caps) ||
+        m.label !== l.label)
+    ) {
       Object.assign(change, { price: l.price, caps: l.caps, label: l.label });
       updated++;
     }

@@ -57,7 +57,10 @@ export type RunEvent =
   /** "Learn from this run" (or a finished run that wants reflection): `key` names this request. */
   | DomainEvent<'RunReflectionRequested', { runId: string; jobId: string; key: string; requestedAt: number }>
   /** A reflector took the request; a request started three times without an end fails. */
-  | DomainEvent<'RunReflectionStarted', { runId: string; jobId: string; key: string; attempt: number; startedAt: number; runnerId: string }>
+  | DomainEvent<
+      'RunReflectionStarted',
+      { runId: string; jobId: string; key: string; attempt: number; startedAt: number; runnerId: string }
+    >
   /** `totalCost`: what every reflection of this run has cost so far, this one included. */
   | DomainEvent<'RunReflected', ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number }>;
 
@@ -117,9 +120,30 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
   evolve(state, event) {
     switch (event.type) {
       case 'RunQueued':
-        return { ...event.data, status: 'queued', runnerId: null, startedAt: null, cancelRequested: false, reflection: 'skipped', reflectionKey: null, reflectionAttempts: 0, reflectionCost: 0 };
+        return {
+          ...event.data,
+          status: 'queued',
+          runnerId: null,
+          startedAt: null,
+          cancelRequested: false,
+          reflection: 'skipped',
+          reflectionKey: null,
+          reflectionAttempts: 0,
+          reflectionCost: 0,
+        };
       case 'RunSkipped':
-        return { ...event.data, status: 'skipped', submitted: false, runnerId: null, startedAt: null, cancelRequested: false, reflection: 'skipped', reflectionKey: null, reflectionAttempts: 0, reflectionCost: 0 };
+        return {
+          ...event.data,
+          status: 'skipped',
+          submitted: false,
+          runnerId: null,
+          startedAt: null,
+          cancelRequested: false,
+          reflection: 'skipped',
+          reflectionKey: null,
+          reflectionAttempts: 0,
+          reflectionCost: 0,
+        };
       default:
         break;
     }
@@ -138,7 +162,13 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
       case 'RunCancelRequested':
         return { ...state, cancelRequested: true };
       case 'RunFinished':
-        return { ...state, status: event.data.status, reflection: event.data.reflection, reflectionKey: event.data.reflection === 'pending' ? autoReflectionKey(state.runId) : null, reflectionAttempts: 0 };
+        return {
+          ...state,
+          status: event.data.status,
+          reflection: event.data.reflection,
+          reflectionKey: event.data.reflection === 'pending' ? autoReflectionKey(state.runId) : null,
+          reflectionAttempts: 0,
+        };
       case 'RunReflectionRequested':
         return { ...state, reflection: 'pending', reflectionKey: event.data.key, reflectionAttempts: 0 };
       case 'RunReflectionStarted':
@@ -157,15 +187,24 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         return [{ type: 'RunQueued', data: { ...command.plan, submitted: command.submitted } }];
       case 'SkipRun':
         if (state.status !== 'none') throw new DomainError('conflict', 'The run exists already');
-        return [{ type: 'RunSkipped', data: { ...command.plan, error: command.error, finishedAt: command.plan.queuedAt } }];
+        return [
+          { type: 'RunSkipped', data: { ...command.plan, error: command.error, finishedAt: command.plan.queuedAt } },
+        ];
       case 'SubmitRun': {
         const s = live(state);
-        return s.status === 'queued' && !s.submitted ? [{ type: 'RunSubmitted', data: { runId: s.runId, jobId: s.jobId } }] : [];
+        return s.status === 'queued' && !s.submitted
+          ? [{ type: 'RunSubmitted', data: { runId: s.runId, jobId: s.jobId } }]
+          : [];
       }
       case 'ClaimRun': {
         const s = live(state);
         if (s.status !== 'queued' || !s.submitted) throw new DomainError('conflict', 'The run is not waiting to start');
-        return [{ type: 'RunClaimed', data: { runId: s.runId, jobId: s.jobId, runnerId: command.runnerId, startedAt: command.now } }];
+        return [
+          {
+            type: 'RunClaimed',
+            data: { runId: s.runId, jobId: s.jobId, runnerId: command.runnerId, startedAt: command.now },
+          },
+        ];
       }
       case 'StartRun': {
         const s = live(state);
@@ -186,7 +225,8 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         const s = live(state);
         if (!isLive(s.status)) throw notRunning();
         // A run nobody claimed yet ends here; a claimed one is stopped by its runner, which finishes it.
-        if (s.status === 'queued') return [finished(s, { ...emptyOutcome(command.now), status: 'cancelled', error: cancelledBeforeStart })];
+        if (s.status === 'queued')
+          return [finished(s, { ...emptyOutcome(command.now), status: 'cancelled', error: cancelledBeforeStart })];
         if (s.cancelRequested) return [];
         return [{ type: 'RunCancelRequested', data: { runId: s.runId, jobId: s.jobId, requestedAt: command.now } }];
       }
@@ -197,19 +237,50 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
       }
       case 'RequestReflection': {
         const s = live(state);
-        if (!learnable.includes(s.status)) throw new DomainError('conflict', 'Only a succeeded, failed or timed-out run can be learned from');
+        if (!learnable.includes(s.status))
+          throw new DomainError('conflict', 'Only a succeeded, failed or timed-out run can be learned from');
         if (s.reflection === 'pending') throw new DomainError('conflict', 'A reflection of this run is in progress');
-        return [{ type: 'RunReflectionRequested', data: { runId: s.runId, jobId: s.jobId, key: command.key, requestedAt: command.now } }];
+        return [
+          {
+            type: 'RunReflectionRequested',
+            data: { runId: s.runId, jobId: s.jobId, key: command.key, requestedAt: command.now },
+          },
+        ];
       }
       case 'StartReflection': {
         const s = live(state);
-        if (s.reflection !== 'pending' || s.reflectionKey !== command.key) throw new DomainError('conflict', 'This reflection request is no longer pending');
-        return [{ type: 'RunReflectionStarted', data: { runId: s.runId, jobId: s.jobId, key: command.key, attempt: s.reflectionAttempts + 1, startedAt: command.now, runnerId: command.runnerId } }];
+        if (s.reflection !== 'pending' || s.reflectionKey !== command.key)
+          throw new DomainError('conflict', 'This reflection request is no longer pending');
+        return [
+          {
+            type: 'RunReflectionStarted',
+            data: {
+              runId: s.runId,
+              jobId: s.jobId,
+              key: command.key,
+              attempt: s.reflectionAttempts + 1,
+              startedAt: command.now,
+              runnerId: command.runnerId,
+            },
+          },
+        ];
       }
       case 'FinishReflection': {
         const s = live(state);
-        if (s.reflection !== 'pending' || s.reflectionKey !== command.key) throw new DomainError('conflict', 'This reflection request is no longer pending');
-        return [{ type: 'RunReflected', data: { ...command.result, runId: s.runId, jobId: s.jobId, key: command.key, totalCost: s.reflectionCost + command.result.cost } }];
+        if (s.reflection !== 'pending' || s.reflectionKey !== command.key)
+          throw new DomainError('conflict', 'This reflection request is no longer pending');
+        return [
+          {
+            type: 'RunReflected',
+            data: {
+              ...command.result,
+              runId: s.runId,
+              jobId: s.jobId,
+              key: command.key,
+              totalCost: s.reflectionCost + command.result.cost,
+            },
+          },
+        ];
       }
     }
   },
@@ -221,7 +292,20 @@ const learnable: RunStatus[] = ['succeeded', 'failed', 'timed_out'];
 export const autoReflectionKey = (runId: string) => `auto-${runId}`;
 
 export function emptyOutcome(now: number): RunOutcome {
-  return { status: 'failed', error: null, summary: null, outputs: {}, cost: 0, turns: 0, tokIn: 0, tokOut: 0, fellBack: false, verifyCost: 0, reflection: 'skipped', finishedAt: now };
+  return {
+    status: 'failed',
+    error: null,
+    summary: null,
+    outputs: {},
+    cost: 0,
+    turns: 0,
+    tokIn: 0,
+    tokOut: 0,
+    fellBack: false,
+    verifyCost: 0,
+    reflection: 'skipped',
+    finishedAt: now,
+  };
 }
 
 function finished(s: Exclude<RunState, { status: 'none' }>, outcome: RunOutcome): RunEvent {

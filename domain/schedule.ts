@@ -17,6 +17,11 @@ export const scheduleDecider: Decider<ScheduleCommand, ScheduleEvent, ScheduleSt
   evolve: (_state, event) => ({ lastOccurrence: event.data.occurrence }),
   decide(command, state) {
     if (state.lastOccurrence !== null && command.occurrence <= state.lastOccurrence) return [];
-    return [{ type: 'ScheduleFired', data: { jobId: command.jobId, occurrence: command.occurrence, firedAt: command.firedAt } }];
+    return [
+      {
+        type: 'ScheduleFired',
+        data: { jobId: command.jobId, occurrence: command.occurrence, firedAt: command.firedAt },
+      },
+    ];
   },
 };

@@ -15,7 +15,9 @@ export interface SecretForms {
 function base64Cores(bytes: Buffer): string[] {
   const cores: string[] = [];
   for (let offset = 0; offset < 3; offset++) {
-    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64').replace(/=+$/, '');
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
     const first = Math.ceil((8 * offset) / 6);
     const last = Math.floor((8 * (offset + bytes.length)) / 6);
     const core = encoded.slice(first, last);

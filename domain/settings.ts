@@ -13,7 +13,15 @@ export const notifyEvents: readonly NotifyEvent[] = ['run.failed', 'run.fell_bac
 export const defaultModelKeys = ['agentModelId', 'utilityModelId', 'reflectionModelId'] as const;
 export type DefaultModelKey = (typeof defaultModelKeys)[number];
 
-export const defaultLimits: Limits = { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 4096 };
+export const defaultLimits: Limits = {
+  timeoutSeconds: 900,
+  maxTurns: 60,
+  maxCostUsd: 2,
+  cpus: 1,
+  memoryMb: 1024,
+  pidsLimit: 256,
+  diskMb: 4096,
+};
 
 /** What a workspace that never changed anything has. `defaultImage: null` means the server's sandbox image. */
 export const defaultSettings: SettingsDto = {
@@ -31,7 +39,9 @@ export const defaultSettings: SettingsDto = {
 
 /** The stored keys over the defaults; limits field by field, so a limit added later gets its default. */
 export function withDefaults(stored: Partial<SettingsDto>): SettingsDto {
-  const known = Object.fromEntries(Object.entries(stored).filter(([k, v]) => k in defaultSettings && v !== undefined)) as Partial<SettingsDto>;
+  const known = Object.fromEntries(
+    Object.entries(stored).filter(([k, v]) => k in defaultSettings && v !== undefined),
+  ) as Partial<SettingsDto>;
   return { ...defaultSettings, ...known, defaultLimits: { ...defaultLimits, ...(known.defaultLimits ?? {}) } };
 }
 
@@ -64,7 +74,8 @@ function normalize(command: SettingsCommand, state: Partial<SettingsDto>): Parti
   for (const key of defaultModelKeys) {
     const id = p[key];
     if (id === undefined) continue;
-    if (id !== null && id !== '' && !command.usableModelIds.includes(id)) errors.add(key, 'invalid', 'must be an enabled model of this workspace');
+    if (id !== null && id !== '' && !command.usableModelIds.includes(id))
+      errors.add(key, 'invalid', 'must be an enabled model of this workspace');
     out[key] = id || null;
   }
   if (p.defaultImage !== undefined) out.defaultImage = p.defaultImage?.trim() || null;
@@ -74,13 +85,19 @@ function normalize(command: SettingsCommand, state: Partial<SettingsDto>): Parti
   if (p.retentionDays !== undefined) out.retentionDays = p.retentionDays;
   if (p.notifyWebhookUrl !== undefined) {
     const url = p.notifyWebhookUrl?.trim() || null;
-    if (url !== null && !isHttpUrl(url)) errors.add('notifyWebhookUrl', 'invalid', 'must be an http or https URL, or empty to turn notifications off');
+    if (url !== null && !isHttpUrl(url))
+      errors.add('notifyWebhookUrl', 'invalid', 'must be an http or https URL, or empty to turn notifications off');
     out.notifyWebhookUrl = url;
   }
   if (p.notifyOn !== undefined) out.notifyOn = notifyEvents.filter((e) => p.notifyOn!.includes(e));
   if (p.notifySecret !== undefined) {
     const name = p.notifySecret?.trim() || null;
-    if (name !== null && !command.secretNames.includes(name)) errors.add('notifySecret', 'invalid', 'must be the name of a secret of this workspace, or empty to send unsigned');
+    if (name !== null && !command.secretNames.includes(name))
+      errors.add(
+        'notifySecret',
+        'invalid',
+        'must be the name of a secret of this workspace, or empty to send unsigned',
+      );
     out.notifySecret = name;
   }
   errors.throwIfAny();
@@ -93,7 +110,9 @@ export const settingsDecider: Decider<SettingsCommand, SettingsEvent, Partial<Se
   decide(command, state) {
     const effective = withDefaults(state);
     const changes = Object.fromEntries(
-      Object.entries(normalize(command, state)).filter(([k, v]) => JSON.stringify(effective[k as keyof SettingsDto]) !== JSON.stringify(v)),
+      Object.entries(normalize(command, state)).filter(
+        ([k, v]) => JSON.stringify(effective[k as keyof SettingsDto]) !== JSON.stringify(v),
+      ),
     ) as Partial<SettingsDto>;
     return Object.keys(changes).length ? [{ type: 'SettingsChanged', data: { changes, changedAt: command.now } }] : [];
   },

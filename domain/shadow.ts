@@ -8,18 +8,28 @@ import { canonicalJson, sameValue } from './verify-run.js';
  */
 
 /** Main-related ops: the ones a failed shadow run rejects, in the order that picks the op showing the result. */
-export const mainRelatedOps = ['propose_main', 'update_main', 'set_verify', 'upsert_script', 'delete_script', 'set_setup', 'set_dockerfile'] as const;
+export const mainRelatedOps = [
+  'propose_main',
+  'update_main',
+  'set_verify',
+  'upsert_script',
+  'delete_script',
+  'set_setup',
+  'set_dockerfile',
+] as const;
 
 const scriptsKey = (c: PlaybookContent) => JSON.stringify(c.toolkit.map((s) => [s.name, s.content]).sort());
 
 /** A shadow run is due when the proposed content has main and main, verify, setup, the Dockerfile or a script changed. */
 export function shadowDue(current: PlaybookContent, proposed: PlaybookContent): boolean {
   if (proposed.main === null) return false;
-  return proposed.main !== current.main
-    || canonicalJson(proposed.verify) !== canonicalJson(current.verify)
-    || proposed.setup !== current.setup
-    || proposed.dockerfile !== current.dockerfile
-    || scriptsKey(proposed) !== scriptsKey(current);
+  return (
+    proposed.main !== current.main ||
+    canonicalJson(proposed.verify) !== canonicalJson(current.verify) ||
+    proposed.setup !== current.setup ||
+    proposed.dockerfile !== current.dockerfile ||
+    scriptsKey(proposed) !== scriptsKey(current)
+  );
 }
 
 export interface SkipFacts {
@@ -33,9 +43,10 @@ export interface SkipFacts {
 /** Why the shadow run is skipped, or null when it may run. */
 export function shadowSkipReason(proposed: PlaybookContent, f: SkipFacts): string | null {
   if (!f.backendUsable) return 'no sandbox backend is available to run it';
-  if (f.specSideEffects.length > 0) return 'the job\'s spec lists side effects, so its main script is not run twice';
+  if (f.specSideEffects.length > 0) return "the job's spec lists side effects, so its main script is not run twice";
   try {
-    if (proposed.main !== null && parseScriptHeader(proposed.main).sideEffects === 'external') return 'main declares external side effects';
+    if (proposed.main !== null && parseScriptHeader(proposed.main).sideEffects === 'external')
+      return 'main declares external side effects';
   } catch {
     // a header that does not parse was rejected with its op
   }
@@ -61,7 +72,12 @@ const clip = (v: unknown) => {
  * After a pass: every declared output the reflected run reported (not null, not listed in `varies`) must come out the
  * same. Answers the mismatch, or null.
  */
-export function outputMismatch(declared: readonly string[], varies: readonly string[], run: { number: number; outputs: Record<string, unknown> }, shadow: Record<string, unknown>): string | null {
+export function outputMismatch(
+  declared: readonly string[],
+  varies: readonly string[],
+  run: { number: number; outputs: Record<string, unknown> },
+  shadow: Record<string, unknown>,
+): string | null {
   for (const name of declared) {
     if (varies.includes(name)) continue;
     const expected = run.outputs[name];

@@ -5,7 +5,10 @@ export const signInLinkStreamId = (id: string) => `signinlink-${id}`;
 export const signInLinkTtlMs = 60 * 60 * 1000;
 
 export type SignInLinkEvent =
-  | DomainEvent<'SignInLinkIssued', { linkId: string; secretHash: string; email: string; isAdmin: boolean; expiresAt: number; createdAt: number }>
+  | DomainEvent<
+      'SignInLinkIssued',
+      { linkId: string; secretHash: string; email: string; isAdmin: boolean; expiresAt: number; createdAt: number }
+    >
   | DomainEvent<'SignInLinkUsed', { at: number }>;
 
 export type SignInLinkState =
@@ -21,7 +24,13 @@ export const signInLinkDecider: Decider<SignInLinkCommand, SignInLinkEvent, Sign
   evolve(state, event) {
     switch (event.type) {
       case 'SignInLinkIssued':
-        return { status: 'issued', secretHash: event.data.secretHash, email: event.data.email, isAdmin: event.data.isAdmin, expiresAt: event.data.expiresAt };
+        return {
+          status: 'issued',
+          secretHash: event.data.secretHash,
+          email: event.data.email,
+          isAdmin: event.data.isAdmin,
+          expiresAt: event.data.expiresAt,
+        };
       case 'SignInLinkUsed':
         return state.status === 'none' ? state : { ...state, status: 'used' };
     }
@@ -30,7 +39,19 @@ export const signInLinkDecider: Decider<SignInLinkCommand, SignInLinkEvent, Sign
     switch (command.type) {
       case 'IssueLink':
         if (state.status !== 'none') throw new DomainError('conflict', 'The link already exists');
-        return [{ type: 'SignInLinkIssued', data: { linkId: command.linkId, secretHash: command.secretHash, email: command.email, isAdmin: command.isAdmin, expiresAt: command.now + signInLinkTtlMs, createdAt: command.now } }];
+        return [
+          {
+            type: 'SignInLinkIssued',
+            data: {
+              linkId: command.linkId,
+              secretHash: command.secretHash,
+              email: command.email,
+              isAdmin: command.isAdmin,
+              expiresAt: command.now + signInLinkTtlMs,
+              createdAt: command.now,
+            },
+          },
+        ];
       case 'UseLink':
         // One message for every refusal: a caller probing links learns nothing about which ones exist.
         if (state.status !== 'issued' || state.secretHash !== command.secretHash || state.expiresAt <= command.now) {

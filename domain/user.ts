@@ -11,17 +11,35 @@ export interface Profile {
 }
 
 export type UserEvent =
-  | DomainEvent<'UserRegistered', { userId: string; issuer: string; subject: string; provider: string; isAdmin: boolean; createdAt: number } & Profile>
+  | DomainEvent<
+      'UserRegistered',
+      {
+        userId: string;
+        issuer: string;
+        subject: string;
+        provider: string;
+        isAdmin: boolean;
+        createdAt: number;
+      } & Profile
+    >
   | DomainEvent<'UserSignedIn', { at: number; provider: string; isAdmin: boolean } & Profile>
   | DomainEvent<'UserDeactivated', { at: number }>
   | DomainEvent<'UserReactivated', { at: number }>;
 
 export type UserState =
-  | { exists: false }
-  | { exists: true; userId: string; isAdmin: boolean; deactivated: boolean; profile: Profile };
+  { exists: false } | { exists: true; userId: string; isAdmin: boolean; deactivated: boolean; profile: Profile };
 
 export type UserCommand =
-  | { type: 'RegisterUser'; userId: string; issuer: string; subject: string; provider: string; isAdmin: boolean; profile: Profile; now: number }
+  | {
+      type: 'RegisterUser';
+      userId: string;
+      issuer: string;
+      subject: string;
+      provider: string;
+      isAdmin: boolean;
+      profile: Profile;
+      now: number;
+    }
   | { type: 'RecordSignIn'; provider: string; isAdmin: boolean; profile: Profile; now: number }
   | { type: 'SetDeactivated'; deactivated: boolean; now: number };
 
@@ -36,7 +54,13 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     switch (event.type) {
       case 'UserRegistered': {
         const { email, name, picture } = event.data;
-        return { exists: true, userId: event.data.userId, isAdmin: event.data.isAdmin, deactivated: false, profile: { email, name, picture } };
+        return {
+          exists: true,
+          userId: event.data.userId,
+          isAdmin: event.data.isAdmin,
+          deactivated: false,
+          profile: { email, name, picture },
+        };
       }
       case 'UserSignedIn': {
         if (!state.exists) return state;
@@ -54,18 +78,40 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
       case 'RegisterUser': {
         if (state.exists) throw new DomainError('conflict', 'The user already exists');
         const profile = { ...command.profile, picture: safePicture(command.profile.picture) };
-        return [{ type: 'UserRegistered', data: { userId: command.userId, issuer: command.issuer, subject: command.subject, provider: command.provider, isAdmin: command.isAdmin, createdAt: command.now, ...profile } }];
+        return [
+          {
+            type: 'UserRegistered',
+            data: {
+              userId: command.userId,
+              issuer: command.issuer,
+              subject: command.subject,
+              provider: command.provider,
+              isAdmin: command.isAdmin,
+              createdAt: command.now,
+              ...profile,
+            },
+          },
+        ];
       }
       case 'RecordSignIn': {
         if (!state.exists) throw DomainError.notFound('User');
         if (state.deactivated) throw new DomainError('forbidden', 'This account has been deactivated');
         const profile = { ...command.profile, picture: safePicture(command.profile.picture) };
-        return [{ type: 'UserSignedIn', data: { at: command.now, provider: command.provider, isAdmin: command.isAdmin, ...profile } }];
+        return [
+          {
+            type: 'UserSignedIn',
+            data: { at: command.now, provider: command.provider, isAdmin: command.isAdmin, ...profile },
+          },
+        ];
       }
       case 'SetDeactivated': {
         if (!state.exists) throw DomainError.notFound('User');
         if (state.deactivated === command.deactivated) return [];
-        return [command.deactivated ? { type: 'UserDeactivated', data: { at: command.now } } : { type: 'UserReactivated', data: { at: command.now } }];
+        return [
+          command.deactivated
+            ? { type: 'UserDeactivated', data: { at: command.now } }
+            : { type: 'UserReactivated', data: { at: command.now } },
+        ];
       }
     }
   },
@@ -80,5 +126,12 @@ export const identityDecider: Decider<IdentityCommand, IdentityEvent, IdentitySt
   initialState: { userId: null },
   evolve: (_state, event) => ({ userId: event.data.userId }),
   decide: (command, state) =>
-    state.userId !== null ? [] : [{ type: 'IdentityClaimed', data: { userId: command.userId, issuer: command.issuer, subject: command.subject } }],
+    state.userId !== null
+      ? []
+      : [
+          {
+            type: 'IdentityClaimed',
+            data: { userId: command.userId, issuer: command.issuer, subject: command.subject },
+          },
+        ],
 };

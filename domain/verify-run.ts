@@ -56,7 +56,12 @@ export function canonicalJson(value: unknown): string {
 
 /** Equality of BEHAVIOUR §2.5: numbers numerically (a numeric string reported by a script counts), else canonical JSON. */
 export function sameValue(a: unknown, b: unknown): boolean {
-  const num = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null);
+  const num = (v: unknown) =>
+    typeof v === 'number'
+      ? v
+      : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))
+        ? Number(v)
+        : null;
   if (typeof a === 'number' || typeof b === 'number') {
     const x = num(a);
     const y = num(b);
@@ -90,7 +95,8 @@ function judge(check: Check, facts: VerifyFacts): string | null {
       const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN;
       if (!Number.isFinite(n)) return `the output ${check.name} was ${clipped(v)}, not a number`;
       const limit = check.value as number;
-      const ok = check.op === '>' ? n > limit : check.op === '>=' ? n >= limit : check.op === '<' ? n < limit : n <= limit;
+      const ok =
+        check.op === '>' ? n > limit : check.op === '>=' ? n >= limit : check.op === '<' ? n < limit : n <= limit;
       return ok ? null : `the output ${check.name} was ${n}`;
     }
     case 'file_exists':
@@ -101,7 +107,10 @@ function judge(check: Check, facts: VerifyFacts): string | null {
 }
 
 /** Every check judged, and the failure reason of the first that failed (null when all passed). */
-export function runChecks(checks: readonly string[], facts: VerifyFacts): { results: CheckResult[]; failure: string | null } {
+export function runChecks(
+  checks: readonly string[],
+  facts: VerifyFacts,
+): { results: CheckResult[]; failure: string | null } {
   const results: CheckResult[] = [];
   let failure: string | null = null;
   for (const src of checks) {
@@ -118,7 +127,9 @@ export function scriptedSummary(brokerSummary: string | null, verdictSummary: st
   if (brokerSummary && brokerSummary.trim() !== '') return brokerSummary;
   if (verdictSummary && verdictSummary.trim() !== '') return verdictSummary;
   const tail = stdout.slice(-1500).replace(/```/g, "'''");
-  return tail.trim() === '' ? 'The main script did the job.' : `The main script did the job.\n\n\`\`\`\n${tail}\n\`\`\``;
+  return tail.trim() === ''
+    ? 'The main script did the job.'
+    : `The main script did the job.\n\n\`\`\`\n${tail}\n\`\`\``;
 }
 
 /** The script's output as the verifier model sees it: the first 2,000 and the last 4,000 characters. */
@@ -152,7 +163,10 @@ export function fallbackBrief(f: FallbackFacts): string {
     lines.push('No action with side effects went through the broker (no MCP tool call that is not read-only).');
   } else {
     lines.push('These actions with side effects already went through the broker; do not repeat them:');
-    for (const a of f.actions.slice(0, 200)) lines.push(`- ${a.server}.${a.tool} with ${a.args.length > 300 ? `${a.args.slice(0, 300)}…` : a.args} (${a.ok ? 'succeeded' : 'failed'})`);
+    for (const a of f.actions.slice(0, 200))
+      lines.push(
+        `- ${a.server}.${a.tool} with ${a.args.length > 300 ? `${a.args.slice(0, 300)}…` : a.args} (${a.ok ? 'succeeded' : 'failed'})`,
+      );
   }
   lines.push(
     'The script may also have changed things directly (through toolkit scripts or its own network calls), so check before you redo a step.',

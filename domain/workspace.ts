@@ -9,8 +9,7 @@ export type WorkspaceEvent =
   | DomainEvent<'WorkspaceOwnerClaimed', { userId: string; at: number }>;
 
 export type WorkspaceState =
-  | { exists: false }
-  | { exists: true; workspaceId: string; name: string; ownerId: string | null; createdAt: number };
+  { exists: false } | { exists: true; workspaceId: string; name: string; ownerId: string | null; createdAt: number };
 
 export type WorkspaceCommand =
   | { type: 'CreateWorkspace'; workspaceId: string; name: string; now: number; ifMissing?: boolean }
@@ -22,7 +21,13 @@ export const workspaceDecider: Decider<WorkspaceCommand, WorkspaceEvent, Workspa
   evolve(state, event) {
     switch (event.type) {
       case 'WorkspaceCreated':
-        return { exists: true, workspaceId: event.data.workspaceId, name: event.data.name, ownerId: null, createdAt: event.data.createdAt };
+        return {
+          exists: true,
+          workspaceId: event.data.workspaceId,
+          name: event.data.name,
+          ownerId: null,
+          createdAt: event.data.createdAt,
+        };
       case 'WorkspaceOwnerClaimed':
         return state.exists ? { ...state, ownerId: event.data.userId } : state;
     }

@@ -48,7 +48,9 @@ export interface ProjectionStatus {
 export class ProjectionUnavailable extends Error {
   readonly code = 'projection_unavailable';
   constructor(readonly projectors: string[]) {
-    super(`The change was saved, but the ${projectors.join(', ')} read model${projectors.length === 1 ? ' is' : 's are'} failing and cannot show it yet; it is retried on its own (see GET /api/system/info)`);
+    super(
+      `The change was saved, but the ${projectors.join(', ')} read model${projectors.length === 1 ? ' is' : 's are'} failing and cannot show it yet; it is retried on its own (see GET /api/system/info)`,
+    );
   }
 }
 
@@ -113,7 +115,10 @@ export class ProjectionEngine {
       const lane = freshLane(p);
       this.lanes.set(p.name, lane);
       if (cp && cp.version !== p.version) {
-        this.log.info({ projector: p.name, from: cp.version, to: p.version }, 'projector changed, rebuilding its read model');
+        this.log.info(
+          { projector: p.name, from: cp.version, to: p.version },
+          'projector changed, rebuilding its read model',
+        );
         await this.reset(p);
       } else {
         lane.checkpoint = (cp?.position as Position | null | undefined) ?? null;
@@ -169,7 +174,10 @@ export class ProjectionEngine {
   async rebuild(names: string[] = []): Promise<string[]> {
     const chosen = names.length === 0 ? this.projectors : this.projectors.filter((p) => names.includes(p.name));
     const unknown = names.filter((n) => !this.projectors.some((p) => p.name === n));
-    if (unknown.length > 0) throw new Error(`unknown projector: ${unknown.join(', ')} (known: ${this.projectors.map((p) => p.name).join(', ')})`);
+    if (unknown.length > 0)
+      throw new Error(
+        `unknown projector: ${unknown.join(', ')} (known: ${this.projectors.map((p) => p.name).join(', ')})`,
+      );
     const wasRunning = this.running;
     if (wasRunning) await this.stop();
     for (const p of chosen) {
@@ -188,26 +196,41 @@ export class ProjectionEngine {
     const head = await this.events.headPosition();
     if (head && !(await this.waitFor(head, timeoutMs))) throw new Error('projection did not catch up in time');
     const failing = this.status().filter((s) => !s.healthy);
-    if (failing.length > 0) throw new Error(`projection failed: ${failing.map((s) => `${s.name}: ${s.lastError}`).join('; ')}`);
+    if (failing.length > 0)
+      throw new Error(`projection failed: ${failing.map((s) => `${s.name}: ${s.lastError}`).join('; ')}`);
   }
 
   /** Every projector's position and health, as this process knows it. */
   status(): ProjectionStatus[] {
     return this.projectors.map((p) => {
       const lane = this.lanes.get(p.name)!;
-      return { name: p.name, position: lane.checkpoint, healthy: lane.healthy, lastError: lane.lastError, retries: lane.retries };
+      return {
+        name: p.name,
+        position: lane.checkpoint,
+        healthy: lane.healthy,
+        lastError: lane.lastError,
+        retries: lane.retries,
+      };
     });
   }
 
   /** The status as stored by whichever process runs the projectors (for an api-only process). */
   async storedStatus(): Promise<ProjectionStatus[]> {
     if (this.running) return this.status();
-    const cps = await this.docs.collection<CheckpointDoc>(checkpointCollection).find({ _id: { $in: this.projectors.map((p) => p.name) } });
+    const cps = await this.docs
+      .collection<CheckpointDoc>(checkpointCollection)
+      .find({ _id: { $in: this.projectors.map((p) => p.name) } });
     const byName = new Map(cps.map((c) => [c._id, c]));
     return this.projectors.map((p) => {
       const c = byName.get(p.name);
       const lastError = c?.lastError ?? null;
-      return { name: p.name, position: c?.position ?? null, healthy: lastError === null, lastError, retries: c?.retries ?? 0 };
+      return {
+        name: p.name,
+        position: c?.position ?? null,
+        healthy: lastError === null,
+        lastError,
+        retries: c?.retries ?? 0,
+      };
     });
   }
 
@@ -253,11 +276,14 @@ export class ProjectionEngine {
     for (;;) {
       const cps = await stored.find({ _id: { $in: this.projectors.map((p) => p.name) } });
       // A failing projector (as its runner reports it) does not hold writes back here either.
-      const behind = (c: CheckpointDoc) => c.position === null || this.events.comparePositions(c.position as Position, position) < 0;
-      const passed = cps.length === this.projectors.length && cps.every((c) => (c.lastError ?? null) !== null || !behind(c));
+      const behind = (c: CheckpointDoc) =>
+        c.position === null || this.events.comparePositions(c.position as Position, position) < 0;
+      const passed =
+        cps.length === this.projectors.length && cps.every((c) => (c.lastError ?? null) !== null || !behind(c));
       if (passed) {
         const missing: string[] = [];
-        for (const c of cps) if ((c.lastError ?? null) !== null && behind(c) && (await this.skipsWrite(c, position))) missing.push(c._id);
+        for (const c of cps)
+          if ((c.lastError ?? null) !== null && behind(c) && (await this.skipsWrite(c, position))) missing.push(c._id);
         if (missing.length > 0) throw new ProjectionUnavailable(missing);
         return true;
       }
@@ -274,7 +300,9 @@ export class ProjectionEngine {
   private async skipsWrite(c: CheckpointDoc, position: Position): Promise<boolean> {
     const p = this.projectors.find((x) => x.name === c._id);
     if (!p) return false;
-    const pending = (await this.events.readAll({ after: (c.position as Position | null) ?? null, limit: catchUpBatch })).filter((e) => this.events.comparePositions(e.position, position) <= 0);
+    const pending = (
+      await this.events.readAll({ after: (c.position as Position | null) ?? null, limit: catchUpBatch })
+    ).filter((e) => this.events.comparePositions(e.position, position) <= 0);
     const written = pending.find((e) => this.events.comparePositions(e.position, position) === 0);
     if (!written) return false;
     return pending.some((e) => {
@@ -388,7 +416,15 @@ export class ProjectionEngine {
     if (!first) lane.retries++;
     const delay = backoff(lane.retries + 1);
     this.log.error(
-      { err, projector: lane.projector.name, position: event?.position ?? lane.checkpoint, eventType: event?.type ?? null, streamId: event?.streamId ?? null, retries: lane.retries, retryInMs: delay },
+      {
+        err,
+        projector: lane.projector.name,
+        position: event?.position ?? lane.checkpoint,
+        eventType: event?.type ?? null,
+        streamId: event?.streamId ?? null,
+        retries: lane.retries,
+        retryInMs: delay,
+      },
       first ? 'projector failed; the others go on, it is retried with backoff' : 'projector failed again',
     );
     this.dirty = true;
@@ -406,7 +442,10 @@ export class ProjectionEngine {
     const changed = new Set<string>();
     let current: RecordedEvent | null = null;
     try {
-      while (this.processed !== null && (lane.checkpoint === null || this.events.comparePositions(lane.checkpoint, this.processed) < 0)) {
+      while (
+        this.processed !== null &&
+        (lane.checkpoint === null || this.events.comparePositions(lane.checkpoint, this.processed) < 0)
+      ) {
         const batch = await this.events.readAll({ after: lane.checkpoint, limit: catchUpBatch });
         const from = lane.checkpoint;
         for (const raw of batch) {
@@ -424,7 +463,10 @@ export class ProjectionEngine {
       return;
     }
     if (changed.size > 0) for (const l of this.changeListeners) l(changed);
-    this.log.info({ projector: lane.projector.name, retries: lane.retries, position: lane.checkpoint }, 'projector recovered');
+    this.log.info(
+      { projector: lane.projector.name, retries: lane.retries, position: lane.checkpoint },
+      'projector recovered',
+    );
     lane.healthy = true;
     lane.lastError = null;
     lane.retries = 0;
@@ -466,7 +508,11 @@ export class ProjectionEngine {
     const stored = this.docs.collection<CheckpointDoc>(checkpointCollection);
     for (const p of this.projectors) {
       const lane = this.lanes.get(p.name)!;
-      await stored.updateOne({ _id: p.name }, { $set: { position: lane.checkpoint, version: p.version, lastError: lane.lastError, retries: lane.retries } }, { upsert: true });
+      await stored.updateOne(
+        { _id: p.name },
+        { $set: { position: lane.checkpoint, version: p.version, lastError: lane.lastError, retries: lane.retries } },
+        { upsert: true },
+      );
     }
   }
 
@@ -479,7 +525,16 @@ export class ProjectionEngine {
 }
 
 function freshLane(projector: Projector): Lane {
-  return { projector, checkpoint: null, healthy: true, lastError: null, retries: 0, retryTimer: null, retryDue: false, missed: new Set() };
+  return {
+    projector,
+    checkpoint: null,
+    healthy: true,
+    lastError: null,
+    retries: 0,
+    retryTimer: null,
+    retryDue: false,
+    missed: new Set(),
+  };
 }
 
 function backoff(attempt: number): number {

@@ -70,10 +70,31 @@ export const usersProjector: Projector = {
     switch (e.type) {
       case 'UserRegistered': {
         const d = e.data;
-        return [upsert('users', id, { issuer: d.issuer, subject: d.subject, provider: d.provider, email: d.email, name: d.name, picture: d.picture, isAdmin: d.isAdmin, deactivated: false, createdAt: d.createdAt, lastLoginAt: null })];
+        return [
+          upsert('users', id, {
+            issuer: d.issuer,
+            subject: d.subject,
+            provider: d.provider,
+            email: d.email,
+            name: d.name,
+            picture: d.picture,
+            isAdmin: d.isAdmin,
+            deactivated: false,
+            createdAt: d.createdAt,
+            lastLoginAt: null,
+          }),
+        ];
       }
       case 'UserSignedIn':
-        return [update('users', id, { email: e.data.email, name: e.data.name, picture: e.data.picture, isAdmin: e.data.isAdmin, lastLoginAt: e.data.at })];
+        return [
+          update('users', id, {
+            email: e.data.email,
+            name: e.data.name,
+            picture: e.data.picture,
+            isAdmin: e.data.isAdmin,
+            lastLoginAt: e.data.at,
+          }),
+        ];
       case 'UserDeactivated':
         return [update('users', id, { deactivated: true })];
       case 'UserReactivated':
@@ -109,7 +130,13 @@ export const membersProjector: Projector = {
   version: 1,
   collections: ['members'],
   indexes: [
-    { collection: 'members', keys: [['workspaceId', 1], ['joinedAt', 1]] },
+    {
+      collection: 'members',
+      keys: [
+        ['workspaceId', 1],
+        ['joinedAt', 1],
+      ],
+    },
     { collection: 'members', keys: [['userId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
@@ -119,7 +146,14 @@ export const membersProjector: Projector = {
     switch (e.type) {
       case 'MemberJoined': {
         const d = e.data;
-        return [upsert('members', memberId(d.workspaceId, d.userId), { workspaceId: d.workspaceId, userId: d.userId, role: d.role, joinedAt: d.joinedAt })];
+        return [
+          upsert('members', memberId(d.workspaceId, d.userId), {
+            workspaceId: d.workspaceId,
+            userId: d.userId,
+            role: d.role,
+            joinedAt: d.joinedAt,
+          }),
+        ];
       }
       case 'MemberRoleChanged':
       case 'MemberRemoved': {
@@ -142,7 +176,13 @@ export const apiTokensProjector: Projector = {
   collections: ['api_tokens'],
   indexes: [
     { collection: 'api_tokens', keys: [['tokenHash', 1]], unique: true },
-    { collection: 'api_tokens', keys: [['workspaceId', 1], ['createdAt', 1]] },
+    {
+      collection: 'api_tokens',
+      keys: [
+        ['workspaceId', 1],
+        ['createdAt', 1],
+      ],
+    },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (!recorded.streamId.startsWith('apitoken-')) return [];
@@ -151,7 +191,17 @@ export const apiTokensProjector: Projector = {
     switch (e.type) {
       case 'ApiTokenCreated': {
         const d = e.data;
-        return [upsert('api_tokens', id, { workspaceId: d.workspaceId, userId: d.userId, name: d.name, tokenHash: d.tokenHash, expiresAt: d.expiresAt, createdAt: d.createdAt, lastUsedAt: null })];
+        return [
+          upsert('api_tokens', id, {
+            workspaceId: d.workspaceId,
+            userId: d.userId,
+            name: d.name,
+            tokenHash: d.tokenHash,
+            expiresAt: d.expiresAt,
+            createdAt: d.createdAt,
+            lastUsedAt: null,
+          }),
+        ];
       }
       case 'ApiTokenUsed':
         return [update('api_tokens', id, { lastUsedAt: e.data.at })];

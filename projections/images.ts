@@ -21,21 +21,48 @@ export const imagesProjector: Projector = {
   version: 1,
   collections: [imagesCollection],
   indexes: [
-    ...sortKeys.map((k) => ({ collection: imagesCollection, keys: [['workspaceId', 1], ['jobId', 1], [k, 1]] as Array<[string, 1 | -1]> })),
+    ...sortKeys.map((k) => ({
+      collection: imagesCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['jobId', 1],
+        [k, 1],
+      ] as Array<[string, 1 | -1]>,
+    })),
     // The builders' queue.
-    { collection: imagesCollection, keys: [['status', 1], ['createdAt', 1]] },
+    {
+      collection: imagesCollection,
+      keys: [
+        ['status', 1],
+        ['createdAt', 1],
+      ],
+    },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (!recorded.streamId.startsWith('jobimages-')) return [];
     const event = recorded as unknown as ImageEvent;
     const _id = event.data.imageId;
-    const set = (fields: Record<string, DocValue>): DocOp[] => [{ kind: 'update', collection: imagesCollection, filter: { _id }, update: { $set: fields } }];
+    const set = (fields: Record<string, DocValue>): DocOp[] => [
+      { kind: 'update', collection: imagesCollection, filter: { _id }, update: { $set: fields } },
+    ];
     switch (event.type) {
       case 'ImageQueued': {
         const q = event.data;
         const doc: Record<string, DocValue> = {
-          jobId: q.jobId, workspaceId: q.workspaceId, dockerfile: q.dockerfile, dockerfileHash: q.dockerfileHash, status: 'queued', ref: null, digest: null,
-          baseDigest: null, sizeBytes: null, error: null, createdAt: q.queuedAt, startedAt: null, finishedAt: null, builderId: null,
+          jobId: q.jobId,
+          workspaceId: q.workspaceId,
+          dockerfile: q.dockerfile,
+          dockerfileHash: q.dockerfileHash,
+          status: 'queued',
+          ref: null,
+          digest: null,
+          baseDigest: null,
+          sizeBytes: null,
+          error: null,
+          createdAt: q.queuedAt,
+          startedAt: null,
+          finishedAt: null,
+          builderId: null,
         };
         return [{ kind: 'update', collection: imagesCollection, filter: { _id }, update: { $set: doc }, upsert: true }];
       }
@@ -43,10 +70,23 @@ export const imagesProjector: Projector = {
         return set({ status: 'building', startedAt: event.data.startedAt, builderId: event.data.builderId });
       case 'ImageBuilt': {
         const b = event.data;
-        return set({ status: 'ready', ref: b.ref, digest: b.digest, baseDigest: b.baseDigest, sizeBytes: b.sizeBytes, error: null, finishedAt: b.finishedAt });
+        return set({
+          status: 'ready',
+          ref: b.ref,
+          digest: b.digest,
+          baseDigest: b.baseDigest,
+          sizeBytes: b.sizeBytes,
+          error: null,
+          finishedAt: b.finishedAt,
+        });
       }
       case 'ImageBuildFailed':
-        return set({ status: 'failed', error: event.data.error, baseDigest: event.data.baseDigest, finishedAt: event.data.finishedAt });
+        return set({
+          status: 'failed',
+          error: event.data.error,
+          baseDigest: event.data.baseDigest,
+          finishedAt: event.data.finishedAt,
+        });
       case 'ImageRequeued':
         return set({ status: 'queued', startedAt: null, builderId: null });
       case 'ImageDeleted':

@@ -10,4 +10,17 @@ import { secretsProjector } from './secrets.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
-export const allProjectors: Projector[] = [workspacesProjector, usersProjector, membersProjector, apiTokensProjector, providersProjector, secretsProjector, mcpServersProjector, runsProjector, jobsProjector, playbooksProjector, imagesProjector, notificationsProjector];
+export const allProjectors: Projector[] = [
+  workspacesProjector,
+  usersProjector,
+  membersProjector,
+  apiTokensProjector,
+  providersProjector,
+  secretsProjector,
+  mcpServersProjector,
+  runsProjector,
+  jobsProjector,
+  playbooksProjector,
+  imagesProjector,
+  notificationsProjector,
+];

@@ -45,11 +45,46 @@ export const jobsProjector: Projector = {
   version: 4,
   collections: [jobsCollection],
   indexes: [
-    { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['sortName', 1]] },
-    { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['createdAt', 1]] },
-    { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['updatedAt', 1]] },
-    { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['nextRunAt', 1]] },
-    { collection: jobsCollection, keys: [['workspaceId', 1], ['archived', 1], ['runCount', 1]] },
+    {
+      collection: jobsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['archived', 1],
+        ['sortName', 1],
+      ],
+    },
+    {
+      collection: jobsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['archived', 1],
+        ['createdAt', 1],
+      ],
+    },
+    {
+      collection: jobsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['archived', 1],
+        ['updatedAt', 1],
+      ],
+    },
+    {
+      collection: jobsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['archived', 1],
+        ['nextRunAt', 1],
+      ],
+    },
+    {
+      collection: jobsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['archived', 1],
+        ['runCount', 1],
+      ],
+    },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.streamId.startsWith('run-')) return runFields(recorded as unknown as RunEvent);
@@ -86,7 +121,10 @@ export const jobsProjector: Projector = {
           playbookEmpty: true,
           playbookHasMain: false,
         };
-        return [{ kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: doc }, upsert: true }, nextRunAt(_id, createdAt)];
+        return [
+          { kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: doc }, upsert: true },
+          nextRunAt(_id, createdAt),
+        ];
       }
       case 'JobUpdated': {
         const ops = set({ ...configFields(event.data.changes), updatedAt: event.data.updatedAt });
@@ -98,7 +136,13 @@ export const jobsProjector: Projector = {
       case 'JobDisabled':
         return set({ enabled: false, nextRunAt: null, updatedAt: event.data.updatedAt });
       case 'JobArchived':
-        return set({ archived: true, enabled: false, nextRunAt: null, updatedAt: event.data.archivedAt, webhookTokenHash: null });
+        return set({
+          archived: true,
+          enabled: false,
+          nextRunAt: null,
+          updatedAt: event.data.archivedAt,
+          webhookTokenHash: null,
+        });
       case 'JobWebhookTokenSet':
         return set({ hasWebhookToken: true, webhookTokenHash: event.data.tokenHash });
       default:
@@ -115,8 +159,11 @@ function nextRunAt(jobId: string, after: number): DocOp {
     async derive(docs) {
       const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
       if (!job) return [];
-      const next = job.cron && job.enabled && !job.archived ? nextOccurrence(job.cron, job.timezone ?? 'UTC', after) : null;
-      return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: { nextRunAt: next } } }];
+      const next =
+        job.cron && job.enabled && !job.archived ? nextOccurrence(job.cron, job.timezone ?? 'UTC', after) : null;
+      return [
+        { kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: { nextRunAt: next } } },
+      ];
     },
   };
 }
@@ -124,7 +171,11 @@ function nextRunAt(jobId: string, after: number): DocOp {
 /** A playbook version was saved: the job's version and what nextMode reads of it (BEHAVIOUR §2.1, §2.3). */
 function playbookFields(event: PlaybookEvent): DocOp[] {
   const { jobId, version, content, graduated } = event.data;
-  const fields: Record<string, DocValue> = { playbookVersion: version, playbookEmpty: isEmptyPlaybook(content), playbookHasMain: content.main !== null };
+  const fields: Record<string, DocValue> = {
+    playbookVersion: version,
+    playbookEmpty: isEmptyPlaybook(content),
+    playbookHasMain: content.main !== null,
+  };
   // A graduation starts the demotion count again: no scripted run is at or after the new version yet.
   if (graduated) Object.assign(fields, { graduatedVersion: version, demoted: false });
   return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
@@ -140,9 +191,26 @@ function runFields(event: RunEvent): DocOp[] {
       collection: jobsCollection,
       async derive(docs) {
         const runs = docs.collection<RunDoc>(runsCollection);
-        const [recent, runCount, job] = await Promise.all([runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }), runs.count({ jobId }), docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId })]);
-        const ended = await runs.find({ jobId, mode: 'scripted', status: { $in: ['succeeded', 'failed', 'timed_out'] }, playbookVersion: { $gte: job?.graduatedVersion ?? 0 } }, { sort: [['number', -1]], limit: 2 });
-        const recentRuns: LastRun[] = recent.map((r) => ({ id: r._id, number: r.number, status: r.status, queuedAt: r.queuedAt }));
+        const [recent, runCount, job] = await Promise.all([
+          runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }),
+          runs.count({ jobId }),
+          docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId }),
+        ]);
+        const ended = await runs.find(
+          {
+            jobId,
+            mode: 'scripted',
+            status: { $in: ['succeeded', 'failed', 'timed_out'] },
+            playbookVersion: { $gte: job?.graduatedVersion ?? 0 },
+          },
+          { sort: [['number', -1]], limit: 2 },
+        );
+        const recentRuns: LastRun[] = recent.map((r) => ({
+          id: r._id,
+          number: r.number,
+          status: r.status,
+          queuedAt: r.queuedAt,
+        }));
         const fields: Record<string, DocValue> = {
           runCount,
           recentRuns: recentRuns.length === 0 ? null : (recentRuns as unknown as DocValue),

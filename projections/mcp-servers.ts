@@ -33,13 +33,30 @@ export const mcpServersProjector: Projector = {
   name: 'mcp-servers',
   version: 2,
   collections: [mcpServersCollection, jobMcpCollection],
-  indexes: [{ collection: mcpServersCollection, keys: [['workspaceId', 1], ['nameLower', 1]] }],
+  indexes: [
+    {
+      collection: mcpServersCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['nameLower', 1],
+      ],
+    },
+  ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.type === 'JobMcpServersSet') {
       const d = (recorded as unknown as JobMcpEvent).data;
-      return [{ kind: 'update', collection: jobMcpCollection, filter: { _id: d.jobId }, update: { $set: { grants: json(d.grants) } }, upsert: true }];
+      return [
+        {
+          kind: 'update',
+          collection: jobMcpCollection,
+          filter: { _id: d.jobId },
+          update: { $set: { grants: json(d.grants) } },
+          upsert: true,
+        },
+      ];
     }
-    if (recorded.streamId.startsWith('mcpoauth-')) return projectLogin(recorded.streamId.slice('mcpoauth-'.length), recorded as unknown as McpOauthEvent);
+    if (recorded.streamId.startsWith('mcpoauth-'))
+      return projectLogin(recorded.streamId.slice('mcpoauth-'.length), recorded as unknown as McpOauthEvent);
     if (!recorded.streamId.startsWith('mcpserver-')) return [];
     const _id = recorded.streamId.slice('mcpserver-'.length);
     const e = recorded as unknown as McpServerEvent;
@@ -47,10 +64,44 @@ export const mcpServersProjector: Projector = {
     switch (e.type) {
       case 'McpServerCreated': {
         const { config, workspaceId, createdAt } = e.data;
-        return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: { workspaceId, name: config.name, nameLower: config.name.toLowerCase(), config: json(config), tools: null, toolsCachedAt: null, lastTest: null, createdAt, updatedAt: createdAt } }, upsert: true }];
+        return [
+          {
+            kind: 'update',
+            collection: c,
+            filter: { _id },
+            update: {
+              $set: {
+                workspaceId,
+                name: config.name,
+                nameLower: config.name.toLowerCase(),
+                config: json(config),
+                tools: null,
+                toolsCachedAt: null,
+                lastTest: null,
+                createdAt,
+                updatedAt: createdAt,
+              },
+            },
+            upsert: true,
+          },
+        ];
       }
       case 'McpServerChanged':
-        return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: { name: e.data.config.name, nameLower: e.data.config.name.toLowerCase(), config: json(e.data.config), updatedAt: e.data.updatedAt } } }];
+        return [
+          {
+            kind: 'update',
+            collection: c,
+            filter: { _id },
+            update: {
+              $set: {
+                name: e.data.config.name,
+                nameLower: e.data.config.name.toLowerCase(),
+                config: json(e.data.config),
+                updatedAt: e.data.updatedAt,
+              },
+            },
+          },
+        ];
       case 'McpServerTested': {
         const { tools, ...lastTest } = e.data;
         const set: Record<string, DocValue> = { lastTest: json(lastTest) };
@@ -66,10 +117,14 @@ export const mcpServersProjector: Projector = {
 
 /** Login state on the server's document, for its AuthDto; nothing sealed is copied. A deleted server stays deleted. */
 function projectLogin(_id: string, e: McpOauthEvent): DocOp[] {
-  const set = (update: Record<string, DocValue>): DocOp[] => [{ kind: 'update', collection: mcpServersCollection, filter: { _id }, update: { $set: update } }];
+  const set = (update: Record<string, DocValue>): DocOp[] => [
+    { kind: 'update', collection: mcpServersCollection, filter: { _id }, update: { $set: update } },
+  ];
   switch (e.type) {
     case 'McpOauthLoggedIn':
-      return set({ login: { loggedInAt: e.data.loggedInAt, expiresAt: e.data.expiresAt, refreshable: e.data.refreshable } });
+      return set({
+        login: { loggedInAt: e.data.loggedInAt, expiresAt: e.data.expiresAt, refreshable: e.data.refreshable },
+      });
     case 'McpOauthTokensRefreshed':
       return set({ 'login.expiresAt': e.data.expiresAt, 'login.refreshable': e.data.refreshable });
     case 'McpOauthLoggedOut':

@@ -48,34 +48,90 @@ export const notificationsProjector: Projector = {
   version: 1,
   collections: [notificationChecksCollection, notificationsCollection],
   indexes: [
-    { collection: notificationChecksCollection, keys: [['checked', 1], ['finishedAt', 1]] },
-    { collection: notificationsCollection, keys: [['status', 1], ['retryAt', 1]] },
+    {
+      collection: notificationChecksCollection,
+      keys: [
+        ['checked', 1],
+        ['finishedAt', 1],
+      ],
+    },
+    {
+      collection: notificationsCollection,
+      keys: [
+        ['status', 1],
+        ['retryAt', 1],
+      ],
+    },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.streamId.startsWith('run-')) return runChanges(recorded as unknown as RunEvent);
     if (!recorded.streamId.startsWith('notifications-')) return [];
     const event = recorded as unknown as NotificationStreamEvent;
     const set = (runId: string, e: NotifyEvent, fields: Record<string, DocValue>): DocOp[] => [
-      { kind: 'update', collection: notificationsCollection, filter: { _id: docId(runId, e) }, update: { $set: fields } },
+      {
+        kind: 'update',
+        collection: notificationsCollection,
+        filter: { _id: docId(runId, e) },
+        update: { $set: fields },
+      },
     ];
     switch (event.type) {
       case 'NotificationQueued': {
         const d = event.data;
         const doc: Record<string, DocValue> = {
-          runId: d.runId, workspaceId: d.workspaceId, jobId: d.jobId, event: d.event, status: 'pending', attempts: 0, runnerId: null, retryAt: d.queuedAt, lastError: null, queuedAt: d.queuedAt, deliveredAt: null,
+          runId: d.runId,
+          workspaceId: d.workspaceId,
+          jobId: d.jobId,
+          event: d.event,
+          status: 'pending',
+          attempts: 0,
+          runnerId: null,
+          retryAt: d.queuedAt,
+          lastError: null,
+          queuedAt: d.queuedAt,
+          deliveredAt: null,
           body: d.body as unknown as DocValue,
         };
-        return [{ kind: 'update', collection: notificationsCollection, filter: { _id: docId(d.runId, d.event) }, update: { $set: doc }, upsert: true }];
+        return [
+          {
+            kind: 'update',
+            collection: notificationsCollection,
+            filter: { _id: docId(d.runId, d.event) },
+            update: { $set: doc },
+            upsert: true,
+          },
+        ];
       }
       case 'RunNotificationsChecked':
-        return [{ kind: 'update', collection: notificationChecksCollection, filter: { _id: event.data.runId }, update: { $set: { checked: true } } }];
+        return [
+          {
+            kind: 'update',
+            collection: notificationChecksCollection,
+            filter: { _id: event.data.runId },
+            update: { $set: { checked: true } },
+          },
+        ];
       case 'NotificationAttemptStarted':
-        return set(event.data.runId, event.data.event, { status: 'sending', attempts: event.data.attempt, runnerId: event.data.runnerId });
+        return set(event.data.runId, event.data.event, {
+          status: 'sending',
+          attempts: event.data.attempt,
+          runnerId: event.data.runnerId,
+        });
       case 'NotificationDelivered':
-        return set(event.data.runId, event.data.event, { status: 'delivered', runnerId: null, deliveredAt: event.data.deliveredAt });
+        return set(event.data.runId, event.data.event, {
+          status: 'delivered',
+          runnerId: null,
+          deliveredAt: event.data.deliveredAt,
+        });
       case 'NotificationAttemptFailed': {
         const { retryAt, error } = event.data;
-        return set(event.data.runId, event.data.event, retryAt === null ? { status: 'failed', runnerId: null, lastError: error } : { status: 'pending', runnerId: null, lastError: error, retryAt });
+        return set(
+          event.data.runId,
+          event.data.event,
+          retryAt === null
+            ? { status: 'failed', runnerId: null, lastError: error }
+            : { status: 'pending', runnerId: null, lastError: error, retryAt },
+        );
       }
       default:
         return [];
@@ -85,7 +141,13 @@ export const notificationsProjector: Projector = {
 
 function runChanges(event: RunEvent): DocOp[] {
   const check = (fields: Record<string, DocValue>): DocOp[] => [
-    { kind: 'update', collection: notificationChecksCollection, filter: { _id: event.data.runId }, update: { $set: fields }, upsert: true },
+    {
+      kind: 'update',
+      collection: notificationChecksCollection,
+      filter: { _id: event.data.runId },
+      update: { $set: fields },
+      upsert: true,
+    },
   ];
   if (event.type === 'RunFellBack') return check({ jobId: event.data.jobId, fallbackReason: event.data.reason });
   if (event.type !== 'RunFinished') return [];

@@ -39,8 +39,20 @@ export const playbooksProjector: Projector = {
   version: 1,
   collections: [playbookVersionsCollection, playbookStatsCollection],
   indexes: [
-    { collection: playbookVersionsCollection, keys: [['jobId', 1], ['version', 1]] },
-    { collection: playbookVersionsCollection, keys: [['jobId', 1], ['createdAt', 1]] },
+    {
+      collection: playbookVersionsCollection,
+      keys: [
+        ['jobId', 1],
+        ['version', 1],
+      ],
+    },
+    {
+      collection: playbookVersionsCollection,
+      keys: [
+        ['jobId', 1],
+        ['createdAt', 1],
+      ],
+    },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.streamId.startsWith('playbook-')) {
@@ -62,7 +74,15 @@ export const playbooksProjector: Projector = {
         rolledBackFrom: data.rolledBackFrom,
         createdAt: data.createdAt,
       };
-      return [{ kind: 'update', collection: playbookVersionsCollection, filter: { _id: versionDocId(data.jobId, data.version) }, update: { $set: doc }, upsert: true }];
+      return [
+        {
+          kind: 'update',
+          collection: playbookVersionsCollection,
+          filter: { _id: versionDocId(data.jobId, data.version) },
+          update: { $set: doc },
+          upsert: true,
+        },
+      ];
     }
     if (recorded.streamId.startsWith('playbookstats-')) {
       const event = recorded as unknown as PlaybookStatsEvent;
@@ -70,7 +90,18 @@ export const playbooksProjector: Projector = {
       const fields: Record<string, DocValue> = { workspaceId };
       if (event.type === 'PlaybookLearningsUsed') fields.learnings = event.data.learnings as unknown as DocValue;
       else fields.scripts = event.data.scripts as unknown as DocValue;
-      return [{ kind: 'update', collection: playbookStatsCollection, filter: { _id: jobId }, update: { $set: fields, $setOnInsert: event.type === 'PlaybookLearningsUsed' ? { scripts: [] } : { learnings: [] } }, upsert: true }];
+      return [
+        {
+          kind: 'update',
+          collection: playbookStatsCollection,
+          filter: { _id: jobId },
+          update: {
+            $set: fields,
+            $setOnInsert: event.type === 'PlaybookLearningsUsed' ? { scripts: [] } : { learnings: [] },
+          },
+          upsert: true,
+        },
+      ];
     }
     return [];
   },

@@ -38,14 +38,34 @@ export const providersProjector: Projector = {
   version: 1,
   collections: [providersCollection, modelsCollection, settingsCollection],
   indexes: [
-    { collection: providersCollection, keys: [['workspaceId', 1], ['sortName', 1]] },
-    { collection: modelsCollection, keys: [['workspaceId', 1], ['model', 1]] },
+    {
+      collection: providersCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['sortName', 1],
+      ],
+    },
+    {
+      collection: modelsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['model', 1],
+      ],
+    },
     { collection: modelsCollection, keys: [['providerId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     if (recorded.type === 'SettingsChanged') {
       const e = recorded as unknown as SettingsEvent;
-      return [{ kind: 'update', collection: settingsCollection, filter: { _id: recorded.streamId.slice('settings-'.length) }, update: { $set: e.data.changes as unknown as Record<string, DocValue> }, upsert: true }];
+      return [
+        {
+          kind: 'update',
+          collection: settingsCollection,
+          filter: { _id: recorded.streamId.slice('settings-'.length) },
+          update: { $set: e.data.changes as unknown as Record<string, DocValue> },
+          upsert: true,
+        },
+      ];
     }
     if (!recorded.streamId.startsWith('provider-')) return [];
     const providerId = recorded.streamId.slice('provider-'.length);
@@ -53,7 +73,25 @@ export const providersProjector: Projector = {
     switch (e.type) {
       case 'ProviderCreated': {
         const d = e.data;
-        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: { workspaceId: d.workspaceId, name: d.name, sortName: d.name.toLowerCase(), kind: d.kind, baseUrl: d.baseUrl, apiKeySealed: d.apiKeySealed, createdAt: d.createdAt } }, upsert: true }];
+        return [
+          {
+            kind: 'update',
+            collection: providersCollection,
+            filter: { _id: providerId },
+            update: {
+              $set: {
+                workspaceId: d.workspaceId,
+                name: d.name,
+                sortName: d.name.toLowerCase(),
+                kind: d.kind,
+                baseUrl: d.baseUrl,
+                apiKeySealed: d.apiKeySealed,
+                createdAt: d.createdAt,
+              },
+            },
+            upsert: true,
+          },
+        ];
       }
       case 'ProviderUpdated': {
         const set: Record<string, DocValue> = { ...(e.data as Record<string, DocValue>) };
@@ -61,10 +99,18 @@ export const providersProjector: Projector = {
           set.sortName = e.data.name.toLowerCase();
           return [
             { kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: set } },
-            { kind: 'update', collection: modelsCollection, filter: { providerId }, update: { $set: { providerName: e.data.name } }, many: true },
+            {
+              kind: 'update',
+              collection: modelsCollection,
+              filter: { providerId },
+              update: { $set: { providerName: e.data.name } },
+              many: true,
+            },
           ];
         }
-        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: set } }];
+        return [
+          { kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: set } },
+        ];
       }
       case 'ProviderDeleted':
         return [
@@ -73,16 +119,34 @@ export const providersProjector: Projector = {
         ];
       case 'ModelAdded': {
         const { modelId, ...m } = e.data;
-        return [{
-          kind: 'derive',
-          collection: modelsCollection,
-          async derive(docs) {
-            const p = await docs.collection<ProviderDoc>(providersCollection).findOne({ _id: providerId });
-            if (!p) return [];
-            const doc: Record<string, DocValue> = { ...(m as unknown as Record<string, DocValue>), providerId, workspaceId: p.workspaceId, providerName: p.name, providerKind: p.kind, contextWindow: m.caps.context, unlistedAt: null };
-            return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: doc }, upsert: true }];
+        return [
+          {
+            kind: 'derive',
+            collection: modelsCollection,
+            async derive(docs) {
+              const p = await docs.collection<ProviderDoc>(providersCollection).findOne({ _id: providerId });
+              if (!p) return [];
+              const doc: Record<string, DocValue> = {
+                ...(m as unknown as Record<string, DocValue>),
+                providerId,
+                workspaceId: p.workspaceId,
+                providerName: p.name,
+                providerKind: p.kind,
+                contextWindow: m.caps.context,
+                unlistedAt: null,
+              };
+              return [
+                {
+                  kind: 'update',
+                  collection: modelsCollection,
+                  filter: { _id: modelId },
+                  update: { $set: doc },
+                  upsert: true,
+                },
+              ];
+            },
           },
-        }];
+        ];
       }
       case 'ModelChanged': {
         const { modelId, ...change } = e.data;
@@ -91,7 +155,14 @@ export const providersProjector: Projector = {
         return [{ kind: 'update', collection: modelsCollection, filter: { _id: modelId }, update: { $set: set } }];
       }
       case 'ProviderSynced':
-        return [{ kind: 'update', collection: providersCollection, filter: { _id: providerId }, update: { $set: { syncError: e.data.error, syncedAt: e.data.at } } }];
+        return [
+          {
+            kind: 'update',
+            collection: providersCollection,
+            filter: { _id: providerId },
+            update: { $set: { syncError: e.data.error, syncedAt: e.data.at } },
+          },
+        ];
       case 'ModelRemoved':
         return [{ kind: 'delete', collection: modelsCollection, filter: { _id: e.data.modelId } }];
       default:

@@ -8,7 +8,13 @@ import type { DocOp, Projector } from './projector.js';
 export const runsCollection = 'runs';
 
 /** One document per run: the RunDto plus what lists filter and sort by. */
-export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs' | 'reflectionError' | 'reflectionSummary' | 'reflectionOps' | 'reflectionVersion'> {
+export interface RunDoc
+  extends
+    Doc,
+    Omit<
+      RunDto,
+      'id' | 'input' | 'outputs' | 'reflectionError' | 'reflectionSummary' | 'reflectionOps' | 'reflectionVersion'
+    > {
   input: DocValue;
   outputs: { [key: string]: DocValue };
   workspaceId: string;
@@ -32,24 +38,63 @@ export interface RunDoc extends Doc, Omit<RunDto, 'id' | 'input' | 'outputs' | '
   reflectionAttempts?: number;
 }
 
-const listKeys = ['queuedAt', 'startedAt', 'finishedAt', 'duration', 'cost', 'turns', 'status', 'sortJob', 'number', 'tokens'];
+const listKeys = [
+  'queuedAt',
+  'startedAt',
+  'finishedAt',
+  'duration',
+  'cost',
+  'turns',
+  'status',
+  'sortJob',
+  'number',
+  'tokens',
+];
 
 export const runsProjector: Projector = {
   name: 'runs',
   version: 2,
   collections: [runsCollection],
   indexes: [
-    { collection: runsCollection, keys: [['jobId', 1], ['number', 1]] },
-    { collection: runsCollection, keys: [['status', 1], ['submitted', 1], ['queuedAt', 1]] },
-    { collection: runsCollection, keys: [['reflection', 1], ['reflectionRequestedAt', 1]] },
-    ...listKeys.map((k) => ({ collection: runsCollection, keys: [['workspaceId', 1], [k, 1]] as Array<[string, 1 | -1]> })),
+    {
+      collection: runsCollection,
+      keys: [
+        ['jobId', 1],
+        ['number', 1],
+      ],
+    },
+    {
+      collection: runsCollection,
+      keys: [
+        ['status', 1],
+        ['submitted', 1],
+        ['queuedAt', 1],
+      ],
+    },
+    {
+      collection: runsCollection,
+      keys: [
+        ['reflection', 1],
+        ['reflectionRequestedAt', 1],
+      ],
+    },
+    ...listKeys.map((k) => ({
+      collection: runsCollection,
+      keys: [
+        ['workspaceId', 1],
+        [k, 1],
+      ] as Array<[string, 1 | -1]>,
+    })),
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.streamId.startsWith('job-')) return jobChanges(recorded as unknown as JobEvent, recorded.streamId.slice(4));
+    if (recorded.streamId.startsWith('job-'))
+      return jobChanges(recorded as unknown as JobEvent, recorded.streamId.slice(4));
     if (!recorded.streamId.startsWith('run-')) return [];
     const event = recorded as unknown as RunEvent;
     const _id = event.data.runId;
-    const set = (fields: Record<string, DocValue>): DocOp[] => [{ kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: fields } }];
+    const set = (fields: Record<string, DocValue>): DocOp[] => [
+      { kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: fields } },
+    ];
     switch (event.type) {
       case 'RunQueued':
       case 'RunSkipped': {
@@ -105,15 +150,35 @@ export const runsProjector: Projector = {
         return set({ cancelRequested: true });
       case 'RunFinished': {
         const { runId: _r, jobId: _j, outputs, ...o } = event.data;
-        return set({ ...(o as unknown as Record<string, DocValue>), outputs: outputs as DocValue, duration: o.msTotal, tokens: o.tokIn + o.tokOut, reflectionRequestedAt: o.reflection === 'pending' ? o.finishedAt : null });
+        return set({
+          ...(o as unknown as Record<string, DocValue>),
+          outputs: outputs as DocValue,
+          duration: o.msTotal,
+          tokens: o.tokIn + o.tokOut,
+          reflectionRequestedAt: o.reflection === 'pending' ? o.finishedAt : null,
+        });
       }
       case 'RunReflectionRequested':
-        return set({ reflection: 'pending', reflectionRequestedAt: event.data.requestedAt, reflectionError: null, reflectionRunnerId: null, reflectionAttempts: 0 });
+        return set({
+          reflection: 'pending',
+          reflectionRequestedAt: event.data.requestedAt,
+          reflectionError: null,
+          reflectionRunnerId: null,
+          reflectionAttempts: 0,
+        });
       case 'RunReflectionStarted':
         return set({ reflectionRunnerId: event.data.runnerId, reflectionAttempts: event.data.attempt });
       case 'RunReflected': {
         const r = event.data;
-        return set({ reflection: r.status, reflectionError: r.error, reflectionSummary: r.summary, reflectionOps: r.ops as unknown as DocValue, reflectionVersion: r.version, reflectionRequestedAt: null, reflectionCost: r.totalCost });
+        return set({
+          reflection: r.status,
+          reflectionError: r.error,
+          reflectionSummary: r.summary,
+          reflectionOps: r.ops as unknown as DocValue,
+          reflectionVersion: r.version,
+          reflectionRequestedAt: null,
+          reflectionCost: r.totalCost,
+        });
       }
       default:
         return [];
@@ -124,8 +189,25 @@ export const runsProjector: Projector = {
 function jobChanges(event: JobEvent, jobId: string): DocOp[] {
   if (event.type === 'JobUpdated' && event.data.changes.name !== undefined) {
     const name = event.data.changes.name;
-    return [{ kind: 'update', collection: runsCollection, filter: { jobId }, update: { $set: { jobName: name, sortJob: name.toLowerCase() } }, many: true }];
+    return [
+      {
+        kind: 'update',
+        collection: runsCollection,
+        filter: { jobId },
+        update: { $set: { jobName: name, sortJob: name.toLowerCase() } },
+        many: true,
+      },
+    ];
   }
-  if (event.type === 'JobArchived') return [{ kind: 'update', collection: runsCollection, filter: { jobId }, update: { $set: { jobDeleted: true } }, many: true }];
+  if (event.type === 'JobArchived')
+    return [
+      {
+        kind: 'update',
+        collection: runsCollection,
+        filter: { jobId },
+        update: { $set: { jobDeleted: true } },
+        many: true,
+      },
+    ];
   return [];
 }

@@ -69,9 +69,24 @@ export class Dispatcher {
     await this.reconcile();
     this.nudges = this.runs.startable.subscribe(() => this.poll());
     this.timers.push(setInterval(() => this.poll(), 500));
-    this.timers.push(setInterval(() => void this.heartbeat().catch((err: unknown) => this.log.error({ err }, 'heartbeat failed')), heartbeatMs));
-    this.timers.push(setInterval(() => void this.reconcile().catch((err: unknown) => this.log.error({ err }, 'reconcile failed')), staleMs));
-    this.timers.push(setInterval(() => void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed')), 10 * 60_000));
+    this.timers.push(
+      setInterval(
+        () => void this.heartbeat().catch((err: unknown) => this.log.error({ err }, 'heartbeat failed')),
+        heartbeatMs,
+      ),
+    );
+    this.timers.push(
+      setInterval(
+        () => void this.reconcile().catch((err: unknown) => this.log.error({ err }, 'reconcile failed')),
+        staleMs,
+      ),
+    );
+    this.timers.push(
+      setInterval(
+        () => void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed')),
+        10 * 60_000,
+      ),
+    );
     void this.reap().catch((err: unknown) => this.log.error({ err }, 'sandbox reaping failed'));
     this.poll();
   }
@@ -94,14 +109,21 @@ export class Dispatcher {
 
   /** A nudge: its promise never rejects and is kept in `polling` for stop() to wait on. */
   poll(): void {
-    this.polling ??= this.claimAndStart().catch((err: unknown) => this.log.error({ err }, 'dispatch failed')).finally(() => {
-      this.polling = null;
-    });
+    this.polling ??= this.claimAndStart()
+      .catch((err: unknown) => this.log.error({ err }, 'dispatch failed'))
+      .finally(() => {
+        this.polling = null;
+      });
   }
 
   private async claimAndStart(): Promise<void> {
     while (!this.stopped && this.active.size < this.maxConcurrent) {
-      const waiting = await this.docs.collection<RunDoc>(runsCollection).find({ status: 'queued', submitted: true }, { sort: [['queuedAt', 1]], limit: this.maxConcurrent - this.active.size + 5 });
+      const waiting = await this.docs
+        .collection<RunDoc>(runsCollection)
+        .find(
+          { status: 'queued', submitted: true },
+          { sort: [['queuedAt', 1]], limit: this.maxConcurrent - this.active.size + 5 },
+        );
       const candidates = waiting.filter((r) => !this.active.has(r._id));
       if (candidates.length === 0) return;
       let claimedAny = false;
@@ -115,19 +137,32 @@ export class Dispatcher {
 
   private async claim(run: RunDoc): Promise<boolean> {
     try {
-      const ctx = { workspaceId: run.workspaceId, actor: { type: 'system' as const, id: this.runnerId }, requestId: null, correlationId: run._id };
-      const claimed = await this.bus.execute(runStreamId(run._id), runDecider, { type: 'ClaimRun', runnerId: this.runnerId, now: this.clock() }, ctx);
+      const ctx = {
+        workspaceId: run.workspaceId,
+        actor: { type: 'system' as const, id: this.runnerId },
+        requestId: null,
+        correlationId: run._id,
+      };
+      const claimed = await this.bus.execute(
+        runStreamId(run._id),
+        runDecider,
+        { type: 'ClaimRun', runnerId: this.runnerId, now: this.clock() },
+        ctx,
+      );
       const abort = new AbortController();
       // A cancel may come from any process: it arrives as an event on the run's stream.
       const watch = this.events.subscribeStream(runStreamId(run._id), { fromRevision: 0 }).subscribe((e) => {
         if (e.type === 'RunCancelRequested') abort.abort();
       });
       // The executor ends its own failures; what escapes it (the run's first read) must not take the process down.
-      const done = this.executor.execute(run._id, abort.signal).catch((err: unknown) => this.log.error({ err, runId: run._id }, 'run failed before it started')).finally(() => {
-        watch.unsubscribe();
-        this.active.delete(run._id);
-        this.poll();
-      });
+      const done = this.executor
+        .execute(run._id, abort.signal)
+        .catch((err: unknown) => this.log.error({ err, runId: run._id }, 'run failed before it started'))
+        .finally(() => {
+          watch.unsubscribe();
+          this.active.delete(run._id);
+          this.poll();
+        });
       this.active.set(run._id, { abort, done, watch });
       void claimed;
       return true;
@@ -138,7 +173,11 @@ export class Dispatcher {
   }
 
   private async heartbeat(): Promise<void> {
-    await this.runners.updateOne({ _id: this.runnerId }, { $set: { host: hostname(), pid: process.pid, heartbeatAt: this.clock() } }, { upsert: true });
+    await this.runners.updateOne(
+      { _id: this.runnerId },
+      { $set: { host: hostname(), pid: process.pid, heartbeatAt: this.clock() } },
+      { upsert: true },
+    );
   }
 
   /**
@@ -150,7 +189,9 @@ export class Dispatcher {
     let destroyed = 0;
     for (const sb of await this.backend.list()) {
       if (sb.labels.runId && this.active.has(sb.labels.runId)) continue;
-      const run = sb.labels.runId ? await this.docs.collection<RunDoc>(runsCollection).findOne({ _id: sb.labels.runId }) : null;
+      const run = sb.labels.runId
+        ? await this.docs.collection<RunDoc>(runsCollection).findOne({ _id: sb.labels.runId })
+        : null;
       const orphan = run === null && now - sb.createdAt > 15 * 60_000;
       const over = run !== null && !['queued', 'provisioning', 'running', 'verifying'].includes(run.status);
       // A live run elsewhere keeps its sandbox until the sandbox expires.
@@ -167,13 +208,16 @@ export class Dispatcher {
     if (runnerId === this.runnerId) return false;
     const runner = await this.runners.findOne({ _id: runnerId });
     // Same host: a pid that is gone, or that is now this process (a restarted container is pid 1 again).
-    const sameHostDead = runner !== null && runner.host === hostname() && (runner.pid === process.pid || !processAlive(runner.pid));
+    const sameHostDead =
+      runner !== null && runner.host === hostname() && (runner.pid === process.pid || !processAlive(runner.pid));
     return !runner || sameHostDead || this.clock() - runner.heartbeatAt > staleMs;
   }
 
   /** Ends live runs whose runner is gone: a dead process on this host at once, any other after a minute of silence. */
   async reconcile(): Promise<number> {
-    const live = await this.docs.collection<RunDoc>(runsCollection).find({ status: { $in: ['provisioning', 'running', 'verifying'] } });
+    const live = await this.docs
+      .collection<RunDoc>(runsCollection)
+      .find({ status: { $in: ['provisioning', 'running', 'verifying'] } });
     let ended = 0;
     for (const run of live) {
       if (!run.runnerId || run.runnerId === this.runnerId) continue;

@@ -1,6 +1,13 @@
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
-import { firstExternalBase, imageTag, jobImagesDecider, jobImagesStreamId, pinnedDockerfile, type ImageRow } from '../domain/image.js';
+import {
+  firstExternalBase,
+  imageTag,
+  jobImagesDecider,
+  jobImagesStreamId,
+  pinnedDockerfile,
+  type ImageRow,
+} from '../domain/image.js';
 import { imagesCollection, type ImageDoc } from '../projections/images.js';
 import type { CommandBus, CommandContext } from '../app/commands.js';
 import type { ImageLogs, Images } from '../app/images.js';
@@ -116,10 +123,21 @@ export class ImageBuilder {
   async start(): Promise<void> {
     await this.images.builderHeartbeat(this.builderId);
     this.nudges = this.images.buildable.subscribe(() => this.poll());
-    const guard = (what: string, fn: () => Promise<unknown>) => () => void fn().catch((err: unknown) => this.log.error({ err }, what));
+    const guard = (what: string, fn: () => Promise<unknown>) => () =>
+      void fn().catch((err: unknown) => this.log.error({ err }, what));
     this.timers.push(setInterval(() => this.poll(), pollMs));
-    this.timers.push(setInterval(guard('image builder heartbeat failed', () => this.images.builderHeartbeat(this.builderId)), heartbeatMs));
-    this.timers.push(setInterval(guard('image build reconcile failed', () => this.reconcile()), reconcileMs));
+    this.timers.push(
+      setInterval(
+        guard('image builder heartbeat failed', () => this.images.builderHeartbeat(this.builderId)),
+        heartbeatMs,
+      ),
+    );
+    this.timers.push(
+      setInterval(
+        guard('image build reconcile failed', () => this.reconcile()),
+        reconcileMs,
+      ),
+    );
     guard('image build reconcile failed', () => this.reconcile())();
     this.poll();
   }
@@ -138,14 +156,18 @@ export class ImageBuilder {
 
   /** A nudge: its promise never rejects and is kept in `polling` for stop() to wait on. */
   poll(): void {
-    this.polling ??= this.claimAndBuild().catch((err: unknown) => this.log.error({ err }, 'image build dispatch failed')).finally(() => {
-      this.polling = null;
-    });
+    this.polling ??= this.claimAndBuild()
+      .catch((err: unknown) => this.log.error({ err }, 'image build dispatch failed'))
+      .finally(() => {
+        this.polling = null;
+      });
   }
 
   private async claimAndBuild(): Promise<void> {
     while (!this.stopped) {
-      const queued = await this.docs.collection<ImageDoc>(imagesCollection).find({ status: 'queued' }, { sort: [['createdAt', 1]], limit: 5 });
+      const queued = await this.docs
+        .collection<ImageDoc>(imagesCollection)
+        .find({ status: 'queued' }, { sort: [['createdAt', 1]], limit: 5 });
       let claimed: { row: ImageRow; doc: ImageDoc } | null = null;
       for (const doc of queued) {
         if (this.stopped) return;
@@ -170,7 +192,12 @@ export class ImageBuilder {
 
   private async claim(doc: ImageDoc): Promise<ImageRow | null> {
     try {
-      const result = await this.bus.execute(jobImagesStreamId(doc.jobId), jobImagesDecider, { type: 'ClaimBuild', imageId: doc._id, builderId: this.builderId, now: this.clock() }, this.ctx(doc.workspaceId, doc._id));
+      const result = await this.bus.execute(
+        jobImagesStreamId(doc.jobId),
+        jobImagesDecider,
+        { type: 'ClaimBuild', imageId: doc._id, builderId: this.builderId, now: this.clock() },
+        this.ctx(doc.workspaceId, doc._id),
+      );
       return result.state.images.find((i) => i.imageId === doc._id) ?? null;
     } catch (err) {
       // Another runner took it, or the read model was behind the stream.
@@ -182,7 +209,11 @@ export class ImageBuilder {
   private async build(row: ImageRow, doc: ImageDoc, abort: AbortController): Promise<void> {
     const timer = setTimeout(() => abort.abort(new BuildTimeout()), buildTimeoutMs);
     // A second attempt continues the first one's log.
-    const log = new BuildLog(this.images.logs, row.imageId, row.attempts > 1 ? await this.images.logs.read(row.imageId) : '');
+    const log = new BuildLog(
+      this.images.logs,
+      row.imageId,
+      row.attempts > 1 ? await this.images.logs.read(row.imageId) : '',
+    );
     if (row.attempts > 1) log.line(`Attempt ${row.attempts} of the build`);
     log.start();
     let baseDigest: string | null = null;
@@ -201,21 +232,44 @@ export class ImageBuilder {
           log.line(`Could not pin ${base.image} to a digest (${(err as Error).message}); building from the tag`);
         }
       }
-      const built = await this.builds.build({ dockerfile, tag: ref, labels: { 'svc.job': doc.jobId, 'svc.image': row.imageId }, signal: abort.signal, onLog: (t) => log.append(t) });
+      const built = await this.builds.build({
+        dockerfile,
+        tag: ref,
+        labels: { 'svc.job': doc.jobId, 'svc.image': row.imageId },
+        signal: abort.signal,
+        onLog: (t) => log.append(t),
+      });
       if (built.sizeBytes > maxImageBytes) {
         await this.builds.remove(ref).catch(() => undefined);
         throw new Error(`the image is ${(built.sizeBytes / 1024 ** 3).toFixed(1)} GiB, more than the 5 GiB limit`);
       }
       log.line(`Built ${ref} (${Math.round(built.sizeBytes / 1e6)} MB)`);
       await log.close();
-      await this.settle(doc, { type: 'CompleteBuild', imageId: row.imageId, builderId: this.builderId, ref, digest: built.id, baseDigest, sizeBytes: built.sizeBytes, now: this.clock() });
+      await this.settle(doc, {
+        type: 'CompleteBuild',
+        imageId: row.imageId,
+        builderId: this.builderId,
+        ref,
+        digest: built.id,
+        baseDigest,
+        sizeBytes: built.sizeBytes,
+        now: this.clock(),
+      });
     } catch (err) {
       const reason = abort.signal.aborted ? (abort.signal.reason as Error) : (err as Error);
       const interrupted = reason instanceof Shutdown;
       const message = (reason.message || String(reason)).trim().slice(0, maxErrorChars);
       log.line(interrupted ? `Build interrupted: ${message}` : `Build failed: ${message}`);
       await log.close();
-      await this.settle(doc, { type: 'FailBuild', imageId: row.imageId, builderId: this.builderId, error: message, baseDigest, interrupted, now: this.clock() });
+      await this.settle(doc, {
+        type: 'FailBuild',
+        imageId: row.imageId,
+        builderId: this.builderId,
+        error: message,
+        baseDigest,
+        interrupted,
+        now: this.clock(),
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -224,9 +278,15 @@ export class ImageBuilder {
   /** The build's last word; a conflict means the image was resubmitted meanwhile and another attempt owns it. */
   private async settle(doc: ImageDoc, command: Parameters<typeof jobImagesDecider.decide>[0]): Promise<void> {
     try {
-      await this.bus.execute(jobImagesStreamId(doc.jobId), jobImagesDecider, command, this.ctx(doc.workspaceId, doc._id));
+      await this.bus.execute(
+        jobImagesStreamId(doc.jobId),
+        jobImagesDecider,
+        command,
+        this.ctx(doc.workspaceId, doc._id),
+      );
     } catch (err) {
-      if (err instanceof DomainError && err.code === 'conflict') return this.log.info({ imageId: doc._id }, 'the image build was taken over; its result is dropped');
+      if (err instanceof DomainError && err.code === 'conflict')
+        return this.log.info({ imageId: doc._id }, 'the image build was taken over; its result is dropped');
       this.log.error({ err, imageId: doc._id }, 'could not record the end of an image build');
     }
   }
@@ -238,7 +298,15 @@ export class ImageBuilder {
     for (const doc of building) {
       if (!doc.builderId || doc.builderId === this.builderId) continue;
       if (await this.images.builderAlive(doc.builderId)) continue;
-      await this.settle(doc, { type: 'FailBuild', imageId: doc._id, builderId: doc.builderId, error: 'the runner building the image stopped', baseDigest: doc.baseDigest, interrupted: true, now: this.clock() });
+      await this.settle(doc, {
+        type: 'FailBuild',
+        imageId: doc._id,
+        builderId: doc.builderId,
+        error: 'the runner building the image stopped',
+        baseDigest: doc.baseDigest,
+        interrupted: true,
+        now: this.clock(),
+      });
       ended++;
     }
     if (ended > 0) this.poll();
@@ -256,7 +324,13 @@ export class ImageBuilder {
     if (!pending) {
       const dockerfile = pinnedDockerfile(row.dockerfile, row.baseDigest);
       pending = this.builds
-        .build({ dockerfile, tag: ref, labels: { 'svc.job': jobId, 'svc.image': row.imageId }, signal: AbortSignal.timeout(buildTimeoutMs), onLog: () => undefined })
+        .build({
+          dockerfile,
+          tag: ref,
+          labels: { 'svc.job': jobId, 'svc.image': row.imageId },
+          signal: AbortSignal.timeout(buildTimeoutMs),
+          onLog: () => undefined,
+        })
         .then(() => undefined)
         .finally(() => this.local.delete(ref));
       this.local.set(ref, pending);

@@ -40,7 +40,9 @@ export class ImageGc {
     const schedule = () => {
       const delay = nextGcAt(this.clock(), this.ports.random) - this.clock();
       this.timer = setTimeout(() => {
-        void this.collect().catch((err: unknown) => this.ports.log.error({ err }, 'image GC failed')).finally(schedule);
+        void this.collect()
+          .catch((err: unknown) => this.ports.log.error({ err }, 'image GC failed'))
+          .finally(schedule);
       }, delay);
       this.timer.unref();
     };
@@ -66,20 +68,34 @@ export class ImageGc {
           this.ports.log.error({ err, imageId: row.imageId }, 'could not remove a job image; its build is kept');
           continue;
         }
-        const ctx = { workspaceId: state.workspaceId, actor: { type: 'system' as const, id: 'image-gc' }, requestId: null };
+        const ctx = {
+          workspaceId: state.workspaceId,
+          actor: { type: 'system' as const, id: 'image-gc' },
+          requestId: null,
+        };
         try {
-          await this.ports.bus.execute(jobImagesStreamId(jobId), jobImagesDecider, { type: 'DeleteImage', imageId: row.imageId, now: this.clock() }, ctx);
+          await this.ports.bus.execute(
+            jobImagesStreamId(jobId),
+            jobImagesDecider,
+            { type: 'DeleteImage', imageId: row.imageId, now: this.clock() },
+            ctx,
+          );
           builds++;
         } catch (err) {
           if (!(err instanceof DomainError && err.code === 'conflict')) throw err; // rebuilt meanwhile: kept
         }
       }
     }
-    const referenced = new Set((await this.ports.docs.collection<ImageDoc>(imagesCollection).find({})).flatMap((r) => (r.ref ? [r.ref] : [])));
+    const referenced = new Set(
+      (await this.ports.docs.collection<ImageDoc>(imagesCollection).find({})).flatMap((r) => (r.ref ? [r.ref] : [])),
+    );
     let tags = 0;
     for (const tag of await this.ports.images.tags()) {
       if (referenced.has(tag) || !tag.includes('/job-')) continue;
-      await this.ports.images.remove(tag).then(() => tags++, (err: unknown) => this.ports.log.error({ err, tag }, 'could not remove a stray job image tag'));
+      await this.ports.images.remove(tag).then(
+        () => tags++,
+        (err: unknown) => this.ports.log.error({ err, tag }, 'could not remove a stray job image tag'),
+      );
     }
     if (builds + tags > 0) this.ports.log.info({ builds, tags }, 'image GC removed old job images');
     return { builds, tags };

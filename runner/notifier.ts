@@ -1,13 +1,23 @@
 import { PassLoop } from '../app/pass-loop.js';
 import { DomainError } from '../domain/decider.js';
 import {
-  nextAttemptAt, notificationBody, notificationConcurrency, triggersFor, verdict, type AttemptResult, type NotifiedRun, type NotifySettings,
+  nextAttemptAt,
+  notificationBody,
+  notificationConcurrency,
+  triggersFor,
+  verdict,
+  type AttemptResult,
+  type NotifiedRun,
+  type NotifySettings,
 } from '../domain/notification.js';
 import { notificationDecider, notificationStreamId, type QueuedNotification } from '../domain/notification-stream.js';
 import { redactor } from '../domain/redact.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
 import {
-  notificationChecksCollection, notificationsCollection, type NotificationCheckDoc, type NotificationDoc,
+  notificationChecksCollection,
+  notificationsCollection,
+  type NotificationCheckDoc,
+  type NotificationDoc,
 } from '../projections/notifications.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
 import type { NotificationBody } from '../schemas/notification.js';
@@ -46,7 +56,10 @@ const checkWindowMs = 60 * 60_000;
 export class Notifier {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
-  private readonly loop = new PassLoop(() => this.pass(), (err) => this.ports.log.error({ err }, 'notification pass failed'));
+  private readonly loop = new PassLoop(
+    () => this.pass(),
+    (err) => this.ports.log.error({ err }, 'notification pass failed'),
+  );
   private readonly sending = new Map<string, Promise<void>>();
   private readonly clock: () => number;
 
@@ -77,10 +90,14 @@ export class Notifier {
 
   private async pass(): Promise<void> {
     const now = this.clock();
-    const checks = await this.ports.docs.collection<NotificationCheckDoc>(notificationChecksCollection).find({ checked: false, finishedAt: { $gte: now - checkWindowMs } }, { sort: [['finishedAt', 1]], limit: 20 });
+    const checks = await this.ports.docs
+      .collection<NotificationCheckDoc>(notificationChecksCollection)
+      .find({ checked: false, finishedAt: { $gte: now - checkWindowMs } }, { sort: [['finishedAt', 1]], limit: 20 });
     for (const check of checks) {
       if (this.stopped) return;
-      await this.check(check._id).catch((err: unknown) => this.ports.log.error({ err, runId: check._id }, 'could not check a run for notifications'));
+      await this.check(check._id).catch((err: unknown) =>
+        this.ports.log.error({ err, runId: check._id }, 'could not check a run for notifications'),
+      );
     }
     await this.recoverStale();
     await this.deliverDue();
@@ -97,44 +114,82 @@ export class Notifier {
     const ws = run.workspaceId;
     const settings = await this.ports.settings(ws);
     // Demotion is computed by the jobs read model from this run's end, already projected when the check appeared.
-    const job = run.fellBack ? await this.ports.docs.collection<JobDoc>(jobsCollection).findOne({ _id: run.jobId }) : null;
-    const events = triggersFor({ status: run.status, fellBack: run.fellBack, demotedAfter: job?.demoted === true }, settings);
+    const job = run.fellBack
+      ? await this.ports.docs.collection<JobDoc>(jobsCollection).findOne({ _id: run.jobId })
+      : null;
+    const events = triggersFor(
+      { status: run.status, fellBack: run.fellBack, demotedAfter: job?.demoted === true },
+      settings,
+    );
     let notifications: QueuedNotification[] = [];
     if (events.length > 0) {
-      const check = await this.ports.docs.collection<NotificationCheckDoc>(notificationChecksCollection).findOne({ _id: runId });
+      const check = await this.ports.docs
+        .collection<NotificationCheckDoc>(notificationChecksCollection)
+        .findOne({ _id: runId });
       const facts: NotifiedRun = {
-        id: run._id, workspaceId: ws, jobId: run.jobId, jobName: run.jobName, number: run.number, status: run.status, mode: run.mode, trigger: run.trigger,
-        fellBack: run.fellBack, error: run.error, fallbackReason: check?.fallbackReason ?? null, finishedAt: run.finishedAt,
+        id: run._id,
+        workspaceId: ws,
+        jobId: run.jobId,
+        jobName: run.jobName,
+        number: run.number,
+        status: run.status,
+        mode: run.mode,
+        trigger: run.trigger,
+        fellBack: run.fellBack,
+        error: run.error,
+        fallbackReason: check?.fallbackReason ?? null,
+        finishedAt: run.finishedAt,
       };
       // Runs store their texts redacted already; this also covers secrets added since and the job's own name.
       const redact = redactor(await this.ports.secretValues(ws).catch(() => []));
-      notifications = events.map((event) => ({ event, body: notificationBody(event, facts, this.ports.baseUrl(), redact) }));
+      notifications = events.map((event) => ({
+        event,
+        body: notificationBody(event, facts, this.ports.baseUrl(), redact),
+      }));
     }
-    await this.ports.bus.execute(notificationStreamId(runId), notificationDecider, { type: 'QueueNotifications', runId, workspaceId: ws, jobId: run.jobId, notifications, now: this.clock() }, this.context(ws, runId));
+    await this.ports.bus.execute(
+      notificationStreamId(runId),
+      notificationDecider,
+      { type: 'QueueNotifications', runId, workspaceId: ws, jobId: run.jobId, notifications, now: this.clock() },
+      this.context(ws, runId),
+    );
   }
 
   /** Attempts claimed by a runner that stopped are ended as failed, so they are tried again (or given up). */
   private async recoverStale(): Promise<void> {
-    const claimed = await this.ports.docs.collection<NotificationDoc>(notificationsCollection).find({ status: 'sending' }, { limit: 20 });
+    const claimed = await this.ports.docs
+      .collection<NotificationDoc>(notificationsCollection)
+      .find({ status: 'sending' }, { limit: 20 });
     for (const doc of claimed) {
       if (doc.runnerId === this.ports.runnerId || this.sending.has(doc._id)) continue;
       if (doc.runnerId !== null && !(await this.ports.runnerGone(doc.runnerId))) continue;
       const now = this.clock();
-      await this.end(doc, { delivered: false, error: 'the runner sending it stopped before an answer came', retryAt: nextAttemptAt(doc.attempts, true, now) });
+      await this.end(doc, {
+        delivered: false,
+        error: 'the runner sending it stopped before an answer came',
+        retryAt: nextAttemptAt(doc.attempts, true, now),
+      });
     }
   }
 
   private async deliverDue(): Promise<void> {
     const free = notificationConcurrency - this.sending.size;
     if (free <= 0 || this.stopped) return;
-    const due = await this.ports.docs.collection<NotificationDoc>(notificationsCollection).find({ status: 'pending', retryAt: { $lte: this.clock() } }, { sort: [['retryAt', 1]], limit: free + 5 });
+    const due = await this.ports.docs
+      .collection<NotificationDoc>(notificationsCollection)
+      .find({ status: 'pending', retryAt: { $lte: this.clock() } }, { sort: [['retryAt', 1]], limit: free + 5 });
     for (const doc of due) {
       if (this.stopped || this.sending.size >= notificationConcurrency) return;
       if (this.sending.has(doc._id)) continue;
       const attempt = await this.claim(doc);
       if (attempt === null) continue;
       const done = this.deliver(doc, attempt)
-        .catch((err: unknown) => this.ports.log.error({ err, runId: doc.runId, event: doc.event }, 'notification delivery failed unexpectedly'))
+        .catch((err: unknown) =>
+          this.ports.log.error(
+            { err, runId: doc.runId, event: doc.event },
+            'notification delivery failed unexpectedly',
+          ),
+        )
         .finally(() => {
           this.sending.delete(doc._id);
           this.poke();
@@ -146,7 +201,12 @@ export class Notifier {
   /** The attempt number this runner now holds, or null when another runner was first. */
   private async claim(doc: NotificationDoc): Promise<number | null> {
     try {
-      const r = await this.ports.bus.execute(notificationStreamId(doc.runId), notificationDecider, { type: 'StartAttempt', runId: doc.runId, event: doc.event, runnerId: this.ports.runnerId, now: this.clock() }, this.context(doc.workspaceId, doc.runId));
+      const r = await this.ports.bus.execute(
+        notificationStreamId(doc.runId),
+        notificationDecider,
+        { type: 'StartAttempt', runId: doc.runId, event: doc.event, runnerId: this.ports.runnerId, now: this.clock() },
+        this.context(doc.workspaceId, doc.runId),
+      );
       return r.state.items[doc.event]?.attempts ?? null;
     } catch (err) {
       if (err instanceof DomainError && err.code === 'conflict') return null;
@@ -161,14 +221,26 @@ export class Notifier {
     if (v.delivered) return this.end({ ...doc, attempts: attempt }, { delivered: true, status: v.status });
     const retryAt = nextAttemptAt(attempt, v.retry, now);
     const where = { runId: doc.runId, event: doc.event, attempt, error: v.error };
-    if (retryAt === null) this.ports.log.error(where, v.retry ? 'notification given up after its last attempt' : 'notification not accepted; not retried');
+    if (retryAt === null)
+      this.ports.log.error(
+        where,
+        v.retry ? 'notification given up after its last attempt' : 'notification not accepted; not retried',
+      );
     else this.ports.log.info({ ...where, retryAt }, 'notification will be retried');
     await this.end({ ...doc, attempts: attempt }, { delivered: false, error: v.error, retryAt });
   }
 
-  private async end(doc: NotificationDoc, outcome: { delivered: true; status: number } | { delivered: false; error: string; retryAt: number | null }): Promise<void> {
+  private async end(
+    doc: NotificationDoc,
+    outcome: { delivered: true; status: number } | { delivered: false; error: string; retryAt: number | null },
+  ): Promise<void> {
     try {
-      await this.ports.bus.execute(notificationStreamId(doc.runId), notificationDecider, { type: 'EndAttempt', runId: doc.runId, event: doc.event, attempt: doc.attempts, outcome, now: this.clock() }, this.context(doc.workspaceId, doc.runId));
+      await this.ports.bus.execute(
+        notificationStreamId(doc.runId),
+        notificationDecider,
+        { type: 'EndAttempt', runId: doc.runId, event: doc.event, attempt: doc.attempts, outcome, now: this.clock() },
+        this.context(doc.workspaceId, doc.runId),
+      );
     } catch (err) {
       // Another runner ended it first (it took this attempt for a stopped one's): its outcome stands.
       if (!(err instanceof DomainError && err.code === 'conflict')) throw err;

@@ -34,7 +34,10 @@ export class Scheduler {
   ) {}
 
   start(intervalMs = 1000): void {
-    this.timer = setInterval(() => void this.tick().catch((err: unknown) => this.log.error({ err }, 'schedule tick failed')), intervalMs);
+    this.timer = setInterval(
+      () => void this.tick().catch((err: unknown) => this.log.error({ err }, 'schedule tick failed')),
+      intervalMs,
+    );
   }
 
   async stop(): Promise<void> {
@@ -53,17 +56,35 @@ export class Scheduler {
 
   private async fireDue(): Promise<number> {
     const now = this.clock.now();
-    const due = await this.docs.collection<JobDoc>(jobsCollection).find({ archived: false, enabled: true, nextRunAt: { $lte: now } }, { sort: [['nextRunAt', 1]], limit: 100 });
+    const due = await this.docs
+      .collection<JobDoc>(jobsCollection)
+      .find({ archived: false, enabled: true, nextRunAt: { $lte: now } }, { sort: [['nextRunAt', 1]], limit: 100 });
     let fired = 0;
     for (const job of due) {
       const occurrence = job.nextRunAt!;
-      const ctx: CommandContext = { workspaceId: job.workspaceId, actor: { type: 'system', id: null }, requestId: null };
-      const result = await this.bus.execute(scheduleStreamId(job._id), scheduleDecider, { type: 'FireSchedule', jobId: job._id, occurrence, firedAt: now }, ctx);
+      const ctx: CommandContext = {
+        workspaceId: job.workspaceId,
+        actor: { type: 'system', id: null },
+        requestId: null,
+      };
+      const result = await this.bus.execute(
+        scheduleStreamId(job._id),
+        scheduleDecider,
+        { type: 'FireSchedule', jobId: job._id, occurrence, firedAt: now },
+        ctx,
+      );
       if (result.events.length === 0) continue;
       fired++;
-      await this.runs.trigger(job.workspaceId, job._id, { trigger: 'schedule', triggeredBy: null, input: {}, instructions: null }, { ...ctx, causationId: null }).catch((err: unknown) => {
-        this.log.error({ err, jobId: job._id }, 'scheduled trigger failed');
-      });
+      await this.runs
+        .trigger(
+          job.workspaceId,
+          job._id,
+          { trigger: 'schedule', triggeredBy: null, input: {}, instructions: null },
+          { ...ctx, causationId: null },
+        )
+        .catch((err: unknown) => {
+          this.log.error({ err, jobId: job._id }, 'scheduled trigger failed');
+        });
       // The next occurrence becomes visible once the projector has seen this firing.
       await this.engine.waitFor(result.position, 2000);
     }

@@ -57,7 +57,9 @@ export const bounds = {
 
 /** Query parameters shared by every list route (SPEC §4.3). */
 export const listQueryProperties = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: bounds.page, default: 1, description: 'Page number, from 1' })),
+  page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: bounds.page, default: 1, description: 'Page number, from 1' }),
+  ),
   pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
   sort: Type.Optional(
     Type.String({
@@ -68,7 +70,10 @@ export const listQueryProperties = {
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Case-insensitive literal text' })),
 };
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+export const IdParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
 export type IdParams = Static<typeof IdParams>;
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

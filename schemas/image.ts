@@ -5,9 +5,13 @@ const imageFields = {
   id: Type.String(),
   dockerfileHash: Type.String({ description: 'sha256 hex of the trimmed Dockerfile text' }),
   status: Type.String({ description: '`queued`, `building`, `ready` or `failed`' }),
-  ref: Nullable(Type.String({ description: 'The tag runs use, `svc/job-<jobId>:<hash[:16]>-<id suffix>`; set once ready' })),
+  ref: Nullable(
+    Type.String({ description: 'The tag runs use, `svc/job-<jobId>:<hash[:16]>-<id suffix>`; set once ready' }),
+  ),
   digest: Nullable(Type.String({ description: "The engine's image id (sha256:…) once ready" })),
-  baseDigest: Nullable(Type.String({ description: 'Digest the first FROM was pinned to; null when it could not be pinned' })),
+  baseDigest: Nullable(
+    Type.String({ description: 'Digest the first FROM was pinned to; null when it could not be pinned' }),
+  ),
   sizeBytes: Nullable(Type.Integer()),
   error: Nullable(Type.String({ description: 'Why the build failed' })),
   createdAt: Type.Integer(),
@@ -31,7 +35,10 @@ export const ImageGetOutputBody = Type.Object(
 export type ImageGetOutputBody = Static<typeof ImageGetOutputBody>;
 
 /** SPEC §2.8 ImageIDOutputBody: the image a rebuild queued. */
-export const ImageIDOutputBody = Type.Object({ id: Type.String() }, { $id: 'ImageIDOutputBody', additionalProperties: false });
+export const ImageIDOutputBody = Type.Object(
+  { id: Type.String() },
+  { $id: 'ImageIDOutputBody', additionalProperties: false },
+);
 
 export const ImageListEnvelope = Envelope(ImageDto, 'ImageListEnvelope');
 export type ImageListEnvelope = Static<typeof ImageListEnvelope>;

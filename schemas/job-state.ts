@@ -5,7 +5,9 @@ export const StateEntryDto = Type.Object(
   {
     key: Type.String(),
     value: Type.String(),
-    size: Type.Integer({ description: 'Bytes the key and the value take in UTF-8; counts toward the 16 MiB a job may keep' }),
+    size: Type.Integer({
+      description: 'Bytes the key and the value take in UTF-8; counts toward the 16 MiB a job may keep',
+    }),
     updatedAt: Type.Integer({ description: 'Unix ms of the last write' }),
   },
   { $id: 'StateEntryDto', additionalProperties: false },
@@ -29,7 +31,12 @@ export type StateKeyParams = Static<typeof StateKeyParams>;
 
 export const StateSetBody = Type.Object(
   // The 1 MiB rule is in bytes and the domain words it (too_large); this bound only caps what is read at all.
-  { value: Type.String({ maxLength: 4 * 1024 * 1024, description: 'Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values.' }) },
+  {
+    value: Type.String({
+      maxLength: 4 * 1024 * 1024,
+      description: 'Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values.',
+    }),
+  },
   { $id: 'StateSetBody', additionalProperties: false },
 );
 export type StateSetBody = Static<typeof StateSetBody>;

@@ -4,7 +4,8 @@ import { Envelope, Nullable } from './common.js';
 /** MCP servers (BEHAVIOUR §9.4), their tools, test answers, login status (SPEC §2.13) and job grants (SPEC §2.5). */
 
 const Transport = Type.Union([Type.Literal('stdio'), Type.Literal('http')]);
-const StringMap = (description: string) => Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8192 }), { description, maxProperties: 100 });
+const StringMap = (description: string) =>
+  Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8192 }), { description, maxProperties: 100 });
 
 export const OauthConfig = Type.Object(
   {
@@ -18,13 +19,27 @@ export const OauthConfig = Type.Object(
 /** Create and replace body. Fields of the other transport are accepted and dropped. */
 export const McpServerInputBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 50, description: 'Letters, digits, `-` and `_`; unique in the workspace (case-insensitive)' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 50,
+      description: 'Letters, digits, `-` and `_`; unique in the workspace (case-insensitive)',
+    }),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     transport: Transport,
-    command: Type.Optional(Type.String({ maxLength: 500, description: 'stdio: the program, started inside the run sandbox as the `mcp` user in /tmp' })),
+    command: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        description: 'stdio: the program, started inside the run sandbox as the `mcp` user in /tmp',
+      }),
+    ),
     args: Type.Optional(Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 100 })),
     env: Type.Optional(StringMap('stdio: environment; values may reference `{{secret:NAME}}`')),
-    url: Type.Optional(Type.String({ maxLength: 2000, description: 'http: the Streamable HTTP (or legacy SSE) endpoint, reached from the host' })),
+    url: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: 'http: the Streamable HTTP (or legacy SSE) endpoint, reached from the host',
+      }),
+    ),
     headers: Type.Optional(StringMap('http: request headers; values may reference `{{secret:NAME}}`')),
     oauth: Type.Optional(Nullable(OauthConfig)),
     enabled: Type.Optional(Type.Boolean({ default: true })),
@@ -46,7 +61,13 @@ export const McpToolDto = Type.Object(
 
 export const AuthDto = Type.Object(
   {
-    status: Type.Union([Type.Literal('unsupported'), Type.Literal('unknown'), Type.Literal('bearer_token'), Type.Literal('not_logged_in'), Type.Literal('oauth')]),
+    status: Type.Union([
+      Type.Literal('unsupported'),
+      Type.Literal('unknown'),
+      Type.Literal('bearer_token'),
+      Type.Literal('not_logged_in'),
+      Type.Literal('oauth'),
+    ]),
     loggedInAt: Nullable(Type.Integer()),
     expiresAt: Nullable(Type.Integer()),
     refreshable: Type.Boolean(),
@@ -95,7 +116,12 @@ export const McpTestOutputBody = Type.Object(
 export const JobServer = Type.Object(
   {
     serverId: Type.String({ minLength: 1, maxLength: 100 }),
-    allowedTools: Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500, description: 'null exposes every tool, including tools added later' })),
+    allowedTools: Nullable(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+        maxItems: 500,
+        description: 'null exposes every tool, including tools added later',
+      }),
+    ),
     serverName: Type.Optional(Type.String({ maxLength: 200, description: 'Read-only' })),
   },
   { $id: 'JobServer', additionalProperties: false },

@@ -4,7 +4,10 @@ import { Nullable } from './common.js';
 import { Mode, RunStatus } from './job.js';
 
 /** What a notification is about: the three triggers of BEHAVIOUR §9.3, or the settings page's test. */
-export const NotificationEvent = Type.Union([Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted'), Type.Literal('test')], { $id: 'NotificationEvent' });
+export const NotificationEvent = Type.Union(
+  [Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted'), Type.Literal('test')],
+  { $id: 'NotificationEvent' },
+);
 export type NotificationEvent = Static<typeof NotificationEvent>;
 
 /**
@@ -34,7 +37,10 @@ export const NotificationBody = Type.Object(
       ),
     ),
     timestamp: Type.String({ description: 'RFC 3339, when the event happened' }),
-    allowed_mentions: Type.Object({ parse: Type.Array(Type.String(), { maxItems: 0 }) }, { additionalProperties: false }),
+    allowed_mentions: Type.Object(
+      { parse: Type.Array(Type.String(), { maxItems: 0 }) },
+      { additionalProperties: false },
+    ),
   },
   { $id: 'NotificationBody', additionalProperties: false },
 );

@@ -23,7 +23,10 @@ export const Learning = Type.Object(
     id: Type.String({ description: 'L1, L2, …: unique within the playbook' }),
     kind: Type.String({ description: 'Lowercase, at most 32 characters; `fact` by default' }),
     text: Type.String({ description: 'At most 600 characters' }),
-    hits: Type.Integer({ minimum: 0, description: 'How often reflection said a run used it; kept beside the versions, not in them' }),
+    hits: Type.Integer({
+      minimum: 0,
+      description: 'How often reflection said a run used it; kept beside the versions, not in them',
+    }),
     status: LearningStatus,
     sources: Nullable(Type.Array(Type.String(), { description: 'Runs it came from, newest last (at most 5)' })),
     when: Type.Optional(Type.String({ description: 'When it applies' })),
@@ -32,7 +35,10 @@ export const Learning = Type.Object(
 );
 export type Learning = Static<typeof Learning>;
 
-const ArgTypes = Type.Record(Type.String(), Type.String(), { description: 'Argument name → type (`string`, `integer`, `number`, `boolean`, `object`, `array`, `?` for optional), from the svc:args header' });
+const ArgTypes = Type.Record(Type.String(), Type.String(), {
+  description:
+    'Argument name → type (`string`, `integer`, `number`, `boolean`, `object`, `array`, `?` for optional), from the svc:args header',
+});
 
 /** A toolkit script (BEHAVIOUR §4.6). Description, language, args and side effects are read from its header. */
 export const Script = Type.Object(
@@ -97,7 +103,9 @@ export const ScriptInput = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     content: Type.String({ maxLength: 1024 * 1024 }),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
-    language: Type.Optional(Type.String({ maxLength: 20, description: 'Used only to add a shebang to a script without one' })),
+    language: Type.Optional(
+      Type.String({ maxLength: 20, description: 'Used only to add a shebang to a script without one' }),
+    ),
     args: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 200 }), { maxProperties: 100 })),
     sideEffects: Type.Optional(Type.String({ maxLength: 20 })),
     sources: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 }))),
@@ -135,7 +143,10 @@ export type OpTest = Static<typeof OpTest>;
 export const AppliedOp = Type.Object(
   {
     status: Type.Union([Type.Literal('applied'), Type.Literal('held'), Type.Literal('rejected')]),
-    op: Type.String({ description: 'add_learning, update_learning, retire_learning, upsert_script, delete_script, set_setup, set_dockerfile, propose_main, update_main or set_verify' }),
+    op: Type.String({
+      description:
+        'add_learning, update_learning, retire_learning, upsert_script, delete_script, set_setup, set_dockerfile, propose_main, update_main or set_verify',
+    }),
     rationale: Type.String(),
     id: Nullable(Type.String()),
     kind: Nullable(Type.String()),
@@ -152,14 +163,19 @@ export const AppliedOp = Type.Object(
 );
 export type AppliedOp = Static<typeof AppliedOp>;
 
-export const PlaybookAuthor = Type.Union([Type.Literal('user'), Type.Literal('reflection'), Type.Literal('rollback'), Type.Literal('compile')], { $id: 'PlaybookAuthor' });
+export const PlaybookAuthor = Type.Union(
+  [Type.Literal('user'), Type.Literal('reflection'), Type.Literal('rollback'), Type.Literal('compile')],
+  { $id: 'PlaybookAuthor' },
+);
 export type PlaybookAuthor = Static<typeof PlaybookAuthor>;
 
 const versionFields = {
   version: Type.Integer({ minimum: 0 }),
   summary: Nullable(Type.String()),
   author: Nullable(PlaybookAuthor),
-  authorId: Nullable(Type.String({ description: 'The user or token that saved it; null for reflection and the system' })),
+  authorId: Nullable(
+    Type.String({ description: 'The user or token that saved it; null for reflection and the system' }),
+  ),
   sourceRunId: Nullable(Type.String({ description: 'The run reflection learned from' })),
   dockerfileHash: Nullable(Type.String({ description: 'sha256 hex of the trimmed Dockerfile' })),
   createdAt: Nullable(Type.Integer({ description: 'Null for version 0, the implicit empty playbook' })),
@@ -212,7 +228,9 @@ export const PlaybookPutBody = Type.Object(
   {
     content: ContentInput,
     summary: Type.Optional(Type.String({ maxLength: 500, description: 'Defaults to "Edited by hand"' })),
-    baseVersion: Type.Optional(Type.Integer({ ...bounds.counter, description: 'The version the edit started from; another answers 409' })),
+    baseVersion: Type.Optional(
+      Type.Integer({ ...bounds.counter, description: 'The version the edit started from; another answers 409' }),
+    ),
   },
   { $id: 'PlaybookPutBody', additionalProperties: false },
 );
@@ -221,7 +239,9 @@ export type PlaybookPutBody = Static<typeof PlaybookPutBody>;
 export const RollbackBody = Type.Object(
   {
     version: Type.Integer({ ...bounds.counter, description: '0 is the empty playbook' }),
-    baseVersion: Type.Optional(Type.Integer({ ...bounds.counter, description: 'The version the caller last saw; another answers 409' })),
+    baseVersion: Type.Optional(
+      Type.Integer({ ...bounds.counter, description: 'The version the caller last saw; another answers 409' }),
+    ),
   },
   { $id: 'RollbackBody', additionalProperties: false },
 );

@@ -4,7 +4,16 @@ import { Mode, RunStatus } from './job.js';
 import { AppliedOp } from './playbook.js';
 
 // Spelled out: a union built with `map` has no static type in TypeBox 1.x.
-export const Trigger = Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('webhook'), Type.Literal('api'), Type.Literal('retry')], { $id: 'Trigger' });
+export const Trigger = Type.Union(
+  [
+    Type.Literal('manual'),
+    Type.Literal('schedule'),
+    Type.Literal('webhook'),
+    Type.Literal('api'),
+    Type.Literal('retry'),
+  ],
+  { $id: 'Trigger' },
+);
 
 /** The run record of SPEC §2.6, plus the job it belongs to and what it was started with. */
 export const RunDto = Type.Object(
@@ -32,12 +41,21 @@ export const RunDto = Type.Object(
     finishedAt: Nullable(Type.Integer()),
     msTotal: Nullable(Type.Integer({ description: 'ms from leaving the queue to the end' })),
     fellBack: Type.Boolean(),
-    reflection: Type.Union([Type.Literal('skipped'), Type.Literal('pending'), Type.Literal('done'), Type.Literal('failed')]),
+    reflection: Type.Union([
+      Type.Literal('skipped'),
+      Type.Literal('pending'),
+      Type.Literal('done'),
+      Type.Literal('failed'),
+    ]),
     reflectionCost: Type.Integer(),
     reflectionError: Nullable(Type.String({ description: 'Why the last reflection failed' })),
     reflectionSummary: Nullable(Type.String({ description: 'What the last reflection learned' })),
-    reflectionVersion: Nullable(Type.Integer({ description: 'The playbook version the last reflection saved; null when it applied nothing' })),
-    reflectionOps: Nullable(Type.Array(AppliedOp, { description: 'What became of each op the last reflection proposed' })),
+    reflectionVersion: Nullable(
+      Type.Integer({ description: 'The playbook version the last reflection saved; null when it applied nothing' }),
+    ),
+    reflectionOps: Nullable(
+      Type.Array(AppliedOp, { description: 'What became of each op the last reflection proposed' }),
+    ),
     verifyCost: Type.Integer(),
     playbookVersion: Type.Integer(),
     modelId: Nullable(Type.String()),
@@ -110,9 +128,15 @@ export const ArtifactDto = Type.Object(
 );
 export type ArtifactDto = Static<typeof ArtifactDto>;
 
-export const ArtifactQuery = Type.Object({ path: Type.String({ minLength: 1, maxLength: 1000 }) }, { additionalProperties: false });
+export const ArtifactQuery = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 1000 }) },
+  { additionalProperties: false },
+);
 
 export const WebhookTokenOutput = Type.Object(
-  { token: Type.String({ description: 'Shown once; starts with svh_' }), url: Type.String({ description: 'Path /hooks/<jobId>' }) },
+  {
+    token: Type.String({ description: 'Shown once; starts with svh_' }),
+    url: Type.String({ description: 'Path /hooks/<jobId>' }),
+  },
   { $id: 'WebhookTokenOutput', additionalProperties: false },
 );

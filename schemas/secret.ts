@@ -3,20 +3,34 @@ import { envNamePattern, secretNamePattern } from '../domain/secret.js';
 import { Envelope } from './common.js';
 
 /** A secret as the API answers it: never its value (SPEC §2.11). */
-export const SecretDto = Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.Integer(), updatedAt: Type.Integer() }, { $id: 'SecretDto', additionalProperties: false });
+export const SecretDto = Type.Object(
+  { id: Type.String(), name: Type.String(), createdAt: Type.Integer(), updatedAt: Type.Integer() },
+  { $id: 'SecretDto', additionalProperties: false },
+);
 export type SecretDto = Static<typeof SecretDto>;
 export const SecretListEnvelope = Envelope(SecretDto, 'SecretListEnvelope');
 
 /** SPEC §2.11 names the create body `CreateInputBody1`. */
 export const CreateSecretInputBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, pattern: secretNamePattern.source, description: 'Letters, digits, `.`, `-` and `_`; unique in the workspace' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: secretNamePattern.source,
+      description: 'Letters, digits, `.`, `-` and `_`; unique in the workspace',
+    }),
     value: Type.String({ maxLength: 65536, description: 'Encrypted at rest, never returned' }),
   },
   { $id: 'CreateInputBody1', additionalProperties: false },
 );
-export const SecretValueBody = Type.Object({ value: Type.String({ maxLength: 65536 }) }, { $id: 'SecretValueBody', additionalProperties: false });
-export const SecretIdOutputBody = Type.Object({ id: Type.String() }, { $id: 'SecretIdOutputBody', additionalProperties: false });
+export const SecretValueBody = Type.Object(
+  { value: Type.String({ maxLength: 65536 }) },
+  { $id: 'SecretValueBody', additionalProperties: false },
+);
+export const SecretIdOutputBody = Type.Object(
+  { id: Type.String() },
+  { $id: 'SecretIdOutputBody', additionalProperties: false },
+);
 
 /** A job's secret as an environment variable (SPEC §2.5). `secretName` is answered and ignored on PUT. */
 export const JobSecret = Type.Object(

@@ -2,22 +2,31 @@ import Type, { type Static } from 'typebox';
 import { Nullable, bounds } from './common.js';
 import { LimitOverrides, Limits } from './job.js';
 
-export const NotifyEvent = Type.Union([Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted')], { $id: 'NotifyEvent' });
+export const NotifyEvent = Type.Union(
+  [Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted')],
+  { $id: 'NotifyEvent' },
+);
 export type NotifyEvent = Static<typeof NotifyEvent>;
 
 /** Workspace settings (BEHAVIOUR §9.2), every field with its effective value. */
 export const SettingsDto = Type.Object(
   {
     agentModelId: Nullable(Type.String({ description: 'Default model of agent runs; null = unset' })),
-    utilityModelId: Nullable(Type.String({ description: '`svc llm` and small calls; null = the run\'s own model' })),
-    reflectionModelId: Nullable(Type.String({ description: 'Reflection after runs; null = the job\'s or the agent model' })),
-    defaultImage: Nullable(Type.String({ description: 'Sandbox image of jobs without one; null = the server default' })),
+    utilityModelId: Nullable(Type.String({ description: "`svc llm` and small calls; null = the run's own model" })),
+    reflectionModelId: Nullable(
+      Type.String({ description: "Reflection after runs; null = the job's or the agent model" }),
+    ),
+    defaultImage: Nullable(
+      Type.String({ description: 'Sandbox image of jobs without one; null = the server default' }),
+    ),
     defaultLimits: Limits,
     dailySpendLimitUsd: Type.Number({ minimum: 0, description: '0 = no limit' }),
     retentionDays: Type.Integer({ minimum: 1, maximum: 3650 }),
     notifyWebhookUrl: Nullable(Type.String({ description: 'Where notifications are posted; null = off' })),
     notifyOn: Type.Array(NotifyEvent),
-    notifySecret: Nullable(Type.String({ description: 'Name of the secret that signs notifications; null = unsigned' })),
+    notifySecret: Nullable(
+      Type.String({ description: 'Name of the secret that signs notifications; null = unsigned' }),
+    ),
   },
   { $id: 'SettingsDto', additionalProperties: false },
 );

@@ -33,7 +33,9 @@ export const JobStatsOutputBody = Type.Object(
     versions: Type.Array(VersionMarker, { description: 'Playbook versions created within the range, by version' }),
     successRate: Type.Number({ description: 'succeeded / (succeeded + failed + timed_out); 0 without finished runs' }),
     avgCost: Type.Integer({ description: 'micro-USD per run, learning included; 0 without runs' }),
-    p50Ms: Type.Integer({ description: 'Median msTotal (offset ⌊(n−1)/2⌋ of the sorted values); 0 without timed runs' }),
+    p50Ms: Type.Integer({
+      description: 'Median msTotal (offset ⌊(n−1)/2⌋ of the sorted values); 0 without timed runs',
+    }),
   },
   { $id: 'JobStatsOutputBody', additionalProperties: false },
 );
@@ -43,7 +45,14 @@ export const jobStatsRanges = { '7d': 7, '30d': 30, '90d': 90 } as const;
 export type JobStatsRange = keyof typeof jobStatsRanges;
 
 export const JobStatsQuery = Type.Object(
-  { range: Type.Optional(Type.Union([Type.Literal('7d'), Type.Literal('30d'), Type.Literal('90d')], { default: '30d', description: 'The last 7, 30 or 90 days' })) },
+  {
+    range: Type.Optional(
+      Type.Union([Type.Literal('7d'), Type.Literal('30d'), Type.Literal('90d')], {
+        default: '30d',
+        description: 'The last 7, 30 or 90 days',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type JobStatsQuery = Static<typeof JobStatsQuery>;

@@ -32,7 +32,9 @@ export const ProjectionInfo = Type.Object(
   {
     name: Type.String({ description: 'The projector, named for its read model' }),
     position: Nullable(Type.String({ description: 'The last event it applied (opaque); null before the first' })),
-    healthy: Type.Boolean({ description: 'False while it fails; it is retried with backoff on its own and the others go on' }),
+    healthy: Type.Boolean({
+      description: 'False while it fails; it is retried with backoff on its own and the others go on',
+    }),
     lastError: Nullable(Type.String({ description: 'Why it fails; shown to instance admins only, null for others' })),
     retries: Type.Integer({ minimum: 0, description: 'Retries since the current failure began; 0 when healthy' }),
   },

@@ -19,7 +19,9 @@ export const ApiTokenEnvelope = Envelope(ApiTokenDto, 'ApiTokenListEnvelope');
 export const CreateTokenInputBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    expiresAt: Type.Optional(Type.Integer({ ...bounds.timestamp, description: 'Unix ms; omit for a token that never expires' })),
+    expiresAt: Type.Optional(
+      Type.Integer({ ...bounds.timestamp, description: 'Unix ms; omit for a token that never expires' }),
+    ),
   },
   { $id: 'CreateInputBody', additionalProperties: false },
 );

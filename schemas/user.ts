@@ -12,10 +12,7 @@ export const MeOutputBody = Type.Object(
     isAdmin: Type.Boolean(),
     viaToken: Type.Boolean(),
     workspaceId: Type.String(),
-    workspace: Type.Object(
-      { id: Type.String(), name: Type.String(), role: Role },
-      { additionalProperties: false },
-    ),
+    workspace: Type.Object({ id: Type.String(), name: Type.String(), role: Role }, { additionalProperties: false }),
   },
   { $id: 'MeOutputBody', additionalProperties: false },
 );

@@ -7,7 +7,12 @@ import { join } from 'node:path';
 
 export async function startDockerd() {
   const which = spawnSync('sh', ['-c', 'command -v dockerd'], { encoding: 'utf8' });
-  if (which.status !== 0) return { host: null, reason: 'dockerd is not installed (scripts/prepare-host.sh installs docker.io)', stop: async () => {} };
+  if (which.status !== 0)
+    return {
+      host: null,
+      reason: 'dockerd is not installed (scripts/prepare-host.sh installs docker.io)',
+      stop: async () => {},
+    };
   const cache = process.env.SVC_CACHE_DIR ?? '/var/cache/svc-ci';
   const socket = join(cache, 'docker.sock');
   const host = `unix://${socket}`;
@@ -15,12 +20,31 @@ export async function startDockerd() {
   const pidfile = join(cache, 'dockerd.pid');
   if (existsSync(pidfile)) {
     // A daemon left by an earlier, interrupted run.
-    try { process.kill(Number(readFileSync(pidfile, 'utf8')), 'SIGTERM'); } catch {}
+    try {
+      process.kill(Number(readFileSync(pidfile, 'utf8')), 'SIGTERM');
+    } catch {}
     await new Promise((r) => setTimeout(r, 1000));
     rmSync(pidfile, { force: true });
   }
-  const child = spawn('dockerd', ['-H', host, '--data-root', join(cache, 'docker'), '--exec-root', join(cache, 'exec'), '--pidfile', pidfile,
-    '--bridge=none', '--iptables=false', '--ip6tables=false', '--ip-forward=false', '--ip-masq=false'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    'dockerd',
+    [
+      '-H',
+      host,
+      '--data-root',
+      join(cache, 'docker'),
+      '--exec-root',
+      join(cache, 'exec'),
+      '--pidfile',
+      pidfile,
+      '--bridge=none',
+      '--iptables=false',
+      '--ip6tables=false',
+      '--ip-forward=false',
+      '--ip-masq=false',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   child.stderr.on('data', (d) => (log = (log + d).slice(-4000)));
   const docker = (...args) => spawnSync('docker', ['-H', host, ...args], { encoding: 'utf8' });
@@ -48,7 +72,11 @@ export async function startDockerd() {
       await stop();
       return { host: null, reason: `${tarball} is missing (run scripts/prepare-host.sh)`, stop: async () => {} };
     }
-    const imported = spawnSync('sh', ['-c', `docker -H ${host} import --change 'LABEL svc.rootfs=${key}' - svc-base:bookworm < ${tarball}`], { encoding: 'utf8' });
+    const imported = spawnSync(
+      'sh',
+      ['-c', `docker -H ${host} import --change 'LABEL svc.rootfs=${key}' - svc-base:bookworm < ${tarball}`],
+      { encoding: 'utf8' },
+    );
     if (imported.status !== 0) {
       await stop();
       return { host: null, reason: `could not import the base image: ${imported.stderr}`, stop: async () => {} };

@@ -41,7 +41,11 @@ if (!env.SVC_DOCKER_HOST && files.some((f) => f.includes('docker'))) {
   }
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...files], { cwd: root, stdio: 'inherit', env });
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...files],
+  { cwd: root, stdio: 'inherit', env },
+);
 const stopAll = async (signal) => {
   child.kill(signal);
   await engine.stop();

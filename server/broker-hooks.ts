@@ -61,8 +61,14 @@ export function runSessionHooks(src: HookSources): RunSessionHooks {
         model: response.model,
       };
     },
-    worstCost: (which, inputTokens, outputTokens) => costOf({ input: inputTokens, output: outputTokens, cacheRead: 0, cacheWrite: 0 }, model(which).price),
+    worstCost: (which, inputTokens, outputTokens) =>
+      costOf({ input: inputTokens, output: outputTokens, cacheRead: 0, cacheWrite: 0 }, model(which).price),
     agentSpend: () => src.agentSpend(),
-    ...(mcp ? { mcpTools: (server: string | null) => mcp.tools(server), mcpCall: (server: string, tool: string, args: unknown) => mcp.call(server, tool, args) } : {}),
+    ...(mcp
+      ? {
+          mcpTools: (server: string | null) => mcp.tools(server),
+          mcpCall: (server: string, tool: string, args: unknown) => mcp.call(server, tool, args),
+        }
+      : {}),
   };
 }

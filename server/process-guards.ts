@@ -14,10 +14,17 @@ const stopDeadlineMs = 10_000;
  * again: acknowledged writes are in the event log, which survives even a SIGKILL.
  * Answers a function that removes the handlers.
  */
-export function guardProcess(log: GuardLogger, stop: () => Promise<void>, exit: (code: number) => void = (code) => process.exit(code)): () => void {
+export function guardProcess(
+  log: GuardLogger,
+  stop: () => Promise<void>,
+  exit: (code: number) => void = (code) => process.exit(code),
+): () => void {
   let stopping = false;
   const onRejection = (reason: unknown) => {
-    log.error({ err: reason }, 'unhandled promise rejection; the server goes on (a bug: every promise should be handled)');
+    log.error(
+      { err: reason },
+      'unhandled promise rejection; the server goes on (a bug: every promise should be handled)',
+    );
   };
   const onException = (err: Error, origin: string) => {
     log.fatal({ err, origin }, 'uncaught exception; stopping the server');

@@ -52,7 +52,11 @@ export function runtimeDir(dataDir: string): string {
 /** The runner role: sandbox backend, broker, egress proxy, executor and dispatcher. */
 export async function startRunner(s: Services): Promise<RunnerRole> {
   const dir = runtimeDir(s.config.dataDir);
-  const backend = await selectBackend(s.config.sandbox, join(dir, 'sandboxes'), createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12));
+  const backend = await selectBackend(
+    s.config.sandbox,
+    join(dir, 'sandboxes'),
+    createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12),
+  );
   let backendError: string | null = null;
   try {
     await backend.prepare();
@@ -70,14 +74,27 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   // Stdio MCP servers are tested in a sandbox of their own, on this backend.
   s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
 
-  const imageBuilder = backend.images && backendError === null ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log) : null;
+  const imageBuilder =
+    backend.images && backendError === null
+      ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log)
+      : null;
   const ports: ExecutorPorts = {
     backend,
     openSession: async (req) => {
       const session = broker.open({
-        runId: req.runId, jobId: req.jobId, workspaceId: req.workspaceId, token: req.token, costLimit: req.costLimit, egress: req.egress, jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState, hooks: runSessionHooks(req),
+        runId: req.runId,
+        jobId: req.jobId,
+        workspaceId: req.workspaceId,
+        token: req.token,
+        costLimit: req.costLimit,
+        egress: req.egress,
+        jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState,
+        hooks: runSessionHooks(req),
       });
-      return { session, ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none', socketOwner)) };
+      return {
+        session,
+        ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none', socketOwner)),
+      };
     },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
@@ -96,16 +113,33 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     },
     secretValues: (ws) => s.secrets.valuesFor(ws),
     recordScriptCalls: (ctx, ws, jobId, runId, counts) => s.playbooks.recordScriptCalls(ctx, ws, jobId, runId, counts),
-    jobState: { get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null, set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)) },
+    jobState: {
+      get: async (ws, jobId, key) => (await s.jobState.get(ws, jobId, key))?.value ?? null,
+      set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)),
+    },
   };
   const runFiles = new RunFiles(s.config.dataDir);
   const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, runFiles, s.log);
   const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
-  const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, Number(process.env.SVC_MAX_RUNS ?? 3));
+  const dispatcher = new Dispatcher(
+    s.bus,
+    s.stores.events,
+    s.stores.docs,
+    s.runs,
+    executor,
+    backend,
+    s.log,
+    Number(process.env.SVC_MAX_RUNS ?? 3),
+  );
   await dispatcher.start();
   await imageBuilder?.start();
   const reflector = new Reflector({
-    bus: s.bus, events: s.stores.events, docs: s.stores.docs, runs: s.runs, playbooks: s.playbooks, runnerId: dispatcher.runnerId,
+    bus: s.bus,
+    events: s.stores.events,
+    docs: s.stores.docs,
+    runs: s.runs,
+    playbooks: s.playbooks,
+    runnerId: dispatcher.runnerId,
     runnerGone: (id) => dispatcher.runnerGone(id),
     reflectionModel: (ws, modelId) => s.models.resolve(ws, 'reflection', modelId),
     // A Dockerfile may start FROM the job's base image without review: the workspace's default, else the server's.
@@ -117,21 +151,29 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     log: s.log,
     shadow: shadowRunner && ((request) => shadowRunner.run(request)),
     candidates: (runId) => runFiles.candidates(runId, 10, 16_000),
-    buildImage: imageBuilder && (async (ws, jobId, dockerfile) => {
-      try {
-        const ctx = { workspaceId: ws, actor: { type: 'system' as const, id: dispatcher.runnerId }, requestId: null };
-        await s.images.ensureBuild(ctx, ws, jobId, dockerfile, 'playbook');
-        const built = await s.images.imageFor({ workspaceId: ws, jobId, canBuild: true, signal: AbortSignal.timeout(20 * 60_000) }, dockerfile);
-        if (built.build) await imageBuilder.ensureLocal(built.build, jobId);
-        return { ref: built.image };
-      } catch (err) {
-        return { error: (err as Error).message.replace(/^Environment build failed: /, '') };
-      }
-    }),
+    buildImage:
+      imageBuilder &&
+      (async (ws, jobId, dockerfile) => {
+        try {
+          const ctx = { workspaceId: ws, actor: { type: 'system' as const, id: dispatcher.runnerId }, requestId: null };
+          await s.images.ensureBuild(ctx, ws, jobId, dockerfile, 'playbook');
+          const built = await s.images.imageFor(
+            { workspaceId: ws, jobId, canBuild: true, signal: AbortSignal.timeout(20 * 60_000) },
+            dockerfile,
+          );
+          if (built.build) await imageBuilder.ensureLocal(built.build, jobId);
+          return { ref: built.image };
+        } catch (err) {
+          return { error: (err as Error).message.replace(/^Environment build failed: /, '') };
+        }
+      }),
   });
   reflector.start();
   const notifier = new Notifier({
-    bus: s.bus, docs: s.stores.docs, runnerId: dispatcher.runnerId, log: s.log,
+    bus: s.bus,
+    docs: s.stores.docs,
+    runnerId: dispatcher.runnerId,
+    log: s.log,
     runnerGone: (id) => dispatcher.runnerGone(id),
     settings: (ws) => s.models.settings(ws),
     secretValues: (ws) => s.secrets.valuesFor(ws),
@@ -141,13 +183,21 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   // Changes come from the projection engine of this process (when it has the projector role); polling covers the rest.
   s.engine.onChange((collections) => notifier.changed(collections));
   notifier.start();
-  const imageGc = imageBuilder && backend.images ? new ImageGc({
-    bus: s.bus, docs: s.stores.docs, images: backend.images, log: s.log,
-    recentHashes: async (jobId) => {
-      const versions = await s.stores.docs.collection<PlaybookVersionDoc>(playbookVersionsCollection).find({ jobId }, { sort: [['version', -1]], limit: 5 });
-      return new Set(versions.flatMap((v) => (v.dockerfileHash ? [v.dockerfileHash] : [])));
-    },
-  }) : null;
+  const imageGc =
+    imageBuilder && backend.images
+      ? new ImageGc({
+          bus: s.bus,
+          docs: s.stores.docs,
+          images: backend.images,
+          log: s.log,
+          recentHashes: async (jobId) => {
+            const versions = await s.stores.docs
+              .collection<PlaybookVersionDoc>(playbookVersionsCollection)
+              .find({ jobId }, { sort: [['version', -1]], limit: 5 });
+            return new Set(versions.flatMap((v) => (v.dockerfileHash ? [v.dockerfileHash] : [])));
+          },
+        })
+      : null;
   imageGc?.start();
   const info = () => ({ ...backend.info(), error: backendError });
   return {

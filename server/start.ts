@@ -68,24 +68,82 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
-  const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', publicUrl: config.publicUrl });
+  const mcp = new McpServers(bus, stores.docs, engine, secrets, {
+    allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
+    publicUrl: config.publicUrl,
+  });
   mcp.useKeys(keys);
   // A run builds the Dockerfile of the playbook version it was pinned to; a rebuild, the current one.
-  const images = new Images(bus, stores.docs, new ImageLogs(config.dataDir), async (ws, jobId, version) =>
-    (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ?? null);
-  const playbooks = new Playbooks(bus, stores.events, stores.docs, engine, Date.now, async (ctx, ws, jobId, content) => {
-    if (content.dockerfile) await images.ensureBuild(ctx, ws, jobId, content.dockerfile);
-  });
+  const images = new Images(
+    bus,
+    stores.docs,
+    new ImageLogs(config.dataDir),
+    async (ws, jobId, version) =>
+      (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ??
+      null,
+  );
+  const playbooks = new Playbooks(
+    bus,
+    stores.events,
+    stores.docs,
+    engine,
+    Date.now,
+    async (ctx, ws, jobId, content) => {
+      if (content.dockerfile) await images.ensureBuild(ctx, ws, jobId, content.dockerfile);
+    },
+  );
   const notifications = new NotificationSender(
     { settings: (ws) => models.settingsFor(ws), secretValue: (ws, name) => secrets.valueOf(ws, name) },
     { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', version },
   );
-  return { config, stores, keys, bus, engine, identity, cache, runs, models, secrets, mcp, jobState, images, playbooks, notifications, appUrl: () => config.publicUrl, runner: null, log };
+  return {
+    config,
+    stores,
+    keys,
+    bus,
+    engine,
+    identity,
+    cache,
+    runs,
+    models,
+    secrets,
+    mcp,
+    jobState,
+    images,
+    playbooks,
+    notifications,
+    appUrl: () => config.publicUrl,
+    runner: null,
+    log,
+  };
 }
 
-export function appDeps(s: Pick<Services, 'config' | 'stores' | 'bus' | 'engine' | 'identity' | 'cache' | 'runs' | 'keys' | 'models' | 'secrets' | 'mcp' | 'jobState' | 'images' | 'playbooks' | 'runner'>): AppDeps {
+export function appDeps(
+  s: Pick<
+    Services,
+    | 'config'
+    | 'stores'
+    | 'bus'
+    | 'engine'
+    | 'identity'
+    | 'cache'
+    | 'runs'
+    | 'keys'
+    | 'models'
+    | 'secrets'
+    | 'mcp'
+    | 'jobState'
+    | 'images'
+    | 'playbooks'
+    | 'runner'
+  >,
+): AppDeps {
   return {
-    config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true' },
+    config: {
+      publicUrl: s.config.publicUrl,
+      logLevel: s.config.logLevel,
+      allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
+    },
     stores: s.stores,
     bus: s.bus,
     engine: s.engine,
@@ -197,7 +255,25 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
   const images = new Images(bus, stores.docs, new ImageLogs(''));
   const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
-  const { app, openapi } = await buildApp(appDeps({ config, stores, bus, engine, identity, cache, runs, keys, models, secrets, mcp, jobState, images, playbooks, runner: null }));
+  const { app, openapi } = await buildApp(
+    appDeps({
+      config,
+      stores,
+      bus,
+      engine,
+      identity,
+      cache,
+      runs,
+      keys,
+      models,
+      secrets,
+      mcp,
+      jobState,
+      images,
+      playbooks,
+      runner: null,
+    }),
+  );
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
   await app.close();
   await closeStores(stores);

@@ -13,4 +13,6 @@ export const packageRoot: string = (() => {
   }
 })();
 
-export const version: string = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+export const version: string = (
+  JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }
+).version;

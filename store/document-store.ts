@@ -110,7 +110,10 @@ export interface DocumentStore {
 }
 
 export class DuplicateKeyError extends Error {
-  constructor(readonly collection: string, detail: string) {
+  constructor(
+    readonly collection: string,
+    detail: string,
+  ) {
     super(`duplicate key in ${collection}: ${detail}`);
     this.name = 'DuplicateKeyError';
   }

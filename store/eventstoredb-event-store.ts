@@ -78,7 +78,9 @@ export class EventStoreDbEventStore implements EventStore {
     try {
       const result = await this.client.appendToStream(
         streamId,
-        events.map((e) => jsonEvent({ ...(e.id ? { id: e.id } : {}), type: e.type, data: e.data as JSONType, metadata: e.metadata })),
+        events.map((e) =>
+          jsonEvent({ ...(e.id ? { id: e.id } : {}), type: e.type, data: e.data as JSONType, metadata: e.metadata }),
+        ),
         { expectedRevision: expected === 'any' ? ANY : expected === 'no_stream' ? NO_STREAM : BigInt(expected) },
       );
       if (!result.position) throw new Error('EventStoreDB did not report a position');
@@ -146,7 +148,10 @@ export class EventStoreDbEventStore implements EventStore {
 
   subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
     return new Observable<RecordedEvent>((subscriber) => {
-      const sub = this.client.subscribeToAll({ fromPosition: options.after ? decode(options.after) : START, filter: serverFilter(options.filter) });
+      const sub = this.client.subscribeToAll({
+        fromPosition: options.after ? decode(options.after) : START,
+        filter: serverFilter(options.filter),
+      });
       sub.on('data', (resolved: AllStreamResolvedEvent) => {
         const e = toRecorded(resolved);
         if (e && matches(options.filter, e)) subscriber.next(e);

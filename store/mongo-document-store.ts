@@ -33,7 +33,10 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
   ) {}
 
   async createIndex(keys: Array<[string, 1 | -1]>, options: IndexOptions = {}): Promise<void> {
-    await this.c.createIndex(Object.fromEntries(keys), { unique: options.unique ?? false, ...(options.name ? { name: options.name } : {}) });
+    await this.c.createIndex(Object.fromEntries(keys), {
+      unique: options.unique ?? false,
+      ...(options.name ? { name: options.name } : {}),
+    });
   }
 
   async findOne(filter: Filter, options: Omit<FindOptions, 'limit'> = {}): Promise<T | null> {
@@ -61,7 +64,8 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
       });
       if (Object.keys(helpers).length > 0) pipeline.push({ $addFields: helpers });
       pipeline.push({ $sort: order });
-      if (Object.keys(helpers).length > 0) pipeline.push({ $project: Object.fromEntries(Object.keys(helpers).map((k) => [k, 0])) });
+      if (Object.keys(helpers).length > 0)
+        pipeline.push({ $project: Object.fromEntries(Object.keys(helpers).map((k) => [k, 0])) });
     }
     if (options.skip) pipeline.push({ $skip: options.skip });
     if (options.limit !== undefined) pipeline.push({ $limit: options.limit });
@@ -86,7 +90,11 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
       const r = many
         ? await this.c.updateMany(filter as Document, update as Document, { upsert: options.upsert ?? false })
         : await this.c.updateOne(filter as Document, update as Document, { upsert: options.upsert ?? false });
-      return { matched: r.matchedCount, modified: r.modifiedCount, upsertedId: r.upsertedId === null ? null : String(r.upsertedId) };
+      return {
+        matched: r.matchedCount,
+        modified: r.modifiedCount,
+        upsertedId: r.upsertedId === null ? null : String(r.upsertedId),
+      };
     } catch (err) {
       if (isDuplicate(err)) throw new DuplicateKeyError(this.name, 'a unique index rejected the update');
       throw err;

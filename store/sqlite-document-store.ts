@@ -41,7 +41,13 @@ function typeExpr(field: string): string {
 }
 
 function isCondition(v: unknown): v is FieldCondition {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 && Object.keys(v).every((k) => operatorKeys.has(k));
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    Object.keys(v).length > 0 &&
+    Object.keys(v).every((k) => operatorKeys.has(k))
+  );
 }
 
 /**
@@ -82,7 +88,10 @@ function inList(field: string, values: DocValue[]): Sql {
   const parts: Sql[] = others.map((v) => eq(field, v));
   if (scalars.length > 0) {
     // One IN list keeps an indexed lookup for the common case of ids and enum values.
-    parts.unshift({ sql: `(${valueExpr(field)} IN (${scalars.map(() => '?').join(',')}))`, params: scalars.map((v) => (typeof v === 'boolean' ? (v ? 1 : 0) : v)) });
+    parts.unshift({
+      sql: `(${valueExpr(field)} IN (${scalars.map(() => '?').join(',')}))`,
+      params: scalars.map((v) => (typeof v === 'boolean' ? (v ? 1 : 0) : v)),
+    });
   }
   return anyOf(parts, '0');
 }
@@ -97,7 +106,8 @@ function condition(field: string, c: FieldCondition): Sql {
   if (c.$lte !== undefined) parts.push(compare(field, '<=', c.$lte));
   if (c.$in) parts.push(inList(field, c.$in));
   if (c.$nin) parts.push(not(inList(field, c.$nin)));
-  if (c.$exists !== undefined) parts.push({ sql: c.$exists ? `(${typeExpr(field)} IS NOT NULL)` : `(${typeExpr(field)} IS NULL)`, params: [] });
+  if (c.$exists !== undefined)
+    parts.push({ sql: c.$exists ? `(${typeExpr(field)} IS NOT NULL)` : `(${typeExpr(field)} IS NULL)`, params: [] });
   return allOf(parts);
 }
 
@@ -128,7 +138,16 @@ function searchSql(search: Search | undefined): Sql | null {
 function orderBy(sort: Sort | undefined): string {
   if (!sort || sort.length === 0) return '';
   if (sort.length > 4) throw new Error('sort takes at most three keys (plus _id)');
-  return ' ORDER BY ' + sort.map(([f, d]) => (f === '_id' ? `id ${d === 1 ? 'ASC' : 'DESC'}` : `${valueExpr(f)} IS NULL, ${valueExpr(f)} ${d === 1 ? 'ASC' : 'DESC'}`)).join(', ');
+  return (
+    ' ORDER BY ' +
+    sort
+      .map(([f, d]) =>
+        f === '_id'
+          ? `id ${d === 1 ? 'ASC' : 'DESC'}`
+          : `${valueExpr(f)} IS NULL, ${valueExpr(f)} ${d === 1 ? 'ASC' : 'DESC'}`,
+      )
+      .join(', ')
+  );
 }
 
 function isUniqueViolation(err: unknown): boolean {
@@ -178,14 +197,21 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       const dir = d === 1 ? 'ASC' : 'DESC';
       if (f === '_id') return [`id ${dir}`];
       const last = i === keys.length - 1;
-      return options.unique || !last ? [`${valueExpr(f)} ${dir}`] : [`${valueExpr(f)} IS NULL`, `${valueExpr(f)} ${dir}`];
+      return options.unique || !last
+        ? [`${valueExpr(f)} ${dir}`]
+        : [`${valueExpr(f)} IS NULL`, `${valueExpr(f)} ${dir}`];
     });
     if (!options.unique && !keys.some(([f]) => f === '_id')) cols.push('id');
-    const name = options.name ?? `ix_${this.name}_${keys.map(([f, d]) => `${f.replace(/\W/g, '_')}${d === 1 ? '' : '_desc'}`).join('__')}${options.unique ? '_u' : ''}`;
+    const name =
+      options.name ??
+      `ix_${this.name}_${keys.map(([f, d]) => `${f.replace(/\W/g, '_')}${d === 1 ? '' : '_desc'}`).join('__')}${options.unique ? '_u' : ''}`;
     try {
-      this.db.exec(`CREATE ${options.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${this.table} (${cols.join(', ')})`);
+      this.db.exec(
+        `CREATE ${options.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${this.table} (${cols.join(', ')})`,
+      );
     } catch (err) {
-      if (isUniqueViolation(err)) throw new DuplicateKeyError(this.name, `existing documents violate unique index ${name}`);
+      if (isUniqueViolation(err))
+        throw new DuplicateKeyError(this.name, `existing documents violate unique index ${name}`);
       throw err;
     }
   }
@@ -204,7 +230,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const w = where(filter);
     const s = searchSql(options.search);
     const cond = s ? allOf([w, s]) : w;
-    return (this.prepare(`SELECT count(*) AS n FROM ${this.table} WHERE ${cond.sql}`).get(...cond.params) as { n: number }).n;
+    return (
+      this.prepare(`SELECT count(*) AS n FROM ${this.table} WHERE ${cond.sql}`).get(...cond.params) as { n: number }
+    ).n;
   }
 
   async insertOne(doc: T): Promise<void> {
@@ -228,7 +256,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   private update(filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined): UpdateResult {
     const run = this.db.transaction((): UpdateResult => {
       const w = where(filter);
-      const rows = this.prepare(`SELECT id, body FROM ${this.table} WHERE ${w.sql}${limit ? ' LIMIT 1' : ''}`).all(...w.params) as Array<{ id: string; body: string }>;
+      const rows = this.prepare(`SELECT id, body FROM ${this.table} WHERE ${w.sql}${limit ? ' LIMIT 1' : ''}`).all(
+        ...w.params,
+      ) as Array<{ id: string; body: string }>;
       const write = this.prepare(`UPDATE ${this.table} SET body = ? WHERE id = ?`);
       let modified = 0;
       for (const row of rows) {
@@ -241,7 +271,11 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       }
       if (rows.length === 0 && options.upsert) {
         const base = documentFromFilter(filter);
-        const doc = applyUpdate({ ...base, _id: typeof base._id === 'string' ? base._id : randomUUID() } as Doc, update, true);
+        const doc = applyUpdate(
+          { ...base, _id: typeof base._id === 'string' ? base._id : randomUUID() } as Doc,
+          update,
+          true,
+        );
         this.prepare(`INSERT INTO ${this.table} (id, body) VALUES (?, ?)`).run(doc._id, JSON.stringify(doc));
         return { matched: 0, modified: 0, upsertedId: doc._id };
       }

@@ -92,7 +92,9 @@ export class SqliteEventStore implements EventStore {
     `);
     this.stmt = {
       last: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
-      insert: this.db.prepare('INSERT INTO events (id, stream_id, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)'),
+      insert: this.db.prepare(
+        'INSERT INTO events (id, stream_id, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
       stream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?'),
       head: this.db.prepare('SELECT max(position) AS p FROM events'),
       all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
@@ -107,7 +109,14 @@ export class SqliteEventStore implements EventStore {
       let position = 0;
       for (const e of events) {
         revision += 1;
-        const info = this.stmt.insert.run(e.id ?? randomUUID(), streamId, revision, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata));
+        const info = this.stmt.insert.run(
+          e.id ?? randomUUID(),
+          streamId,
+          revision,
+          e.type,
+          JSON.stringify(e.data),
+          JSON.stringify(e.metadata),
+        );
         position = Number(info.lastInsertRowid);
       }
       return { revision, position: toPosition(position) };
@@ -158,7 +167,9 @@ export class SqliteEventStore implements EventStore {
     return this.follow(() => {
       const rows = this.stmt.all.all(after, pageSize);
       if (rows.length > 0) after = rows[rows.length - 1]!.position;
-      const events = rows.filter((r) => matches(options.filter, { streamId: r.stream_id, type: r.type })).map(toRecorded);
+      const events = rows
+        .filter((r) => matches(options.filter, { streamId: r.stream_id, type: r.type }))
+        .map(toRecorded);
       return { events, more: rows.length === pageSize };
     });
   }

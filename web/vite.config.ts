@@ -24,10 +24,7 @@ function sourceHashPlugin(): Plugin {
 export default defineConfig({
   root: here,
   base: '/',
-  plugins: [
-    react(),
-    sourceHashPlugin(),
-  ],
+  plugins: [react(), sourceHashPlugin()],
   build: {
     outDir: fileURLToPath(new URL('../dist/web', import.meta.url)),
     emptyOutDir: true,

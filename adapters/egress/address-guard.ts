@@ -50,10 +50,18 @@ export type HostDecision = { ok: true; host: string } | { ok: false; status: 400
 /** Everything decided on the name alone, before DNS: the network rule, IP literals, the allow-list. */
 export function decideHost(rawHost: string, rule: NetworkRule): HostDecision {
   const host = normalizeHost(rawHost);
-  if (rule.network === 'none') return { ok: false, status: 403, host, message: 'the egress proxy does not serve jobs without network access' };
-  if (isIpLiteral(host)) return { ok: false, status: 403, host, message: `${host} is an IP address; the egress proxy only connects to host names` };
+  if (rule.network === 'none')
+    return { ok: false, status: 403, host, message: 'the egress proxy does not serve jobs without network access' };
+  if (isIpLiteral(host))
+    return {
+      ok: false,
+      status: 403,
+      host,
+      message: `${host} is an IP address; the egress proxy only connects to host names`,
+    };
   if (!hostName.test(host)) return { ok: false, status: 400, host, message: `${host} is not a valid host name` };
-  if (rule.network === 'allowlist' && !onAllowList(host, rule.allowedDomains ?? [])) return { ok: false, status: 403, host, message: `${host} is not on this job's allow-list` };
+  if (rule.network === 'allowlist' && !onAllowList(host, rule.allowedDomains ?? []))
+    return { ok: false, status: 403, host, message: `${host} is not on this job's allow-list` };
   return { ok: true, host };
 }
 
@@ -116,7 +124,8 @@ function v6Bytes(address: string): number[] | null {
 }
 
 const rank: Record<AddressClass, number> = { public: 0, private: 1, never: 2 };
-const worst = (classes: AddressClass[]) => classes.reduce((a, b) => (rank[b] > rank[a] ? b : a), 'public' as AddressClass);
+const worst = (classes: AddressClass[]) =>
+  classes.reduce((a, b) => (rank[b] > rank[a] ? b : a), 'public' as AddressClass);
 
 /** Cloud metadata services on IPv6 (AWS, Google Cloud): inside the unique-local range, but never a target. */
 const v6Metadata = ['fd00:ec2::254', 'fd20:ce::254'].map((a) => v6Bytes(a)!.join('.'));
@@ -197,7 +206,14 @@ export function outboundUrlRefusal(url: string, allowPrivateTargets: boolean): s
   } catch {
     return null; // not a URL at all: the caller's own check words that
   }
-  const address = host === 'localhost' || host.endsWith('.localhost') ? '127.0.0.1' : isIP(host) !== 0 ? host : isIpLiteral(host) ? '0.0.0.0' : null;
+  const address =
+    host === 'localhost' || host.endsWith('.localhost')
+      ? '127.0.0.1'
+      : isIP(host) !== 0
+        ? host
+        : isIpLiteral(host)
+          ? '0.0.0.0'
+          : null;
   if (address === null || hostTargetAllowed(address, allowPrivateTargets)) return null;
   return outboundRefusal(host, address);
 }

@@ -29,7 +29,8 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (err) return callback(err, '', 0);
       const ok = addresses.filter((a) => targetAllowed(a.address, allowPrivate));
       if (ok.length === 0) return callback(new AddressRefused(hostname, addresses[0]?.address ?? '(none)'), '', 0);
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, ok);
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, ok);
       callback(null, ok[0]!.address, ok[0]!.family);
     });
   };
@@ -48,7 +49,11 @@ function toResponse(res: IncomingMessage): Response {
     res.resume();
     return new Response(null, { status, statusText: res.statusMessage ?? '', headers });
   }
-  return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, { status, statusText: res.statusMessage ?? '', headers });
+  return new Response(Readable.toWeb(res) as ReadableStream<Uint8Array>, {
+    status,
+    statusText: res.statusMessage ?? '',
+    headers,
+  });
 }
 
 async function bodyOf(body: RequestInit['body']): Promise<Buffer | undefined> {
@@ -69,8 +74,19 @@ export function guardedFetch(allowPrivate: boolean, connectTimeoutMs = 10_000): 
     const payload = await bodyOf(init.body);
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<Response>((resolve, reject) => {
-      const req = request(url, { method: init.method ?? 'GET', headers: Object.fromEntries(headers.entries()), lookup, signal: init.signal ?? undefined }, (res) => resolve(toResponse(res)));
-      req.setTimeout(connectTimeoutMs, () => req.destroy(new Error(`${url.host} did not answer within ${connectTimeoutMs / 1000} s`)));
+      const req = request(
+        url,
+        {
+          method: init.method ?? 'GET',
+          headers: Object.fromEntries(headers.entries()),
+          lookup,
+          signal: init.signal ?? undefined,
+        },
+        (res) => resolve(toResponse(res)),
+      );
+      req.setTimeout(connectTimeoutMs, () =>
+        req.destroy(new Error(`${url.host} did not answer within ${connectTimeoutMs / 1000} s`)),
+      );
       req.on('response', () => req.setTimeout(0));
       req.on('error', reject);
       req.end(payload);

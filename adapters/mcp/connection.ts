@@ -48,7 +48,10 @@ async function listAll(client: Client, timeout: number): Promise<McpToolInfo[]> 
     const answer = await client.listTools(cursor ? { cursor } : {}, { timeout });
     for (const t of answer.tools) {
       if (tools.has(t.name)) continue;
-      const schema = t.inputSchema && typeof t.inputSchema === 'object' ? (t.inputSchema as Record<string, unknown>) : { type: 'object', properties: {} };
+      const schema =
+        t.inputSchema && typeof t.inputSchema === 'object'
+          ? (t.inputSchema as Record<string, unknown>)
+          : { type: 'object', properties: {} };
       tools.set(t.name, {
         name: t.name,
         description: t.description ?? '',
@@ -66,7 +69,9 @@ async function listAll(client: Client, timeout: number): Promise<McpToolInfo[]> 
 
 function status401(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };
-  return e?.code === 401 || e?.name === 'UnauthorizedError' || (typeof e?.message === 'string' && /\b401\b/.test(e.message));
+  return (
+    e?.code === 401 || e?.name === 'UnauthorizedError' || (typeof e?.message === 'string' && /\b401\b/.test(e.message))
+  );
 }
 
 function describe(err: unknown): string {
@@ -91,7 +96,12 @@ export class McpConnection {
     const callTimeout = options.callTimeoutMs ?? 60_000;
     if (config.transport === 'stdio') {
       if (!options.sandbox) throw new Error('a stdio server runs inside a sandbox, and none is available here');
-      const transport = new SandboxStdioTransport({ sandbox: options.sandbox, command: config.command ?? '', args: config.args, env: config.env });
+      const transport = new SandboxStdioTransport({
+        sandbox: options.sandbox,
+        command: config.command ?? '',
+        args: config.args,
+        env: config.env,
+      });
       const client = new Client(clientInfo);
       try {
         await client.connect(transport, { timeout });
@@ -100,7 +110,9 @@ export class McpConnection {
         await client.close().catch(() => undefined);
         await new Promise((r) => setTimeout(r, 50));
         const exit = transport.exit;
-        const why = exit ? ` (the server exited with status ${exit.code}${exit.stderr ? `; its stderr ends with:\n${exit.stderr}` : ''})` : '';
+        const why = exit
+          ? ` (the server exited with status ${exit.code}${exit.stderr ? `; its stderr ends with:\n${exit.stderr}` : ''})`
+          : '';
         throw new Error(`could not start ${config.command}: ${describe(err)}${why}`);
       }
     }
@@ -113,7 +125,10 @@ export class McpConnection {
       let timer: NodeJS.Timeout | undefined;
       // The SDK times out requests, but not the wait for the SSE stream's first event: one deadline covers it all.
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new NoAnswer(`${url.host} did not answer within ${Math.round(timeout / 1000)} s`)), timeout);
+        timer = setTimeout(
+          () => reject(new NoAnswer(`${url.host} did not answer within ${Math.round(timeout / 1000)} s`)),
+          timeout,
+        );
       });
       try {
         const open = (async () => {
@@ -134,13 +149,16 @@ export class McpConnection {
     } catch (first) {
       if (first instanceof AddressRefused || (first as Error)?.cause instanceof AddressRefused) throw first;
       if (status401(first)) throw new LoginRequired(null);
-      if (first instanceof NoAnswer) throw new Error(`could not connect to ${url.origin}${url.pathname}: ${first.message}`);
+      if (first instanceof NoAnswer)
+        throw new Error(`could not connect to ${url.origin}${url.pathname}: ${first.message}`);
       // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE (BEHAVIOUR §9.4).
       try {
         return await attempt(new SSEClientTransport(url, { requestInit, fetch }), 'SSE');
       } catch (second) {
         if (status401(second)) throw new LoginRequired(null);
-        throw new Error(`could not connect to ${url.origin}${url.pathname}: ${describe(first)} (and over the older SSE transport: ${describe(second)})`);
+        throw new Error(
+          `could not connect to ${url.origin}${url.pathname}: ${describe(first)} (and over the older SSE transport: ${describe(second)})`,
+        );
       }
     }
   }
@@ -148,10 +166,17 @@ export class McpConnection {
   /** Calls a tool; a protocol error or a timeout comes back as an error result, not a throw. */
   async call(tool: string, args: unknown, signal?: AbortSignal): Promise<{ output: string; isError: boolean }> {
     try {
-      const result = await this.client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, { timeout: this.callTimeoutMs, ...(signal ? { signal } : {}) });
+      const result = await this.client.callTool(
+        { name: tool, arguments: (args ?? {}) as Record<string, unknown> },
+        undefined,
+        { timeout: this.callTimeoutMs, ...(signal ? { signal } : {}) },
+      );
       return renderToolResult(result);
     } catch (err) {
-      return { output: `The MCP server ${this.config.name} failed the call of ${tool}: ${describe(err)}`, isError: true };
+      return {
+        output: `The MCP server ${this.config.name} failed the call of ${tool}: ${describe(err)}`,
+        isError: true,
+      };
     }
   }
 

@@ -1,8 +1,17 @@
 import {
-  discoverOAuthServerInfo, exchangeAuthorization, extractWWWAuthenticateParams, refreshAuthorization, registerClient, startAuthorization,
+  discoverOAuthServerInfo,
+  exchangeAuthorization,
+  extractWWWAuthenticateParams,
+  refreshAuthorization,
+  registerClient,
+  startAuthorization,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { checkResourceAllowed, resourceUrlFromServerUrl } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
-import type { AuthorizationServerMetadata, OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type {
+  AuthorizationServerMetadata,
+  OAuthClientInformationMixed,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { loginScope } from '../../domain/mcp-oauth.js';
@@ -56,22 +65,42 @@ export async function discover(config: ResolvedConfig, fetch: FetchLike): Promis
   const url = new URL(config.url ?? '');
   let challenge: { resourceMetadataUrl?: URL; scope?: string } = {};
   try {
-    const headers: Record<string, string> = { ...config.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const headers: Record<string, string> = {
+      ...config.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
     const probe = await fetch(url, {
-      method: 'POST', headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'svc', version: '1' } } }),
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'svc', version: '1' },
+        },
+      }),
     });
     if (probe.status === 401) challenge = extractWWWAuthenticateParams(probe);
     await probe.body?.cancel().catch(() => undefined);
   } catch {
     // The well-known documents may still answer; a server that is down fails there too.
   }
-  const info = await discoverOAuthServerInfo(url, { ...(challenge.resourceMetadataUrl ? { resourceMetadataUrl: challenge.resourceMetadataUrl } : {}), fetchFn: fetch }).catch(() => null);
+  const info = await discoverOAuthServerInfo(url, {
+    ...(challenge.resourceMetadataUrl ? { resourceMetadataUrl: challenge.resourceMetadataUrl } : {}),
+    fetchFn: fetch,
+  }).catch(() => null);
   if (!info?.authorizationServerMetadata) return null;
   // The metadata's resource is used only when it covers the configured URL (the SDK's own check).
   const configured = resourceUrlFromServerUrl(url);
   const advertised = info.resourceMetadata?.resource;
-  const resource = advertised && checkResourceAllowed({ requestedResource: configured, configuredResource: advertised }) ? advertised : configured.href;
+  const resource =
+    advertised && checkResourceAllowed({ requestedResource: configured, configuredResource: advertised })
+      ? advertised
+      : configured.href;
   return {
     authorizationServerUrl: info.authorizationServerUrl,
     metadata: info.authorizationServerMetadata,
@@ -82,21 +111,50 @@ export async function discover(config: ResolvedConfig, fetch: FetchLike): Promis
 }
 
 /** The configured client, or one registered dynamically; a refused registration says a client id is needed. */
-export async function clientFor(config: ResolvedConfig, found: OauthDiscovery, redirectUri: string, fetch: FetchLike): Promise<OauthClient> {
+export async function clientFor(
+  config: ResolvedConfig,
+  found: OauthDiscovery,
+  redirectUri: string,
+  fetch: FetchLike,
+): Promise<OauthClient> {
   const clientId = config.oauth?.clientId?.trim();
-  if (clientId) return { client_id: clientId, ...(config.oauth?.clientSecret ? { client_secret: config.oauth.clientSecret } : {}), registered: false };
+  if (clientId)
+    return {
+      client_id: clientId,
+      ...(config.oauth?.clientSecret ? { client_secret: config.oauth.clientSecret } : {}),
+      registered: false,
+    };
   if (!found.metadata.registration_endpoint) {
-    throw new OauthStepFailed(`${found.authorizationServerUrl} does not offer dynamic client registration: set a client id (oauth.clientId) for this server`, 'registration_unsupported');
+    throw new OauthStepFailed(
+      `${found.authorizationServerUrl} does not offer dynamic client registration: set a client id (oauth.clientId) for this server`,
+      'registration_unsupported',
+    );
   }
   // A public client with PKCE, as MCP clients register, unless the server only takes confidential ones.
   const methods = found.metadata.token_endpoint_auth_methods_supported;
-  const method = !methods || methods.includes('none') ? 'none' : methods.includes('client_secret_basic') ? 'client_secret_basic' : 'client_secret_post';
+  const method =
+    !methods || methods.includes('none')
+      ? 'none'
+      : methods.includes('client_secret_basic')
+        ? 'client_secret_basic'
+        : 'client_secret_post';
   try {
     const info = await registerClient(found.authorizationServerUrl, {
-      metadata: found.metadata, fetchFn: fetch,
-      clientMetadata: { redirect_uris: [redirectUri], client_name: 'svc', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: method },
+      metadata: found.metadata,
+      fetchFn: fetch,
+      clientMetadata: {
+        redirect_uris: [redirectUri],
+        client_name: 'svc',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: method,
+      },
     });
-    return { client_id: info.client_id, ...(info.client_secret ? { client_secret: info.client_secret } : {}), registered: true };
+    return {
+      client_id: info.client_id,
+      ...(info.client_secret ? { client_secret: info.client_secret } : {}),
+      registered: true,
+    };
   } catch (err) {
     const f = failure('Dynamic client registration', err);
     throw new OauthStepFailed(`${f.message}; set a client id (oauth.clientId) for this server`, f.code);
@@ -104,17 +162,33 @@ export async function clientFor(config: ResolvedConfig, found: OauthDiscovery, r
 }
 
 export function scopeFor(config: ResolvedConfig, found: OauthDiscovery): string | undefined {
-  return loginScope({ configured: config.oauth?.scopes, challenge: found.challengeScope, resourceScopes: found.resourceScopes, serverScopes: found.metadata.scopes_supported });
+  return loginScope({
+    configured: config.oauth?.scopes,
+    challenge: found.challengeScope,
+    resourceScopes: found.resourceScopes,
+    serverScopes: found.metadata.scopes_supported,
+  });
 }
 
 /** The authorization URL (PKCE S256, `state`, `resource`) and the verifier to keep for the exchange. */
-export async function authorizationRequest(found: OauthDiscovery, client: OauthClient, options: { redirectUri: string; state: string; scope: string | undefined }): Promise<{ url: string; codeVerifier: string }> {
+export async function authorizationRequest(
+  found: OauthDiscovery,
+  client: OauthClient,
+  options: { redirectUri: string; state: string; scope: string | undefined },
+): Promise<{ url: string; codeVerifier: string }> {
   // MCP's authorization spec: without S256 in the metadata the server cannot be trusted to check PKCE.
   if (!found.metadata.code_challenge_methods_supported?.includes('S256')) {
-    throw new OauthStepFailed(`${found.authorizationServerUrl} does not advertise PKCE with S256, which MCP requires`, 'pkce_unsupported');
+    throw new OauthStepFailed(
+      `${found.authorizationServerUrl} does not advertise PKCE with S256, which MCP requires`,
+      'pkce_unsupported',
+    );
   }
   const { authorizationUrl, codeVerifier } = await startAuthorization(found.authorizationServerUrl, {
-    metadata: found.metadata, clientInformation: clientInfo(client), redirectUrl: options.redirectUri, state: options.state, resource: found.resource,
+    metadata: found.metadata,
+    clientInformation: clientInfo(client),
+    redirectUrl: options.redirectUri,
+    state: options.state,
+    resource: found.resource,
     ...(options.scope ? { scope: options.scope } : {}),
   });
   return { url: authorizationUrl.href, codeVerifier };
@@ -131,9 +205,23 @@ export interface TokenContext {
   resource: string;
 }
 
-export async function exchangeCode(ctx: TokenContext, code: string, codeVerifier: string, redirectUri: string, fetch: FetchLike): Promise<OAuthTokens> {
+export async function exchangeCode(
+  ctx: TokenContext,
+  code: string,
+  codeVerifier: string,
+  redirectUri: string,
+  fetch: FetchLike,
+): Promise<OAuthTokens> {
   try {
-    return await exchangeAuthorization(ctx.authorizationServerUrl, { metadata: ctx.metadata, clientInformation: clientInfo(ctx.client), authorizationCode: code, codeVerifier, redirectUri, resource: ctx.resource, fetchFn: fetch });
+    return await exchangeAuthorization(ctx.authorizationServerUrl, {
+      metadata: ctx.metadata,
+      clientInformation: clientInfo(ctx.client),
+      authorizationCode: code,
+      codeVerifier,
+      redirectUri,
+      resource: ctx.resource,
+      fetchFn: fetch,
+    });
   } catch (err) {
     throw failure('The code exchange', err);
   }
@@ -141,7 +229,13 @@ export async function exchangeCode(ctx: TokenContext, code: string, codeVerifier
 
 export async function refreshTokens(ctx: TokenContext, refreshToken: string, fetch: FetchLike): Promise<OAuthTokens> {
   try {
-    return await refreshAuthorization(ctx.authorizationServerUrl, { metadata: ctx.metadata, clientInformation: clientInfo(ctx.client), refreshToken, resource: ctx.resource, fetchFn: fetch });
+    return await refreshAuthorization(ctx.authorizationServerUrl, {
+      metadata: ctx.metadata,
+      clientInformation: clientInfo(ctx.client),
+      refreshToken,
+      resource: ctx.resource,
+      fetchFn: fetch,
+    });
   } catch (err) {
     throw failure('The token refresh', err);
   }

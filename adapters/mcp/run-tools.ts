@@ -73,16 +73,45 @@ export class RunMcp {
     const started = Date.now();
     if (server.config.transport === 'stdio' && this.options.runAsRoot && Object.keys(server.config.env).length > 0) {
       // As root the agent could read the server's environment, which may hold secrets (BEHAVIOUR §9.4).
-      this.options.timeline('mcp.call', { server: server.name, transport: 'stdio', ok: false, skipped: true, error: `${server.name} was not started: this job runs as root, and the server's environment could be read by the agent` }, null);
+      this.options.timeline(
+        'mcp.call',
+        {
+          server: server.name,
+          transport: 'stdio',
+          ok: false,
+          skipped: true,
+          error: `${server.name} was not started: this job runs as root, and the server's environment could be read by the agent`,
+        },
+        null,
+      );
       return;
     }
     try {
       const connection = await McpConnection.open(server.config, { ...this.options.connect, sandbox });
       this.connections.set(server.name, { server, connection });
       const granted = connection.tools.filter((t) => grantAllows(server, t.name)).length;
-      this.options.timeline('mcp.call', { server: server.name, transport: connection.kind, ok: true, tools: granted, message: `Connected to ${server.name} (${connection.kind}, ${granted} tools)` }, Date.now() - started);
+      this.options.timeline(
+        'mcp.call',
+        {
+          server: server.name,
+          transport: connection.kind,
+          ok: true,
+          tools: granted,
+          message: `Connected to ${server.name} (${connection.kind}, ${granted} tools)`,
+        },
+        Date.now() - started,
+      );
     } catch (err) {
-      this.options.timeline('mcp.call', { server: server.name, transport: server.config.transport, ok: false, error: `Could not connect to ${server.name}: ${(err as Error).message}` }, Date.now() - started);
+      this.options.timeline(
+        'mcp.call',
+        {
+          server: server.name,
+          transport: server.config.transport,
+          ok: false,
+          error: `Could not connect to ${server.name}: ${(err as Error).message}`,
+        },
+        Date.now() - started,
+      );
     }
   }
 
@@ -97,21 +126,40 @@ export class RunMcp {
   /** The job's tools, sorted by server then name; `server` narrows to one (an unknown one answers 404). */
   async tools(server: string | null): Promise<RunToolView[]> {
     await this.ready;
-    if (server !== null && !this.servers.some((s) => s.name === server)) throw new DomainError('not_found', `MCP server ${server} is not available to this job`);
+    if (server !== null && !this.servers.some((s) => s.name === server))
+      throw new DomainError('not_found', `MCP server ${server} is not available to this job`);
     return this.granted()
       .filter((g) => server === null || g.server.name === server)
-      .map(({ server: s, tool }) => ({ server: s.name, name: tool.name, description: tool.description, inputSchema: tool.inputSchema, readOnly: tool.readOnly }));
+      .map(({ server: s, tool }) => ({
+        server: s.name,
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        readOnly: tool.readOnly,
+      }));
   }
 
   /** The same tools as the agent sees them. */
   agentTools(): AgentMcpTool[] {
     const list = this.granted();
     const names = agentToolNames(list.map((g) => ({ server: g.server.name, tool: g.tool.name })));
-    return list.map(({ server: s, tool }, i) => ({ agentName: names[i]!, server: s.name, name: tool.name, description: tool.description, inputSchema: tool.inputSchema, readOnly: tool.readOnly }));
+    return list.map(({ server: s, tool }, i) => ({
+      agentName: names[i]!,
+      server: s.name,
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      readOnly: tool.readOnly,
+    }));
   }
 
   /** A call from the agent or from `svc mcp call`: unknown or ungranted pairs are not found; shadow runs refuse actions. */
-  async call(server: string, tool: string, args: unknown, signal?: AbortSignal): Promise<{ output: string; isError: boolean; readOnly: boolean }> {
+  async call(
+    server: string,
+    tool: string,
+    args: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ output: string; isError: boolean; readOnly: boolean }> {
     await this.ready;
     const found = this.granted().find((g) => g.server.name === server && g.tool.name === tool);
     if (!found) throw new DomainError('not_found', `MCP tool ${tool} on server ${server} not found`);

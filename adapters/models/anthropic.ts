@@ -7,7 +7,16 @@ type Block = Record<string, unknown>;
 function toMessages(messages: Message[]): Array<{ role: 'user' | 'assistant'; content: Block[] }> {
   return messages.map((m) => {
     if (m.role === 'user') return { role: 'user', content: [{ type: 'text', text: m.text }] };
-    if (m.role === 'tool') return { role: 'user', content: m.results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: r.content, is_error: r.isError })) };
+    if (m.role === 'tool')
+      return {
+        role: 'user',
+        content: m.results.map((r) => ({
+          type: 'tool_result',
+          tool_use_id: r.callId,
+          content: r.content,
+          is_error: r.isError,
+        })),
+      };
     const content: Block[] = [];
     if (m.text) content.push({ type: 'text', text: m.text });
     for (const c of m.toolCalls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.args ?? {} });
@@ -20,11 +29,19 @@ export class AnthropicClient implements ModelClient {
   private readonly sdk: Anthropic;
 
   constructor(config: ProviderConfig) {
-    this.sdk = new Anthropic({ apiKey: config.apiKey ?? '', ...(config.baseUrl ? { baseURL: config.baseUrl } : {}), maxRetries: 0 });
+    this.sdk = new Anthropic({
+      apiKey: config.apiKey ?? '',
+      ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
+      maxRetries: 0,
+    });
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const system = req.system.map((text, i) => ({ type: 'text' as const, text, ...(i === req.system.length - 1 ? { cache_control: { type: 'ephemeral' as const } } : {}) }));
+    const system = req.system.map((text, i) => ({
+      type: 'text' as const,
+      text,
+      ...(i === req.system.length - 1 ? { cache_control: { type: 'ephemeral' as const } } : {}),
+    }));
     const tools = req.jsonSchema
       ? [{ name: 'submit', description: 'Submit the answer.', input_schema: req.jsonSchema.schema }]
       : req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
@@ -88,7 +105,9 @@ export class AnthropicClient implements ModelClient {
             if (ev.usage?.input_tokens) usage.input = ev.usage.input_tokens;
             break;
           case 'error':
-            throw Object.assign(new Error(ev.error?.message ?? 'stream error'), { status: ev.error?.type === 'overloaded_error' ? 529 : 500 });
+            throw Object.assign(new Error(ev.error?.message ?? 'stream error'), {
+              status: ev.error?.type === 'overloaded_error' ? 529 : 500,
+            });
           default:
             break;
         }
@@ -105,7 +124,14 @@ export class AnthropicClient implements ModelClient {
         if (req.jsonSchema && b.name === 'submit') text = b.json || '{}';
         else toolCalls.push({ id: b.id ?? '', name: b.name ?? '', args, argsText: b.json || '{}' });
       }
-      return { text, reasoning, toolCalls, stop: req.jsonSchema && stop === 'tool_use' ? 'end_turn' : stop, usage, model };
+      return {
+        text,
+        reasoning,
+        toolCalls,
+        stop: req.jsonSchema && stop === 'tool_use' ? 'end_turn' : stop,
+        usage,
+        model,
+      };
     } catch (err) {
       throw toModelError(err, started, req.signal?.aborted ?? false);
     }

@@ -14,5 +14,11 @@ export function toModelError(err: unknown, started: boolean, aborted: boolean): 
   const status = typeof e.status === 'number' ? e.status : null;
   if (status === null) return new ModelError(message, null, true, false, started);
   const transient = status === 429 || status === 529 || status >= 500;
-  return new ModelError(message, status, transient, (status === 400 || status === 413) && overflow.test(message), started);
+  return new ModelError(
+    message,
+    status,
+    transient,
+    (status === 400 || status === 413) && overflow.test(message),
+    started,
+  );
 }

@@ -2,7 +2,14 @@ import { reflectionSchemaName } from '../../domain/reflection.js';
 import { fakeReflection } from './fake-reflection.js';
 import { instructionHeading } from '../../domain/agent-prompt.js';
 import { compileSchemaName } from '../../domain/compile.js';
-import { ModelError, type Message, type ModelClient, type ModelRequest, type ModelResponse, type ToolCall } from './types.js';
+import {
+  ModelError,
+  type Message,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCall,
+} from './types.js';
 
 /** One scripted answer of the fake provider (DESIGN §6). */
 export interface FakeResponse {
@@ -109,8 +116,10 @@ function scheduleOf(sentence: string): { cron: string; human: string } | null {
   if (/\b(every|each) hour\b|\bhourly\b/.test(s)) return { cron: '0 * * * *', human: 'every hour' };
   const day = weekdays.findIndex((d) => new RegExp(`\\b(every|each|on) ${d}s?\\b`).test(s));
   if (day >= 0) return { cron: `${minute} ${hour} * * ${day}`, human: `every ${weekdays[day]} at ${time}` };
-  if (/\b(every|each) weekday\b|\bon weekdays\b/.test(s)) return { cron: `${minute} ${hour} * * 1-5`, human: `weekdays at ${time}` };
-  if (/\b(every|each) (day|morning|evening|night)\b|\bdaily\b/.test(s)) return { cron: `${minute} ${hour} * * *`, human: `every day at ${time}` };
+  if (/\b(every|each) weekday\b|\bon weekdays\b/.test(s))
+    return { cron: `${minute} ${hour} * * 1-5`, human: `weekdays at ${time}` };
+  if (/\b(every|each) (day|morning|evening|night)\b|\bdaily\b/.test(s))
+    return { cron: `${minute} ${hour} * * *`, human: `every day at ${time}` };
   return null;
 }
 
@@ -123,23 +132,40 @@ function compileFrom(message: string): Record<string, unknown> {
   const sentence = message.split('\n\nToday is ')[0]!.trim();
   const configured = /^Configured MCP servers: (.*)\.$/m.exec(message)?.[1] ?? '';
   const names = configured === 'none configured' ? [] : configured.split(', ').filter(Boolean);
-  const words = sentence.replace(/[^\p{L}\p{N}\s-]/gu, ' ').split(/\s+/).filter(Boolean);
-  const name = words.slice(0, 6).join(' ').replace(/^./, (c) => c.toUpperCase()).slice(0, 60) || 'New job';
+  const words = sentence
+    .replace(/[^\p{L}\p{N}\s-]/gu, ' ')
+    .split(/\s+/)
+    .filter(Boolean);
+  const name =
+    words
+      .slice(0, 6)
+      .join(' ')
+      .replace(/^./, (c) => c.toUpperCase())
+      .slice(0, 60) || 'New job';
   const when = scheduleOf(sentence);
   const timezone = /\b([A-Z][a-z]+\/[A-Z][A-Za-z_]+)\b/.exec(sentence)?.[1] ?? 'UTC';
-  const domains = [...new Set([...sentence.matchAll(/\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b/gi)].map((m) => m[1]!.toLowerCase()))];
+  const domains = [
+    ...new Set([...sentence.matchAll(/\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b/gi)].map((m) => m[1]!.toLowerCase())),
+  ];
   const offline = /\b(offline|no network|without (the )?(network|internet))\b/i.test(sentence);
   const mentioned = names.filter((n) => new RegExp(`\\b${n.replace(/[-]/g, '\\-')}\\b`, 'i').test(sentence));
-  const asked = [...sentence.matchAll(/\b([A-Za-z0-9_-]+) MCP\b/gi)].map((m) => m[1]!).filter((n) => !mentioned.some((x) => x.toLowerCase() === n.toLowerCase()));
+  const asked = [...sentence.matchAll(/\b([A-Za-z0-9_-]+) MCP\b/gi)]
+    .map((m) => m[1]!)
+    .filter((n) => !mentioned.some((x) => x.toLowerCase() === n.toLowerCase()));
   return {
-    name, title: name, goal: sentence,
+    name,
+    title: name,
+    goal: sentence,
     schedule: when ? { ...when, timezone } : null,
     successCriteria: ['The run finishes with a summary of what it did.'],
-    inputs: [], outputs: [],
+    inputs: [],
+    outputs: [],
     mcp: [...mentioned, ...asked].map((server) => ({ server, why: `The instruction mentions ${server}.` })),
     network: offline ? 'none' : domains.length ? 'allowlist' : 'internet',
     allowedDomains: offline ? [] : domains,
-    dockerfile: null, sideEffects: [], warnings: [],
+    dockerfile: null,
+    sideEffects: [],
+    warnings: [],
   };
 }
 
@@ -149,15 +175,20 @@ function deterministic(req: ModelRequest): { text: string; toolCalls: Array<{ na
     const first = req.messages.find((m) => m.role === 'user');
     return { text: JSON.stringify(compileFrom(first?.role === 'user' ? first.text : '')), toolCalls: [] };
   }
-  if (req.jsonSchema?.name === reflectionSchemaName) return { text: fakeReflection(req, quotedCommands), toolCalls: [] };
+  if (req.jsonSchema?.name === reflectionSchemaName)
+    return { text: fakeReflection(req, quotedCommands), toolCalls: [] };
   if (req.jsonSchema) return { text: JSON.stringify(minimalFor(req.jsonSchema.schema)), toolCalls: [] };
   const commands = quotedCommands(instructionFrom(req.system));
-  const calls = req.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls : [])).filter((c) => c.name === 'bash');
+  const calls = req.messages
+    .flatMap((m) => (m.role === 'assistant' ? m.toolCalls : []))
+    .filter((c) => c.name === 'bash');
   if (calls.length < commands.length && req.tools.some((t) => t.name === 'bash')) {
     const command = commands[calls.length]!;
     return { text: `Running \`${command}\`.`, toolCalls: [{ name: 'bash', args: { command } }] };
   }
-  const results = new Map(req.messages.flatMap((m) => (m.role === 'tool' ? m.results : [])).map((r) => [r.callId, r.content]));
+  const results = new Map(
+    req.messages.flatMap((m) => (m.role === 'tool' ? m.results : [])).map((r) => [r.callId, r.content]),
+  );
   const lines: string[] = [];
   let failed = false;
   calls.forEach((c, i) => {
@@ -165,20 +196,36 @@ function deterministic(req: ModelRequest): { text: string; toolCalls: Array<{ na
     if (!content.startsWith('exit code: 0')) failed = true;
     lines.push(`${i + 1}. \`${(c.args as { command?: string })?.command ?? ''}\`\n\n\`\`\`\n${content.trim()}\n\`\`\``);
   });
-  const summary = commands.length === 0 ? 'The instruction quotes no command, so there was nothing to run.' : `Ran ${calls.length} command(s):\n\n${lines.join('\n\n')}`;
-  return { text: failed ? 'A command failed.' : 'Done.', toolCalls: [{ name: 'finish', args: { status: failed ? 'failure' : 'success', summary } }] };
+  const summary =
+    commands.length === 0
+      ? 'The instruction quotes no command, so there was nothing to run.'
+      : `Ran ${calls.length} command(s):\n\n${lines.join('\n\n')}`;
+  return {
+    text: failed ? 'A command failed.' : 'Done.',
+    toolCalls: [{ name: 'finish', args: { status: failed ? 'failure' : 'success', summary } }],
+  };
 }
 
 const wait = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(new ModelError('the call was cancelled', null, false));
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(t); reject(new ModelError('the call was cancelled', null, false)); }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(new ModelError('the call was cancelled', null, false));
+      },
+      { once: true },
+    );
   });
 
 /** The product's fake provider: scripted answers first, else a small deterministic agent. Usage ≈ 4 chars a token. */
 export class FakeClient implements ModelClient {
-  constructor(private readonly providerId: string, private readonly scripts: FakeScripts = fakeScripts) {}
+  constructor(
+    private readonly providerId: string,
+    private readonly scripts: FakeScripts = fakeScripts,
+  ) {}
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
     const scripted = this.scripts.shift(this.providerId);
@@ -188,7 +235,11 @@ export class FakeClient implements ModelClient {
     if (delay > 0) await wait(chunks.length > 1 ? delay / 2 : delay, req.signal);
     if (scripted?.error !== undefined) {
       const status = scripted.errorStatus ?? 500;
-      throw new ModelError(`fake API error (status ${status}): ${scripted.error}`, status, status === 429 || status === 529 || status >= 500);
+      throw new ModelError(
+        `fake API error (status ${status}): ${scripted.error}`,
+        status,
+        status === 429 || status === 529 || status >= 500,
+      );
     }
     if (scripted?.reasoning) req.onDelta?.({ type: 'reasoning', text: scripted.reasoning });
     for (const chunk of chunks) {
@@ -197,7 +248,12 @@ export class FakeClient implements ModelClient {
     }
     const toolCalls: ToolCall[] = (answer.toolCalls ?? []).map((c) => {
       req.onDelta?.({ type: 'tool_call', text: c.name });
-      return { id: `fake_call_${++callCounter}`, name: c.name, args: c.args ?? {}, argsText: JSON.stringify(c.args ?? {}) };
+      return {
+        id: `fake_call_${++callCounter}`,
+        name: c.name,
+        args: c.args ?? {},
+        argsText: JSON.stringify(c.args ?? {}),
+      };
     });
     const inputText = req.system.join('\n') + req.messages.map(messageText).join('\n');
     const outputText = (answer.text ?? '') + toolCalls.map((c) => c.argsText).join('');
@@ -206,7 +262,13 @@ export class FakeClient implements ModelClient {
       reasoning: scripted?.reasoning ?? '',
       toolCalls,
       stop: scripted?.stop ?? (toolCalls.length > 0 ? 'tool_use' : 'end_turn'),
-      usage: { input: scripted?.usage?.input ?? tokens(inputText), output: scripted?.usage?.output ?? tokens(outputText), cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      usage: {
+        input: scripted?.usage?.input ?? tokens(inputText),
+        output: scripted?.usage?.output ?? tokens(outputText),
+        cacheRead: 0,
+        cacheWrite: 0,
+        reasoning: 0,
+      },
       model: req.model,
     };
   }

@@ -2,14 +2,34 @@ import OpenAI from 'openai';
 import { toModelError } from './errors.js';
 import type { Message, ModelClient, ModelRequest, ModelResponse, ProviderConfig, ToolCall } from './types.js';
 
-const stops: Record<string, string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens', content_filter: 'refusal' };
+const stops: Record<string, string> = {
+  stop: 'end_turn',
+  tool_calls: 'tool_use',
+  length: 'max_tokens',
+  content_filter: 'refusal',
+};
 
 function toMessages(system: string[], messages: Message[]): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [{ role: 'system', content: system.join('\n\n') }];
   for (const m of messages) {
     if (m.role === 'user') out.push({ role: 'user', content: m.text });
-    else if (m.role === 'tool') for (const r of m.results) out.push({ role: 'tool', tool_call_id: r.callId, content: r.isError ? `Error: ${r.content}` : r.content });
-    else out.push({ role: 'assistant', content: m.text || null, ...(m.toolCalls.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.argsText } })) } : {}) });
+    else if (m.role === 'tool')
+      for (const r of m.results)
+        out.push({ role: 'tool', tool_call_id: r.callId, content: r.isError ? `Error: ${r.content}` : r.content });
+    else
+      out.push({
+        role: 'assistant',
+        content: m.text || null,
+        ...(m.toolCalls.length
+          ? {
+              tool_calls: m.toolCalls.map((c) => ({
+                id: c.id,
+                type: 'function',
+                function: { name: c.name, arguments: c.argsText },
+              })),
+            }
+          : {}),
+      });
   }
   return out;
 }
@@ -19,7 +39,11 @@ export class OpenAiClient implements ModelClient {
   private readonly sdk: OpenAI;
 
   constructor(config: ProviderConfig) {
-    this.sdk = new OpenAI({ apiKey: config.apiKey ?? 'none', ...(config.baseUrl ? { baseURL: config.baseUrl } : {}), maxRetries: 0 });
+    this.sdk = new OpenAI({
+      apiKey: config.apiKey ?? 'none',
+      ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
+      maxRetries: 0,
+    });
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
@@ -32,8 +56,22 @@ export class OpenAiClient implements ModelClient {
           max_completion_tokens: req.maxTokens,
           stream: true,
           stream_options: { include_usage: true },
-          ...(req.tools.length && !req.jsonSchema ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema } })) } : {}),
-          ...(req.jsonSchema ? { response_format: { type: 'json_schema', json_schema: { name: req.jsonSchema.name, schema: req.jsonSchema.schema, strict: true } } } : {}),
+          ...(req.tools.length && !req.jsonSchema
+            ? {
+                tools: req.tools.map((t) => ({
+                  type: 'function',
+                  function: { name: t.name, description: t.description, parameters: t.inputSchema },
+                })),
+              }
+            : {}),
+          ...(req.jsonSchema
+            ? {
+                response_format: {
+                  type: 'json_schema',
+                  json_schema: { name: req.jsonSchema.name, schema: req.jsonSchema.schema, strict: true },
+                },
+              }
+            : {}),
         } as unknown as OpenAI.ChatCompletionCreateParamsStreaming,
         { signal: req.signal },
       );

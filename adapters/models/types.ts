@@ -105,6 +105,10 @@ export interface Price {
 
 /** BEHAVIOUR §9.1: (in·p_in + out·p_out + cacheRead·p_cr + cacheWrite·p_cw) / 1e6, in micro-USD, rounded up. */
 export function costOf(usage: Pick<Usage, 'input' | 'output' | 'cacheRead' | 'cacheWrite'>, price: Price): number {
-  const micro = usage.input * price.in + usage.output * price.out + usage.cacheRead * price.cacheRead + usage.cacheWrite * price.cacheWrite;
+  const micro =
+    usage.input * price.in +
+    usage.output * price.out +
+    usage.cacheRead * price.cacheRead +
+    usage.cacheWrite * price.cacheWrite;
   return Math.ceil(micro / 1e6);
 }

@@ -58,10 +58,25 @@ async function within(done: Promise<boolean>, ms: number): Promise<boolean> {
  * host pid comes on fd 3, bwrap's --info-fd), which passes it on to the command and kills the rest after its grace;
  * the spawned process group is killed when that grace is over, or at once if the init's pid is not known yet.
  */
-function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'> & { kill?: AbortSignal }, env: NodeJS.ProcessEnv, inputs: Buffer[] = []): Promise<Omit<ExecResult, 'oomKilled'>> {
+function runBwrap(
+  argv: string[],
+  options: Pick<ExecOptions, 'timeoutMs' | 'signal' | 'stdin' | 'onOutput' | 'maxOutputBytes'> & { kill?: AbortSignal },
+  env: NodeJS.ProcessEnv,
+  inputs: Buffer[] = [],
+): Promise<Omit<ExecResult, 'oomKilled'>> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', ...inputs.map(() => 'pipe' as const)], detached: true, env });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: [
+        options.stdin === undefined ? 'ignore' : 'pipe',
+        'pipe',
+        'pipe',
+        'pipe',
+        ...inputs.map(() => 'pipe' as const),
+      ],
+      detached: true,
+      env,
+    });
     // Descriptors 4 and up: bwrap reads each to its end before it starts the sandbox.
     inputs.forEach((data, i) => {
       const pipe = child.stdio[4 + i] as unknown as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
@@ -91,8 +106,16 @@ function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'sign
       // The init's own grace is 1.5 s; the group is killed a little after it in case the init itself is stuck.
       killTimer = setTimeout(() => signal(-child.pid!, 'SIGKILL'), inner ? killGraceMs + 300 : killGraceMs);
     };
-    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; stop(); }, options.timeoutMs) : null;
-    const onAbort = () => { cancelled = true; stop(); };
+    const timer = options.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          stop();
+        }, options.timeoutMs)
+      : null;
+    const onAbort = () => {
+      cancelled = true;
+      stop();
+    };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     // No grace: SIGKILL to the namespace's pid 1 makes the kernel kill every process of that namespace at once, and
@@ -119,7 +142,8 @@ function runBwrap(argv: string[], options: Pick<ExecOptions, 'timeoutMs' | 'sign
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener('abort', onAbort);
       options.kill?.removeEventListener('abort', onKill);
-      exitCode = code ?? (sig ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[sig] ?? 1) : -1);
+      exitCode =
+        code ?? (sig ? 128 + (({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2 } as Record<string, number>)[sig] ?? 1) : -1);
       resolve({ exitCode, output: out.output, bytes: out.bytes, timedOut, cancelled, ms: Date.now() - started });
     });
   });
@@ -149,9 +173,11 @@ export class BwrapBackend implements SandboxBackend {
     const probe = spawnSync('bwrap', ['--version'], { encoding: 'utf8' });
     if (probe.status !== 0) throw new Error('bubblewrap (bwrap) is not installed: apt-get install bubblewrap');
     this.version = probe.stdout.trim().replace(/^bubblewrap\s*/, '');
-    if (!existsSync(this.svcBinary)) throw new Error(`the in-sandbox svc binary is missing at ${this.svcBinary}: run npm run build`);
+    if (!existsSync(this.svcBinary))
+      throw new Error(`the in-sandbox svc binary is missing at ${this.svcBinary}: run npm run build`);
     if (spawnSync('setpriv', ['--version']).status !== 0) throw new Error('setpriv (util-linux) is not installed');
-    if (spawnSync('getent', ['passwd', String(sandboxHostUid)]).status === 0) throw new Error(`uid ${sandboxHostUid} is a user of this host; bwrap sandboxes need it unused`);
+    if (spawnSync('getent', ['passwd', String(sandboxHostUid)]).status === 0)
+      throw new Error(`uid ${sandboxHostUid} is a user of this host; bwrap sandboxes need it unused`);
     const seccomp = hostSeccompProgram(arch());
     if (!seccomp) throw new Error(`no seccomp filter for the ${arch()} architecture (only x64 and arm64)`);
     const { args: rootArgs } = rootfsArgs(this.rootfs);
@@ -167,7 +193,11 @@ export class BwrapBackend implements SandboxBackend {
       version: this.version,
       arch: arch() === 'x64' ? 'amd64' : arch(),
       isolation: 'namespaces',
-      capabilities: { networks: ['none', 'allowlist', 'internet'], separateUsers: false, limits: this.cgroups?.available ?? { cpu: false, memory: false, pids: false } },
+      capabilities: {
+        networks: ['none', 'allowlist', 'internet'],
+        separateUsers: false,
+        limits: this.cgroups?.available ?? { cpu: false, memory: false, pids: false },
+      },
       imageBuilds: false,
     };
   }
@@ -175,7 +205,9 @@ export class BwrapBackend implements SandboxBackend {
   async create(spec: SandboxSpec): Promise<Sandbox> {
     if (!this.launch) throw new Error('the bwrap backend was not prepared');
     if (spec.image !== null && spec.image !== baseImageName) {
-      throw new Error(`the bwrap backend runs every sandbox on its base root filesystem (${baseImageName}) and cannot run the image ${spec.image}: use the docker backend (SVC_SANDBOX=docker) for jobs with their own image`);
+      throw new Error(
+        `the bwrap backend runs every sandbox on its base root filesystem (${baseImageName}) and cannot run the image ${spec.image}: use the docker backend (SVC_SANDBOX=docker) for jobs with their own image`,
+      );
     }
     checkSandboxId(spec.id);
     const dir = join(this.root, spec.id);
@@ -184,7 +216,14 @@ export class BwrapBackend implements SandboxBackend {
     const disk = await this.disks.attach(spec.limits.diskMb);
     const now = Date.now();
     const { env: _env, ...rest } = spec;
-    const meta: Meta = { id: spec.id, labels: spec.labels, createdAt: now, expiresAt: now + spec.ttlMs, spec: rest, disk };
+    const meta: Meta = {
+      id: spec.id,
+      labels: spec.labels,
+      createdAt: now,
+      expiresAt: now + spec.ttlMs,
+      spec: rest,
+      disk,
+    };
     writeFileSync(join(dir, 'meta.json'), JSON.stringify(meta));
     const procs = this.cgroups?.create(spec.id, spec.limits) ?? [];
     return new BwrapSandbox(spec, disk, this.svcBinary, procs, this.cgroups, this.launch, dir);
@@ -235,7 +274,10 @@ class BwrapSandbox implements Sandbox {
     /** The sandbox's metadata directory; `dir` is its filesystem. */
     private readonly home: string,
   ) {
-    this.files = new HostFiles({ '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc'), '/tmp': join(dir, 'tmp') }, agentUid);
+    this.files = new HostFiles(
+      { '/workspace': join(dir, 'workspace'), '/svc': join(dir, 'svc'), '/tmp': join(dir, 'tmp') },
+      agentUid,
+    );
   }
 
   get id(): string {
@@ -257,20 +299,44 @@ class BwrapSandbox implements Sandbox {
     const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
     // svc init is the namespace's pid 1 (no bwrap reaper in between), so a SIGTERM from the host reaches it and it gives
     // the command its grace; --info-fd tells its host pid.
-    const a = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--as-pid-1', '--info-fd', '3', '--seccomp', String(seccompFd)];
+    const a = [
+      '--unshare-all',
+      '--unshare-user',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+      '--as-pid-1',
+      '--info-fd',
+      '3',
+      '--seccomp',
+      String(seccompFd),
+    ];
     // Inside the user namespace: uid 0 (still the unprivileged sandbox uid on the host) or the agent's 1000.
     const inner = user === 'root' ? '0' : '1000';
     a.push('--uid', inner, '--gid', inner, '--hostname', 'svc');
     // The base root filesystem read-only, /etc included: nothing of the host's /etc or binaries is seen.
     a.push(...this.launch.rootArgs);
     a.push('--tmpfs', '/usr/local/bin', '--ro-bind', this.svcBinary, '/usr/local/bin/svc');
-    a.push('--bind', join(this.dir, 'workspace'), '/workspace', '--bind', join(this.dir, 'svc'), '/svc', '--bind', join(this.dir, 'tmp'), '/tmp');
+    a.push(
+      '--bind',
+      join(this.dir, 'workspace'),
+      '/workspace',
+      '--bind',
+      join(this.dir, 'svc'),
+      '/svc',
+      '--bind',
+      join(this.dir, 'tmp'),
+      '/tmp',
+    );
     a.push('--proc', '/proc', '--dev', '/dev');
     a.push('--ro-bind', this.spec.brokerSocket, '/run/svc/broker.sock');
     if (this.spec.proxySocket) a.push('--ro-bind', this.spec.proxySocket, '/run/svc/proxy.sock');
     a.push('--chdir', options.cwd ?? '/workspace', '--clearenv');
     for (const [k, v] of Object.entries(env)) a.push('--setenv', k, v);
-    return { argv: ['bwrap', '--args', String(argsFd), '/usr/local/bin/svc', 'init', '--', ...options.cmd], fdOptions: a };
+    return {
+      argv: ['bwrap', '--args', String(argsFd), '/usr/local/bin/svc', 'init', '--', ...options.cmd],
+      fdOptions: a,
+    };
   }
 
   async exec(options: ExecOptions): Promise<ExecResult> {
@@ -278,12 +344,24 @@ class BwrapSandbox implements Sandbox {
     if (this.stopped.signal.aborted) throw new Error("the sandbox's processes were stopped: it runs nothing more");
     const { argv: bwrap, fdOptions } = this.args(options);
     if (fdOptions.some((o) => o.includes('\0'))) throw new Error('an environment variable or path holds a NUL byte');
-    const setpriv = ['setpriv', `--reuid=${agentUid}`, `--regid=${agentUid}`, '--clear-groups', '--inh-caps=-all', ...bwrap];
+    const setpriv = [
+      'setpriv',
+      `--reuid=${agentUid}`,
+      `--regid=${agentUid}`,
+      '--clear-groups',
+      '--inh-caps=-all',
+      ...bwrap,
+    ];
     // The process joins the sandbox's cgroups before bwrap starts, so every process inside is limited.
     const join = this.cgroupProcs.map((f) => `echo $$ > '${f}'`).join(' && ');
     const argv = join ? ['sh', '-c', `${join} && exec "$@"`, 'sh', ...setpriv] : setpriv;
     const before = this.cgroups?.memoryFailures(this.spec.id) ?? 0;
-    const launched = runBwrap(argv, { ...options, kill: this.stopped.signal }, { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' }, [Buffer.from(fdOptions.map((o) => `${o}\0`).join('')), this.launch.seccomp]);
+    const launched = runBwrap(
+      argv,
+      { ...options, kill: this.stopped.signal },
+      { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      [Buffer.from(fdOptions.map((o) => `${o}\0`).join('')), this.launch.seccomp],
+    );
     this.running.add(launched);
     const result = await launched.finally(() => this.running.delete(launched));
     const oomKilled = result.exitCode === 137 && (this.cgroups?.memoryFailures(this.spec.id) ?? 0) > before;
@@ -300,7 +378,8 @@ class BwrapSandbox implements Sandbox {
     // An exec that does not end soon has something outside its namespace's reach (bwrap killed before its child
     // was tied to it): the cgroup, when there is one, holds it too and is emptied by SIGKILL.
     let gone = await within(ended, 3000);
-    if (this.cgroups && !(await this.cgroups.empty(this.spec.id))) throw new Error(`processes of sandbox ${this.spec.id} survived the kill`);
+    if (this.cgroups && !(await this.cgroups.empty(this.spec.id)))
+      throw new Error(`processes of sandbox ${this.spec.id} survived the kill`);
     gone ||= await within(ended, 2000);
     if (!gone) throw new Error(`commands of sandbox ${this.spec.id} did not end after SIGKILL`);
   }

@@ -41,7 +41,8 @@ export class Cgroups {
         const bytes = String(limits.memoryMb * 1024 * 1024);
         writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
         // memory = swap: the sandbox cannot swap its way past the limit.
-        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), bytes);
+        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
+          writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), bytes);
       } else if (c === 'pids') {
         writeFileSync(join(dir, 'pids.max'), String(limits.pidsLimit));
       } else {

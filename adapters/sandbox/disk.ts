@@ -1,6 +1,19 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, chownSync, closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  unlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -13,7 +26,14 @@ const refillDelayMs = 200;
 const pools = new Set<Disks>();
 let exitHook = false;
 
-const layout: ReadonlyArray<[string, number]> = [['workspace', 0o755], ['svc', 0o755], ['svc/outputs', 0o755], ['svc/logs', 0o755], ['svc/candidates', 0o755], ['tmp', 0o1777]];
+const layout: ReadonlyArray<[string, number]> = [
+  ['workspace', 0o755],
+  ['svc', 0o755],
+  ['svc/outputs', 0o755],
+  ['svc/logs', 0o755],
+  ['svc/candidates', 0o755],
+  ['tmp', 0o1777],
+];
 
 /**
  * The disk limit of bwrap sandboxes (docs/design.md, "Sandbox isolation"): each sandbox's files live on an ext4
@@ -48,7 +68,8 @@ export class Disks {
 
   /** Throws a clear message when the machine cannot make loop filesystems; sweeps what dead processes left. */
   async prepare(): Promise<void> {
-    if (!existsSync('/dev/loop-control')) throw new Error('loop devices are missing (/dev/loop-control): sandboxes need them for their disk limit');
+    if (!existsSync('/dev/loop-control'))
+      throw new Error('loop devices are missing (/dev/loop-control): sandboxes need them for their disk limit');
     try {
       await run('mkfs.ext4', ['-V']);
     } catch {
@@ -174,7 +195,17 @@ export class Disks {
     }
     try {
       // No journal (the contents die with the sandbox), no reserved blocks, inode tables initialised lazily.
-      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', image]);
+      await run('mkfs.ext4', [
+        '-q',
+        '-F',
+        '-m',
+        '0',
+        '-O',
+        '^has_journal',
+        '-E',
+        'lazy_itable_init=1,nodiscard',
+        image,
+      ]);
       await run('mount', ['-o', 'loop,nodev,nosuid,noatime', image, target]);
     } catch (err) {
       rmSync(image, { force: true });
@@ -204,5 +235,7 @@ function alive(pid: number): boolean {
 /** Whether `path` is a mount point, from this process's mount table. */
 export function mounted(path: string): boolean {
   const escaped = path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((line) => line.split(' ')[4] === escaped);
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[4] === escaped);
 }

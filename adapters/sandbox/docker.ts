@@ -5,7 +5,18 @@ import { posix } from 'node:path';
 import { checkSandboxId } from './ids.js';
 import { OutputCollector } from './output.js';
 import { pack, readTar, type ReadEntry, type TarHeader } from './tar.js';
-import type { ExecOptions, ExecResult, FileIn, ImageBuildRequest, ImageBuilds, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec, SandboxUser } from './types.js';
+import type {
+  ExecOptions,
+  ExecResult,
+  FileIn,
+  ImageBuildRequest,
+  ImageBuilds,
+  Sandbox,
+  SandboxBackend,
+  SandboxInfo,
+  SandboxSpec,
+  SandboxUser,
+} from './types.js';
 
 const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
 const writable = ['/workspace', '/svc', '/tmp'];
@@ -81,7 +92,9 @@ export class DockerBackend implements SandboxBackend {
     try {
       await this.docker.getImage(this.defaultImage).inspect();
     } catch {
-      throw new Error(`the sandbox image ${this.defaultImage} is missing from the Docker engine (build it with scripts/prepare-host.sh)`);
+      throw new Error(
+        `the sandbox image ${this.defaultImage} is missing from the Docker engine (build it with scripts/prepare-host.sh)`,
+      );
     }
   }
 
@@ -91,7 +104,11 @@ export class DockerBackend implements SandboxBackend {
       version: this.version,
       arch: this.arch,
       isolation: 'container',
-      capabilities: { networks: ['none', 'allowlist', 'internet'], separateUsers: true, limits: { cpu: true, memory: true, pids: true } },
+      capabilities: {
+        networks: ['none', 'allowlist', 'internet'],
+        separateUsers: true,
+        limits: { cpu: true, memory: true, pids: true },
+      },
       imageBuilds: true,
     };
   }
@@ -110,12 +127,25 @@ export class DockerBackend implements SandboxBackend {
       { name: `svc-${spec.id}-tmp`, target: '/tmp', o: `${size},mode=1777` },
     ];
     const labels = { 'svc.disk-of': this.instance };
-    await Promise.all(volumes.map((v) => this.docker.createVolume({ Name: v.name, Driver: 'local', DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: v.o }, Labels: labels })));
+    await Promise.all(
+      volumes.map((v) =>
+        this.docker.createVolume({
+          Name: v.name,
+          Driver: 'local',
+          DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: v.o },
+          Labels: labels,
+        }),
+      ),
+    );
     return volumes.map((v) => ({ Type: 'volume' as const, Source: v.name, Target: v.target }));
   }
 
   /** Starts the keeper of the volumes; it must run before anything is written into them. */
-  private async keep(spec: SandboxSpec, ttl: string, mounts: Array<{ Type: 'volume'; Source: string; Target: string }>): Promise<void> {
+  private async keep(
+    spec: SandboxSpec,
+    ttl: string,
+    mounts: Array<{ Type: 'volume'; Source: string; Target: string }>,
+  ): Promise<void> {
     const keeper = await this.docker.createContainer({
       name: `svc-${spec.id}-disk`,
       Image: this.defaultImage,
@@ -125,8 +155,14 @@ export class DockerBackend implements SandboxBackend {
       Labels: { 'svc.disk-of': this.instance },
       NetworkDisabled: true,
       HostConfig: {
-        NetworkMode: 'none', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Memory: 32 * 1024 * 1024, PidsLimit: 4,
-        Binds: [`${this.svcBinary}:/usr/local/bin/svc:ro`], Mounts: mounts, RestartPolicy: { Name: 'no' },
+        NetworkMode: 'none',
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Memory: 32 * 1024 * 1024,
+        PidsLimit: 4,
+        Binds: [`${this.svcBinary}:/usr/local/bin/svc:ro`],
+        Mounts: mounts,
+        RestartPolicy: { Name: 'no' },
       },
     });
     await keeper.start();
@@ -147,49 +183,65 @@ export class DockerBackend implements SandboxBackend {
     const now = Date.now();
     const binds = [`${this.svcBinary}:/usr/local/bin/svc:ro`, `${spec.brokerSocket}:/run/svc/broker.sock`];
     if (spec.proxySocket) binds.push(`${spec.proxySocket}:/run/svc/proxy.sock`);
-    const labels: Record<string, string> = { 'svc.instance': this.instance, 'svc.created': String(now), 'svc.expires': String(now + spec.ttlMs) };
+    const labels: Record<string, string> = {
+      'svc.instance': this.instance,
+      'svc.created': String(now),
+      'svc.expires': String(now + spec.ttlMs),
+    };
     for (const [k, v] of Object.entries(spec.labels)) if (v) labels[`svc.${k.replace(/Id$/, '')}`] = v;
     const ttl = String(Math.ceil(spec.ttlMs / 1000));
     const mounts = await this.volumes(spec);
     // A tmpfs's pages are charged to the memory of the container that writes them: the memory limit leaves room for
     // a full disk, so filling it ends in ENOSPC and not in the OOM killer.
     const memory = (spec.limits.memoryMb + spec.limits.diskMb) * 1024 * 1024;
-    const [container] = await Promise.all([this.docker.createContainer({
-      name: `svc-${spec.id}`,
-      Image: spec.image ?? this.defaultImage,
-      Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
-      Cmd: [],
-      User: '0:0',
-      WorkingDir: '/workspace',
-      Labels: labels,
-      // Not the engine's host name or resolver: the image's /etc and a resolver that answers nothing (network none).
-      Hostname: 'svc',
-      NetworkDisabled: true,
-      HostConfig: {
-        NetworkMode: 'none',
-        Dns: ['127.0.0.1'],
-        DnsSearch: ['.'],
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        NanoCpus: Math.round(spec.limits.cpus * 1e9),
-        Memory: memory,
-        MemorySwap: memory,
-        PidsLimit: spec.limits.pidsLimit,
-        Binds: binds,
-        Mounts: mounts,
-        Tmpfs: { '/var/tmp': `rw,nosuid,nodev,size=${Math.min(spec.limits.diskMb, 64)}m` },
-        RestartPolicy: { Name: 'no' },
-      },
-    }), this.keep(spec, ttl, mounts)]);
+    const [container] = await Promise.all([
+      this.docker.createContainer({
+        name: `svc-${spec.id}`,
+        Image: spec.image ?? this.defaultImage,
+        Entrypoint: ['/usr/local/bin/svc', 'init', '--ttl', ttl],
+        Cmd: [],
+        User: '0:0',
+        WorkingDir: '/workspace',
+        Labels: labels,
+        // Not the engine's host name or resolver: the image's /etc and a resolver that answers nothing (network none).
+        Hostname: 'svc',
+        NetworkDisabled: true,
+        HostConfig: {
+          NetworkMode: 'none',
+          Dns: ['127.0.0.1'],
+          DnsSearch: ['.'],
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          NanoCpus: Math.round(spec.limits.cpus * 1e9),
+          Memory: memory,
+          MemorySwap: memory,
+          PidsLimit: spec.limits.pidsLimit,
+          Binds: binds,
+          Mounts: mounts,
+          Tmpfs: { '/var/tmp': `rw,nosuid,nodev,size=${Math.min(spec.limits.diskMb, 64)}m` },
+          RestartPolicy: { Name: 'no' },
+        },
+      }),
+      this.keep(spec, ttl, mounts),
+    ]);
     // The layout of SPEC §4.7, owned by the agent, before the first process starts.
-    const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
+    const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({
+      name,
+      type: 'dir' as const,
+      mode: 0o755,
+      uid: 1000,
+      gid: 1000,
+    }));
     await container.putArchive(pack(dirs), { path: '/' });
     await container.start();
     return new DockerSandbox(spec, container, () => removeSandbox(this.docker, spec.id));
   }
 
   async list() {
-    const found = await this.docker.listContainers({ all: true, filters: { label: [`svc.instance=${this.instance}`] } });
+    const found = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`svc.instance=${this.instance}`] },
+    });
     return found.map((c) => ({
       id: (c.Names[0] ?? '').replace(/^\/svc-/, ''),
       labels: { runId: c.Labels['svc.run'], jobId: c.Labels['svc.job'], workspaceId: c.Labels['svc.workspace'] },
@@ -209,8 +261,12 @@ async function removeSandbox(docker: Docker, id: string): Promise<void> {
   const gone = (err: unknown) => {
     if ((err as { statusCode?: number }).statusCode !== 404) throw err;
   };
-  await Promise.all([`svc-${id}`, `svc-${id}-disk`].map((name) => docker.getContainer(name).remove({ force: true }).catch(gone)));
-  await Promise.all(['workspace', 'svc', 'tmp'].map((sub) => docker.getVolume(`svc-${id}-${sub}`).remove().catch(gone)));
+  await Promise.all(
+    [`svc-${id}`, `svc-${id}-disk`].map((name) => docker.getContainer(name).remove({ force: true }).catch(gone)),
+  );
+  await Promise.all(
+    ['workspace', 'svc', 'tmp'].map((sub) => docker.getVolume(`svc-${id}-${sub}`).remove().catch(gone)),
+  );
 }
 
 /** One line of the engine's build progress stream. */
@@ -233,11 +289,18 @@ class DockerImages implements ImageBuilds {
   ) {}
 
   async build(request: ImageBuildRequest): Promise<{ id: string; sizeBytes: number }> {
-    const context = pack([{ name: 'Dockerfile', type: 'file', mode: 0o644, uid: 0, gid: 0, content: Buffer.from(request.dockerfile) }]);
+    const context = pack([
+      { name: 'Dockerfile', type: 'file', mode: 0o644, uid: 0, gid: 0, content: Buffer.from(request.dockerfile) },
+    ]);
     let error: string | null = null;
     try {
       const stream = await this.docker.buildImage(Readable.from([context]), {
-        t: request.tag, dockerfile: 'Dockerfile', rm: true, forcerm: true, labels: { ...request.labels, 'svc.instance': this.instance }, abortSignal: request.signal,
+        t: request.tag,
+        dockerfile: 'Dockerfile',
+        rm: true,
+        forcerm: true,
+        labels: { ...request.labels, 'svc.instance': this.instance },
+        abortSignal: request.signal,
       });
       let rest = '';
       for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -254,7 +317,8 @@ class DockerImages implements ImageBuilds {
             continue;
           }
           if (message.stream) request.onLog(message.stream);
-          else if (message.status) request.onLog(`${message.status}${message.progress ? ` ${message.progress}` : ''}\n`);
+          else if (message.status)
+            request.onLog(`${message.status}${message.progress ? ` ${message.progress}` : ''}\n`);
           // The engine reports a failed step in the stream and still answers 200.
           if (message.error) error = message.errorDetail?.message ?? message.error;
         }
@@ -271,11 +335,16 @@ class DockerImages implements ImageBuilds {
 
   async resolveDigest(image: string, signal: AbortSignal): Promise<string> {
     try {
-      const found = await this.docker.getImage(image).distribution({ abortSignal: AbortSignal.any([signal, AbortSignal.timeout(20_000)]) });
+      const found = await this.docker
+        .getImage(image)
+        .distribution({ abortSignal: AbortSignal.any([signal, AbortSignal.timeout(20_000)]) });
       return found.Descriptor.digest;
     } catch (err) {
       // No registry answer: an image pulled earlier still knows the digest it came with.
-      const local = await this.docker.getImage(image).inspect().catch(() => null);
+      const local = await this.docker
+        .getImage(image)
+        .inspect()
+        .catch(() => null);
       const digest = local?.RepoDigests?.[0]?.split('@')[1];
       if (digest) return digest;
       throw new Error((err as { json?: { message?: string } }).json?.message ?? (err as Error).message);
@@ -325,10 +394,20 @@ class DockerSandbox implements Sandbox {
     if (this.stopped) throw new Error("the sandbox's processes were stopped: it runs nothing more");
     const started = Date.now();
     const user = options.user ?? (this.spec.runAsRoot ? 'root' : 'agent');
-    const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: user === 'root' ? '/root' : '/workspace', ...this.spec.env, ...(options.env ?? {}) };
+    const env = {
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      HOME: user === 'root' ? '/root' : '/workspace',
+      ...this.spec.env,
+      ...(options.env ?? {}),
+    };
     const exec = await this.container.exec({
-      Cmd: options.cmd, User: `${uids[user]}:${uids[user]}`, WorkingDir: options.cwd ?? '/workspace', Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-      AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin !== undefined,
+      Cmd: options.cmd,
+      User: `${uids[user]}:${uids[user]}`,
+      WorkingDir: options.cwd ?? '/workspace',
+      Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: options.stdin !== undefined,
     });
     const stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
     const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
@@ -358,8 +437,16 @@ class DockerSandbox implements Sandbox {
       setTimeout(() => signalTree(hostPid, 'SIGKILL'), 1500).unref();
     };
     // An inspect that fails means the exec (or its container) is already gone: nothing is left to stop.
-    const timer = options.timeoutMs ? setTimeout(() => { timedOut = true; void stop().catch(() => undefined); }, options.timeoutMs) : null;
-    const onAbort = () => { cancelled = true; void stop().catch(() => undefined); };
+    const timer = options.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          void stop().catch(() => undefined);
+        }, options.timeoutMs)
+      : null;
+    const onAbort = () => {
+      cancelled = true;
+      void stop().catch(() => undefined);
+    };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
     await new Promise<void>((resolve) => {
@@ -383,7 +470,12 @@ class DockerSandbox implements Sandbox {
    * oom_kill count (cgroup v1, mounted as the container's own in /sys/fs/cgroup/memory).
    */
   private async oomKillsSinceLastLook(): Promise<boolean> {
-    const exec = await this.container.exec({ Cmd: ['cat', '/sys/fs/cgroup/memory/memory.oom_control'], User: '0:0', AttachStdout: true, AttachStderr: true });
+    const exec = await this.container.exec({
+      Cmd: ['cat', '/sys/fs/cgroup/memory/memory.oom_control'],
+      User: '0:0',
+      AttachStdout: true,
+      AttachStderr: true,
+    });
     const stream = await exec.start({ hijack: true, stdin: false });
     const sink = new PassThrough();
     const chunks: Buffer[] = [];
@@ -402,7 +494,8 @@ class DockerSandbox implements Sandbox {
 
   private check(path: string): string {
     const clean = posix.normalize(path);
-    if (!writable.some((w) => clean === w || clean.startsWith(`${w}/`))) throw new Error(`${path} is outside the sandbox's writable directories (${writable.join(', ')})`);
+    if (!writable.some((w) => clean === w || clean.startsWith(`${w}/`)))
+      throw new Error(`${path} is outside the sandbox's writable directories (${writable.join(', ')})`);
     return clean;
   }
 
@@ -414,9 +507,18 @@ class DockerSandbox implements Sandbox {
       const parts = path.split('/');
       for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
       const uid = uids[f.owner ?? 'agent'];
-      entries.push({ name: path, type: 'file' as const, mode: f.mode ?? 0o644, uid, gid: uid, content: Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content) });
+      entries.push({
+        name: path,
+        type: 'file' as const,
+        mode: f.mode ?? 0o644,
+        uid,
+        gid: uid,
+        content: Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content),
+      });
     }
-    const parents = [...dirs].filter((d) => !['workspace', 'svc', 'tmp'].includes(d)).map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
+    const parents = [...dirs]
+      .filter((d) => !['workspace', 'svc', 'tmp'].includes(d))
+      .map((name) => ({ name, type: 'dir' as const, mode: 0o755, uid: 1000, gid: 1000 }));
     await this.container.putArchive(pack([...parents, ...entries]), { path: '/' });
   }
 
@@ -425,7 +527,11 @@ class DockerSandbox implements Sandbox {
    * are checked, and only the content `keep` accepts is held (docs/security.md, "Reading back from sandboxes").
    * Null when the path does not exist.
    */
-  private async archive(path: string, keep: (h: TarHeader) => boolean, maxStreamBytes: number): Promise<{ entries: ReadEntry[]; cut: boolean } | null> {
+  private async archive(
+    path: string,
+    keep: (h: TarHeader) => boolean,
+    maxStreamBytes: number,
+  ): Promise<{ entries: ReadEntry[]; cut: boolean } | null> {
     let stream: NodeJS.ReadableStream;
     try {
       stream = await this.container.getArchive({ path });
@@ -443,13 +549,18 @@ class DockerSandbox implements Sandbox {
   async readFile(path: string, maxBytes: number): Promise<Buffer | null> {
     const base = posix.basename(this.check(path));
     // One entry is expected, named for the path; a directory or a link is not a file to read.
-    const read = await this.archive(this.check(path), (h) => h.name === base && h.size <= maxBytes, maxBytes + 1024 * 1024);
+    const read = await this.archive(
+      this.check(path),
+      (h) => h.name === base && h.size <= maxBytes,
+      maxBytes + 1024 * 1024,
+    );
     if (!read) return null;
     const entry = read.entries[0];
     if (!entry || entry.name !== base) throw new Error(`${path} could not be read from the sandbox`);
     if (entry.type === 'symlink') throw new Error(`${path} is a symbolic link`);
     if (entry.type !== 'file') throw new Error(`${path} is not a regular file`);
-    if (entry.size > maxBytes || !entry.content) throw new Error(`${path} is ${entry.size} bytes, more than ${maxBytes}`);
+    if (entry.size > maxBytes || !entry.content)
+      throw new Error(`${path} is ${entry.size} bytes, more than ${maxBytes}`);
     return entry.content;
   }
 

@@ -23,7 +23,8 @@ function code(err: unknown): string | undefined {
 }
 
 function checkName(name: string, path: string): void {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) throw new Error(`${path} has a bad path component`);
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0'))
+    throw new Error(`${path} has a bad path component`);
 }
 
 /**
@@ -75,12 +76,15 @@ export class HostFiles {
             next = await open(at(dir, part), dirFlags);
             await next.chown(this.uid, this.uid);
           } else if (code(err) === 'ELOOP' || code(err) === 'ENOTDIR') {
-            throw new Error(`${path} goes through something that is not a directory (${part}): a symbolic link is never followed`);
+            throw new Error(
+              `${path} goes through something that is not a directory (${part}): a symbolic link is never followed`,
+            );
           } else throw err;
         }
         await dir.close();
         dir = next;
-        if (!this.owned(await dir.stat())) throw new Error(`${path} goes through a directory the sandbox does not own (${part})`);
+        if (!this.owned(await dir.stat()))
+          throw new Error(`${path} goes through a directory the sandbox does not own (${part})`);
       }
       return dir;
     } catch (err) {
@@ -207,19 +211,21 @@ export class HostFiles {
       // The entry's type is only a hint of what to skip: what counts is what the descriptor opened below is.
       const wanted = entries.filter((e) => e.isDirectory() || e.isFile());
       for (let i = 0; i < wanted.length; i += batch) {
-        const opened = await Promise.all(wanted.slice(i, i + batch).map(async (e) => {
-          try {
-            const file = await open(at(dir, e.name), readFlags);
+        const opened = await Promise.all(
+          wanted.slice(i, i + batch).map(async (e) => {
             try {
-              return { name: prefix + e.name, file, st: await file.stat() };
+              const file = await open(at(dir, e.name), readFlags);
+              try {
+                return { name: prefix + e.name, file, st: await file.stat() };
+              } catch {
+                await file.close();
+                return null;
+              }
             } catch {
-              await file.close();
               return null;
             }
-          } catch {
-            return null;
-          }
-        }));
+          }),
+        );
         try {
           const reads: Array<Promise<void>> = [];
           // In name order, a directory's files before the next entry's: the cap keeps a prefix of the path order.
@@ -237,10 +243,12 @@ export class HostFiles {
               total += o.st.size;
               const out: FileOut = { name: o.name, size: 0, content: Buffer.alloc(0) };
               files.push(out);
-              reads.push(HostFiles.content(o.file, o.st, o.st.size, o.name).then((content) => {
-                out.content = content;
-                out.size = content.length;
-              }));
+              reads.push(
+                HostFiles.content(o.file, o.st, o.st.size, o.name).then((content) => {
+                  out.content = content;
+                  out.size = content.length;
+                }),
+              );
             }
           }
           await Promise.all(reads);

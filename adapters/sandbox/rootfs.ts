@@ -13,7 +13,19 @@ export function defaultRootfs(): string {
 }
 
 /** Top-level directories a sandbox gets fresh or from its own mounts, never from the image. */
-const ownMounts = new Set(['proc', 'dev', 'sys', 'tmp', 'run', 'workspace', 'svc', 'boot', 'media', 'mnt', 'lost+found']);
+const ownMounts = new Set([
+  'proc',
+  'dev',
+  'sys',
+  'tmp',
+  'run',
+  'workspace',
+  'svc',
+  'boot',
+  'media',
+  'mnt',
+  'lost+found',
+]);
 
 /**
  * The bwrap arguments that show the root filesystem at `dir` as / (read-only, one bind per top-level directory so
@@ -22,7 +34,9 @@ const ownMounts = new Set(['proc', 'dev', 'sys', 'tmp', 'run', 'workspace', 'svc
  */
 export function rootfsArgs(dir: string): { path: string; args: string[] } {
   if (!existsSync(join(dir, 'usr/bin/env')) || !existsSync(join(dir, 'etc/passwd'))) {
-    throw new Error(`the sandbox root filesystem is missing at ${dir} (run scripts/prepare-host.sh as root, or set SVC_SANDBOX_ROOTFS)`);
+    throw new Error(
+      `the sandbox root filesystem is missing at ${dir} (run scripts/prepare-host.sh as root, or set SVC_SANDBOX_ROOTFS)`,
+    );
   }
   const path = realpathSync(dir);
   const args: string[] = [];

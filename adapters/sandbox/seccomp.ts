@@ -17,28 +17,64 @@ const deny = (name: string, x64: number | null, arm64: number | null): Denied =>
 /** Numbers from the kernel's asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64). */
 export const deniedSyscalls: readonly Denied[] = [
   // Kernel keyrings are not namespaced: keys of the host or of other sandboxes of the same uid would be reachable.
-  deny('add_key', 248, 217), deny('request_key', 249, 218), deny('keyctl', 250, 219),
+  deny('add_key', 248, 217),
+  deny('request_key', 249, 218),
+  deny('keyctl', 250, 219),
   // eBPF, perf and userfaultfd: large, often-exploited kernel surfaces (userfaultfd stalls the kernel in races).
-  deny('bpf', 321, 280), deny('perf_event_open', 298, 241), deny('userfaultfd', 323, 282),
+  deny('bpf', 321, 280),
+  deny('perf_event_open', 298, 241),
+  deny('userfaultfd', 323, 282),
   // io_uring bypasses the per-call filter above and has had a long run of privilege escalations.
-  deny('io_uring_setup', 425, 425), deny('io_uring_enter', 426, 426), deny('io_uring_register', 427, 427),
+  deny('io_uring_setup', 425, 425),
+  deny('io_uring_enter', 426, 426),
+  deny('io_uring_register', 427, 427),
   // Mounts: a namespace root may mount, which would let it cover /etc or /usr/local/bin/svc inside, or reach
   // filesystems whose drivers are not hardened against unprivileged users.
-  deny('mount', 165, 40), deny('umount2', 166, 39), deny('pivot_root', 155, 41), deny('open_tree', 428, 428),
-  deny('move_mount', 429, 429), deny('fsopen', 430, 430), deny('fsconfig', 431, 431), deny('fsmount', 432, 432),
-  deny('fspick', 433, 433), deny('mount_setattr', 442, 442),
+  deny('mount', 165, 40),
+  deny('umount2', 166, 39),
+  deny('pivot_root', 155, 41),
+  deny('open_tree', 428, 428),
+  deny('move_mount', 429, 429),
+  deny('fsopen', 430, 430),
+  deny('fsconfig', 431, 431),
+  deny('fsmount', 432, 432),
+  deny('fspick', 433, 433),
+  deny('mount_setattr', 442, 442),
   // Joining other namespaces, and file handles (open_by_handle_at opens any inode of a filesystem by number).
-  deny('setns', 308, 268), deny('name_to_handle_at', 303, 264), deny('open_by_handle_at', 304, 265),
+  deny('setns', 308, 268),
+  deny('name_to_handle_at', 303, 264),
+  deny('open_by_handle_at', 304, 265),
   // Reading or steering other processes: the pid namespace hides the host's, and jobs need no debugger.
-  deny('ptrace', 101, 117), deny('process_vm_readv', 310, 270), deny('process_vm_writev', 311, 271), deny('pidfd_getfd', 438, 438),
+  deny('ptrace', 101, 117),
+  deny('process_vm_readv', 310, 270),
+  deny('process_vm_writev', 311, 271),
+  deny('pidfd_getfd', 438, 438),
   // Whole-machine operations that need privileges a sandbox never has; denied so a kernel bug cannot grant them.
-  deny('kexec_load', 246, 104), deny('kexec_file_load', 320, 294), deny('init_module', 175, 105), deny('finit_module', 313, 273),
-  deny('delete_module', 176, 106), deny('reboot', 169, 142), deny('swapon', 167, 224), deny('swapoff', 168, 225),
-  deny('acct', 163, 89), deny('syslog', 103, 116), deny('quotactl', 179, 60), deny('quotactl_fd', 443, 443),
-  deny('vhangup', 153, 58), deny('lookup_dcookie', 212, 18), deny('nfsservctl', 180, 42),
+  deny('kexec_load', 246, 104),
+  deny('kexec_file_load', 320, 294),
+  deny('init_module', 175, 105),
+  deny('finit_module', 313, 273),
+  deny('delete_module', 176, 106),
+  deny('reboot', 169, 142),
+  deny('swapon', 167, 224),
+  deny('swapoff', 168, 225),
+  deny('acct', 163, 89),
+  deny('syslog', 103, 116),
+  deny('quotactl', 179, 60),
+  deny('quotactl_fd', 443, 443),
+  deny('vhangup', 153, 58),
+  deny('lookup_dcookie', 212, 18),
+  deny('nfsservctl', 180, 42),
   // Obsolete x86_64-only calls.
-  deny('iopl', 172, null), deny('ioperm', 173, null), deny('uselib', 134, null), deny('ustat', 136, null), deny('sysfs', 139, null),
-  deny('_sysctl', 156, null), deny('create_module', 174, null), deny('get_kernel_syms', 177, null), deny('query_module', 178, null),
+  deny('iopl', 172, null),
+  deny('ioperm', 173, null),
+  deny('uselib', 134, null),
+  deny('ustat', 136, null),
+  deny('sysfs', 139, null),
+  deny('_sysctl', 156, null),
+  deny('create_module', 174, null),
+  deny('get_kernel_syms', 177, null),
+  deny('query_module', 178, null),
 ];
 
 export type SeccompArch = 'x64' | 'arm64';

@@ -14,17 +14,25 @@ export function svcBinaryPath(): string {
   return join(root, 'dist', 'svc', `svc-${arch() === 'arm64' ? 'arm64' : 'amd64'}`);
 }
 
-
 /**
  * SVC_SANDBOX picks the backend (`bwrap` by default: no engine needed); `docker` talks to SVC_DOCKER_HOST (or the
  * default socket) with SVC_SANDBOX_IMAGE as the default image.
  */
-export async function selectBackend(sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined }, sandboxRoot: string, instance: string): Promise<SandboxBackend> {
+export async function selectBackend(
+  sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined },
+  sandboxRoot: string,
+  instance: string,
+): Promise<SandboxBackend> {
   if (sandbox.backend === 'bwrap') return new BwrapBackend(sandboxRoot, svcBinaryPath());
   if (sandbox.backend === 'docker') {
     // Loaded only for docker: the engine's client is a large module an embedded bwrap service never needs.
     const { DockerBackend, dockerClient } = await import('./docker.js');
-    return new DockerBackend(dockerClient(sandbox.dockerHost), svcBinaryPath(), sandbox.image ?? defaultSandboxImage, instance);
+    return new DockerBackend(
+      dockerClient(sandbox.dockerHost),
+      svcBinaryPath(),
+      sandbox.image ?? defaultSandboxImage,
+      instance,
+    );
   }
   throw new Error(`SVC_SANDBOX=${sandbox.backend} is not a sandbox backend (bwrap or docker)`);
 }

@@ -19,7 +19,8 @@ function header(e: TarEntry, size: number): Buffer {
   let prefix = '';
   if (Buffer.byteLength(name) > 100) {
     const cut = name.lastIndexOf('/', 154);
-    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`path too long for the archive: ${e.name}`);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100)
+      throw new Error(`path too long for the archive: ${e.name}`);
     prefix = name.slice(0, cut);
     name = name.slice(cut + 1);
   }
@@ -64,14 +65,25 @@ export interface ReadEntry extends TarHeader {
   content: Buffer | null;
 }
 
-const field = (b: Buffer, start: number, len: number) => b.subarray(start, start + len).toString('utf8').replace(/\0.*$/s, '');
+const field = (b: Buffer, start: number, len: number) =>
+  b
+    .subarray(start, start + len)
+    .toString('utf8')
+    .replace(/\0.*$/s, '');
 
 /** A path from an archive the sandbox shaped: refused unless it is relative and stays below where it is read. */
 export function checkedName(raw: string): string {
   const name = raw.replace(/\/+$/, '');
   const parts = name.split('/');
-  if (name === '' || raw.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..') || name.includes('\0')) {
-    throw new Error(`the archive holds an entry with a name that is not a plain relative path: ${JSON.stringify(raw.slice(0, 200))}`);
+  if (
+    name === '' ||
+    raw.startsWith('/') ||
+    parts.some((p) => p === '' || p === '.' || p === '..') ||
+    name.includes('\0')
+  ) {
+    throw new Error(
+      `the archive holds an entry with a name that is not a plain relative path: ${JSON.stringify(raw.slice(0, 200))}`,
+    );
   }
   return name;
 }
@@ -132,7 +144,10 @@ class ChunkReader {
  * the content of entries `keep` accepts, and stopping (with `cut`) once more than `maxStreamBytes` came in, so an
  * archive of any size costs bounded memory and time. A malformed header or a name outside the archive throws.
  */
-export async function readTar(source: AsyncIterable<Buffer | string>, options: { keep(header: TarHeader): boolean; maxStreamBytes: number }): Promise<{ entries: ReadEntry[]; cut: boolean }> {
+export async function readTar(
+  source: AsyncIterable<Buffer | string>,
+  options: { keep(header: TarHeader): boolean; maxStreamBytes: number },
+): Promise<{ entries: ReadEntry[]; cut: boolean }> {
   const reader = new ChunkReader(source);
   const entries: ReadEntry[] = [];
   let longName: string | null = null;
@@ -143,7 +158,8 @@ export async function readTar(source: AsyncIterable<Buffer | string>, options: {
       if (!h || h.every((b) => b === 0)) return { entries, cut: false };
       const rawSize = field(h, 124, 12).trim();
       const size = rawSize === '' ? 0 : /^[0-7]+$/.test(rawSize) ? parseInt(rawSize, 8) : Number.NaN;
-      if (!Number.isSafeInteger(size) || size < 0) throw new Error('the archive has an entry whose size cannot be read');
+      if (!Number.isSafeInteger(size) || size < 0)
+        throw new Error('the archive has an entry whose size cannot be read');
       const padded = Math.ceil(size / 512) * 512;
       const flag = String.fromCharCode(h[156]!);
       if (flag === 'L' || flag === 'x') {

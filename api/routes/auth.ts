@@ -22,27 +22,42 @@ export default function authRoutes(fastify: FastifyInstance, deps: AppDeps): voi
   const secure = deps.config.publicUrl.startsWith('https://');
   const limiter = new RateLimiter(20, 20);
 
-  const setSession = (reply: FastifyReply, value: string, maxAge: number) => reply.header('Set-Cookie', sessionCookie(value, maxAge, secure));
+  const setSession = (reply: FastifyReply, value: string, maxAge: number) =>
+    reply.header('Set-Cookie', sessionCookie(value, maxAge, secure));
 
-  app.get('/api/auth/link/:token', {
-    schema: {
-      summary: 'Use a single-use sign-in link',
-      description: 'Printed by `svc admin sign-in-link`. Signs in as the instance admin, sets the session cookie and redirects to `/`.',
-      tags: ['auth'],
-      params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-      response: { 302: Type.Null({ description: 'Signed in; redirects to /' }) },
+  app.get(
+    '/api/auth/link/:token',
+    {
+      schema: {
+        summary: 'Use a single-use sign-in link',
+        description:
+          'Printed by `svc admin sign-in-link`. Signs in as the instance admin, sets the session cookie and redirects to `/`.',
+        tags: ['auth'],
+        params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        response: { 302: Type.Null({ description: 'Signed in; redirects to /' }) },
+      },
     },
-  }, async (request, reply) => {
-    limiter.take(request.ip);
-    const claims = await deps.identity.useSignInLink(request.params.token, requestContext(request));
-    setSession(reply, deps.identity.encodeSession(claims), sessionTtlMs);
-    return reply.redirect("/", 302);
-  });
+    async (request, reply) => {
+      limiter.take(request.ip);
+      const claims = await deps.identity.useSignInLink(request.params.token, requestContext(request));
+      setSession(reply, deps.identity.encodeSession(claims), sessionTtlMs);
+      return reply.redirect('/', 302);
+    },
+  );
 
-  app.post('/api/auth/logout', {
-    schema: { summary: 'Sign out', description: 'Clears the session cookie.', tags: ['auth'], response: { 204: Type.Null({ description: 'Signed out' }) } },
-  }, async (_request, reply) => {
-    setSession(reply, '', 0);
-    return reply.status(204).send(null);
-  });
+  app.post(
+    '/api/auth/logout',
+    {
+      schema: {
+        summary: 'Sign out',
+        description: 'Clears the session cookie.',
+        tags: ['auth'],
+        response: { 204: Type.Null({ description: 'Signed out' }) },
+      },
+    },
+    async (_request, reply) => {
+      setSession(reply, '', 0);
+      return reply.status(204).send(null);
+    },
+  );
 }

@@ -38,41 +38,84 @@ export default function hookRoutes(fastify: FastifyInstance, deps: AppDeps): voi
   // 60 a minute sustained with bursts of 30, per job (BEHAVIOUR §7.2).
   const limiter = new RateLimiter(60, 30);
 
-  app.post('/api/jobs/:id/webhook-token', {
-    schema: { summary: 'Create or replace the webhook token', description: 'The token (svh_…) is shown only in this answer; the previous one stops working at once.', tags: ['runs'], params: IdParams, response: { 201: WebhookTokenOutput } },
-  }, async (request, reply) => {
-    const p = principalOf(request);
-    const token = `svh_${randomBytes(32).toString('base64url')}`;
-    const result = await deps.bus.execute(jobStreamId(request.params.id), jobDecider, (state) => {
-      if (state.status !== 'active' || state.workspaceId !== p.workspaceId) throw DomainError.notFound('Job');
-      return { type: 'SetWebhookToken' as const, tokenHash: hashToken(token), now: Date.now() };
-    }, requestContext(request));
-    await deps.engine.waitFor(result.position);
-    return reply.status(201).send({ token, url: `/hooks/${request.params.id}` });
-  });
+  app.post(
+    '/api/jobs/:id/webhook-token',
+    {
+      schema: {
+        summary: 'Create or replace the webhook token',
+        description: 'The token (svh_…) is shown only in this answer; the previous one stops working at once.',
+        tags: ['runs'],
+        params: IdParams,
+        response: { 201: WebhookTokenOutput },
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const token = `svh_${randomBytes(32).toString('base64url')}`;
+      const result = await deps.bus.execute(
+        jobStreamId(request.params.id),
+        jobDecider,
+        (state) => {
+          if (state.status !== 'active' || state.workspaceId !== p.workspaceId) throw DomainError.notFound('Job');
+          return { type: 'SetWebhookToken' as const, tokenHash: hashToken(token), now: Date.now() };
+        },
+        requestContext(request),
+      );
+      await deps.engine.waitFor(result.position);
+      return reply.status(201).send({ token, url: `/hooks/${request.params.id}` });
+    },
+  );
 
   // Outside /api and its sign-in: the job's webhook token is the only credential, and any body is accepted.
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxBody }, (_req, body, done) => done(null, body));
-    scope.withTypeProvider<TypeBoxTypeProvider>().post('/hooks/:jobId', {
-      schema: { summary: 'Start a run from a webhook', description: 'Authorization: Bearer svh_…. A JSON body becomes the run input; other text becomes a JSON string.', tags: ['runs'], params: Type.Object({ jobId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }), response: { 200: TriggerRunOutput } },
-    }, async (request) => {
-      const { jobId } = request.params;
-      limiter.take(jobId);
-      const header = request.headers.authorization ?? '';
-      const given = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-      if (!given) throw invalidToken();
-      const job = await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
-      const expected = job?.webhookTokenHash;
-      if (!job || !expected) throw invalidToken();
-      const a = Buffer.from(hashToken(given));
-      const b = Buffer.from(expected);
-      if (a.length !== b.length || !timingSafeEqual(a, b)) throw invalidToken();
-      const ctx = { workspaceId: job.workspaceId, actor: { type: 'system' as const, id: null }, requestId: request.id };
-      const answer = await deps.runs.trigger(job.workspaceId, jobId, { trigger: 'webhook', triggeredBy: null, input: webhookInput(request.body as Buffer | undefined), instructions: null }, ctx);
-      await deps.engine.waitFor(answer.position);
-      return { runId: answer.runId, status: answer.status };
-    });
+    scope.withTypeProvider<TypeBoxTypeProvider>().post(
+      '/hooks/:jobId',
+      {
+        schema: {
+          summary: 'Start a run from a webhook',
+          description:
+            'Authorization: Bearer svh_…. A JSON body becomes the run input; other text becomes a JSON string.',
+          tags: ['runs'],
+          params: Type.Object(
+            { jobId: Type.String({ minLength: 1, maxLength: 100 }) },
+            { additionalProperties: false },
+          ),
+          response: { 200: TriggerRunOutput },
+        },
+      },
+      async (request) => {
+        const { jobId } = request.params;
+        limiter.take(jobId);
+        const header = request.headers.authorization ?? '';
+        const given = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+        if (!given) throw invalidToken();
+        const job = await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
+        const expected = job?.webhookTokenHash;
+        if (!job || !expected) throw invalidToken();
+        const a = Buffer.from(hashToken(given));
+        const b = Buffer.from(expected);
+        if (a.length !== b.length || !timingSafeEqual(a, b)) throw invalidToken();
+        const ctx = {
+          workspaceId: job.workspaceId,
+          actor: { type: 'system' as const, id: null },
+          requestId: request.id,
+        };
+        const answer = await deps.runs.trigger(
+          job.workspaceId,
+          jobId,
+          {
+            trigger: 'webhook',
+            triggeredBy: null,
+            input: webhookInput(request.body as Buffer | undefined),
+            instructions: null,
+          },
+          ctx,
+        );
+        await deps.engine.waitFor(answer.position);
+        return { runId: answer.runId, status: answer.status };
+      },
+    );
   });
 }

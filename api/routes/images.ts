@@ -3,7 +3,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { imageStatuses } from '../../domain/image.js';
 import { imagesCollection, type ImageDoc } from '../../projections/images.js';
 import { IdParams } from '../../schemas/common.js';
-import { ImageDto, ImageGetOutputBody, ImageIDOutputBody, ImageListEnvelope, ImageListQuery, ImageParams } from '../../schemas/image.js';
+import {
+  ImageDto,
+  ImageGetOutputBody,
+  ImageIDOutputBody,
+  ImageListEnvelope,
+  ImageListQuery,
+  ImageParams,
+} from '../../schemas/image.js';
 import type { Filter } from '../../store/document-store.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
@@ -18,8 +25,17 @@ const listRules: ListRules = {
 
 export function toImageDto(d: ImageDoc): ImageDto {
   return {
-    id: d._id, dockerfileHash: d.dockerfileHash, status: d.status, ref: d.ref, digest: d.digest, baseDigest: d.baseDigest, sizeBytes: d.sizeBytes,
-    error: d.error, createdAt: d.createdAt, startedAt: d.startedAt, finishedAt: d.finishedAt,
+    id: d._id,
+    dockerfileHash: d.dockerfileHash,
+    status: d.status,
+    ref: d.ref,
+    digest: d.digest,
+    baseDigest: d.baseDigest,
+    sizeBytes: d.sizeBytes,
+    error: d.error,
+    createdAt: d.createdAt,
+    startedAt: d.startedAt,
+    finishedAt: d.finishedAt,
   };
 }
 
@@ -28,40 +44,68 @@ export default function imageRoutes(fastify: FastifyInstance, deps: AppDeps): vo
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const images = () => deps.stores.docs.collection<ImageDoc>(imagesCollection);
 
-  app.get('/api/jobs/:id/images', {
-    schema: { summary: "A job's image builds", description: 'Filter `status`; sort keys createdAt (default `-createdAt`), status, sizeBytes.', tags: ['images'], params: IdParams, querystring: ImageListQuery, response: { 200: ImageListEnvelope } },
-  }, async (request) => {
-    const workspaceId = principalOf(request).workspaceId;
-    await deps.images.job(workspaceId, request.params.id);
-    const list = parseListQuery(request.query, listRules);
-    const filter: Filter = { workspaceId, jobId: request.params.id };
-    const status = parseCsvFilter('status', request.query.status, imageStatuses);
-    if (status) filter.status = { $in: status };
-    const [items, total] = await Promise.all([images().find(filter, list.find), images().count(filter, { search: list.search })]);
-    return { items: items.map(toImageDto), page: list.page, pageSize: list.pageSize, total };
-  });
-
-  app.get('/api/jobs/:id/images/:imageId', {
-    schema: { summary: 'One image build, with its Dockerfile and log', tags: ['images'], params: ImageParams, response: { 200: ImageGetOutputBody } },
-  }, async (request) => {
-    const workspaceId = principalOf(request).workspaceId;
-    await deps.images.job(workspaceId, request.params.id);
-    const image = await deps.images.find(workspaceId, request.params.id, request.params.imageId);
-    return { ...toImageDto(image), dockerfile: image.dockerfile, log: await deps.images.logs.read(image._id) };
-  });
-
-  app.post('/api/jobs/:id/images/rebuild', {
-    schema: {
-      summary: 'Rebuild the job image',
-      description: "Queues a fresh build of the playbook's current Dockerfile, resolving its base image again. 422 `unsupported` when the playbook has no Dockerfile or no sandbox backend here can build images.",
-      tags: ['images'],
-      params: IdParams,
-      response: { 202: ImageIDOutputBody },
+  app.get(
+    '/api/jobs/:id/images',
+    {
+      schema: {
+        summary: "A job's image builds",
+        description: 'Filter `status`; sort keys createdAt (default `-createdAt`), status, sizeBytes.',
+        tags: ['images'],
+        params: IdParams,
+        querystring: ImageListQuery,
+        response: { 200: ImageListEnvelope },
+      },
     },
-  }, async (request, reply) => {
-    const workspaceId = principalOf(request).workspaceId;
-    const queued = await deps.images.rebuild(requestContext(request), workspaceId, request.params.id);
-    await deps.engine.waitFor(queued.position);
-    return reply.status(202).send({ id: queued.imageId });
-  });
+    async (request) => {
+      const workspaceId = principalOf(request).workspaceId;
+      await deps.images.job(workspaceId, request.params.id);
+      const list = parseListQuery(request.query, listRules);
+      const filter: Filter = { workspaceId, jobId: request.params.id };
+      const status = parseCsvFilter('status', request.query.status, imageStatuses);
+      if (status) filter.status = { $in: status };
+      const [items, total] = await Promise.all([
+        images().find(filter, list.find),
+        images().count(filter, { search: list.search }),
+      ]);
+      return { items: items.map(toImageDto), page: list.page, pageSize: list.pageSize, total };
+    },
+  );
+
+  app.get(
+    '/api/jobs/:id/images/:imageId',
+    {
+      schema: {
+        summary: 'One image build, with its Dockerfile and log',
+        tags: ['images'],
+        params: ImageParams,
+        response: { 200: ImageGetOutputBody },
+      },
+    },
+    async (request) => {
+      const workspaceId = principalOf(request).workspaceId;
+      await deps.images.job(workspaceId, request.params.id);
+      const image = await deps.images.find(workspaceId, request.params.id, request.params.imageId);
+      return { ...toImageDto(image), dockerfile: image.dockerfile, log: await deps.images.logs.read(image._id) };
+    },
+  );
+
+  app.post(
+    '/api/jobs/:id/images/rebuild',
+    {
+      schema: {
+        summary: 'Rebuild the job image',
+        description:
+          "Queues a fresh build of the playbook's current Dockerfile, resolving its base image again. 422 `unsupported` when the playbook has no Dockerfile or no sandbox backend here can build images.",
+        tags: ['images'],
+        params: IdParams,
+        response: { 202: ImageIDOutputBody },
+      },
+    },
+    async (request, reply) => {
+      const workspaceId = principalOf(request).workspaceId;
+      const queued = await deps.images.rebuild(requestContext(request), workspaceId, request.params.id);
+      await deps.engine.waitFor(queued.position);
+      return reply.status(202).send({ id: queued.imageId });
+    },
+  );
 }

@@ -7,8 +7,16 @@ import { redactor, redactValue } from '../../domain/redact.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import {
-  PlaybookDto, PlaybookPutBody, PlaybookVersionDetailDto, PlaybookVersionEnvelope, PlaybookVersionListQuery, PlaybookVersionParams, RollbackBody,
-  type Content, type ContentInput, type PlaybookVersionDto,
+  PlaybookDto,
+  PlaybookPutBody,
+  PlaybookVersionDetailDto,
+  PlaybookVersionEnvelope,
+  PlaybookVersionListQuery,
+  PlaybookVersionParams,
+  RollbackBody,
+  type Content,
+  type ContentInput,
+  type PlaybookVersionDto,
 } from '../../schemas/playbook.js';
 import type { StoredVersion } from '../../app/playbooks.js';
 import { principalOf } from '../auth.js';
@@ -25,7 +33,15 @@ const listRules: ListRules = {
 const toContent = (c: PlaybookContent): Content => ({ ...c });
 
 function versionFields(v: StoredVersion): Omit<PlaybookVersionDto, 'opCount'> {
-  return { version: v.version, summary: v.summary, author: v.author, authorId: v.authorId, sourceRunId: v.sourceRunId, dockerfileHash: v.dockerfileHash, createdAt: v.createdAt };
+  return {
+    version: v.version,
+    summary: v.summary,
+    author: v.author,
+    authorId: v.authorId,
+    sourceRunId: v.sourceRunId,
+    dockerfileHash: v.dockerfileHash,
+    createdAt: v.createdAt,
+  };
 }
 
 /**
@@ -38,67 +54,148 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
 
   /** The job, when the caller's workspace has it and it is not archived. */
   async function findJob(request: FastifyRequest, jobId: string): Promise<JobDoc> {
-    const job = await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, workspaceId: principalOf(request).workspaceId, archived: false });
+    const job = await deps.stores.docs
+      .collection<JobDoc>(jobsCollection)
+      .findOne({ _id: jobId, workspaceId: principalOf(request).workspaceId, archived: false });
     if (!job) throw DomainError.notFound('Job');
     return job;
   }
 
   async function current(workspaceId: string, jobId: string): Promise<PlaybookDto> {
     const v = await playbooks.current(workspaceId, jobId);
-    return { jobId, ...versionFields(v), content: toContent(v.content), tokens: playbookTokens(v.content), budget: playbookBudget };
+    return {
+      jobId,
+      ...versionFields(v),
+      content: toContent(v.content),
+      tokens: playbookTokens(v.content),
+      budget: playbookBudget,
+    };
   }
 
-  app.get('/api/jobs/:id/playbook', {
-    schema: { summary: "A job's playbook", description: 'The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook.', tags: ['playbook'], params: IdParams, response: { 200: PlaybookDto } },
-  }, async (request) => {
-    const job = await findJob(request, request.params.id);
-    return current(job.workspaceId, job._id);
-  });
-
-  app.put('/api/jobs/:id/playbook', {
-    // Twenty 64 KiB scripts plus main and the rest, as JSON text.
-    bodyLimit: 4 * 1024 * 1024,
-    schema: {
-      summary: 'Edit the playbook',
-      description: 'Saves the content as a new version. Script headers are read again (description, args, side effects, language); invalid parts answer `validation_failed` naming the field and nothing is saved. With `baseVersion`, a playbook changed meanwhile answers 409. Secret values are redacted before the content is stored.',
-      tags: ['playbook'], params: IdParams, body: PlaybookPutBody, response: { 200: PlaybookDto },
+  app.get(
+    '/api/jobs/:id/playbook',
+    {
+      schema: {
+        summary: "A job's playbook",
+        description:
+          'The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook.',
+        tags: ['playbook'],
+        params: IdParams,
+        response: { 200: PlaybookDto },
+      },
     },
-  }, async (request) => {
-    const job = await findJob(request, request.params.id);
-    // DESIGN §8: a secret's value never reaches a stored playbook, even when a person pastes it.
-    const redact = redactor(await deps.secrets.valuesFor(job.workspaceId));
-    const input = redactValue(request.body.content, redact) as ContentInput;
-    const content = validateContent(input, { declaresInputs: (job.spec.inputs ?? []).length > 0 });
-    await playbooks.save(requestContext(request), job.workspaceId, job._id, {
-      content, baseVersion: request.body.baseVersion ?? null, summary: request.body.summary?.trim() || 'Edited by hand', author: 'user',
-    });
-    return current(job.workspaceId, job._id);
-  });
+    async (request) => {
+      const job = await findJob(request, request.params.id);
+      return current(job.workspaceId, job._id);
+    },
+  );
 
-  app.get('/api/jobs/:id/playbook/versions', {
-    schema: { summary: 'Playbook versions', description: 'Newest first by default (`sort=-version`); search matches summary and author. Version 0, the empty playbook, is implicit and not listed.', tags: ['playbook'], params: IdParams, querystring: PlaybookVersionListQuery, response: { 200: PlaybookVersionEnvelope } },
-  }, async (request) => {
-    const job = await findJob(request, request.params.id);
-    const list = parseListQuery(request.query, listRules);
-    const { items, total } = await playbooks.list(job.workspaceId, job._id, list.find, list.search);
-    return { items: items.map((v) => ({ ...versionFields(v), opCount: v.opCount })), page: list.page, pageSize: list.pageSize, total };
-  });
+  app.put(
+    '/api/jobs/:id/playbook',
+    {
+      // Twenty 64 KiB scripts plus main and the rest, as JSON text.
+      bodyLimit: 4 * 1024 * 1024,
+      schema: {
+        summary: 'Edit the playbook',
+        description:
+          'Saves the content as a new version. Script headers are read again (description, args, side effects, language); invalid parts answer `validation_failed` naming the field and nothing is saved. With `baseVersion`, a playbook changed meanwhile answers 409. Secret values are redacted before the content is stored.',
+        tags: ['playbook'],
+        params: IdParams,
+        body: PlaybookPutBody,
+        response: { 200: PlaybookDto },
+      },
+    },
+    async (request) => {
+      const job = await findJob(request, request.params.id);
+      // DESIGN §8: a secret's value never reaches a stored playbook, even when a person pastes it.
+      const redact = redactor(await deps.secrets.valuesFor(job.workspaceId));
+      const input = redactValue(request.body.content, redact) as ContentInput;
+      const content = validateContent(input, { declaresInputs: (job.spec.inputs ?? []).length > 0 });
+      await playbooks.save(requestContext(request), job.workspaceId, job._id, {
+        content,
+        baseVersion: request.body.baseVersion ?? null,
+        summary: request.body.summary?.trim() || 'Edited by hand',
+        author: 'user',
+      });
+      return current(job.workspaceId, job._id);
+    },
+  );
 
-  app.get('/api/jobs/:id/playbook/versions/:version', {
-    schema: { summary: 'One playbook version', description: 'Its content, the content of the version before it (`previous`, for diffs) and the reflection ops that made it.', tags: ['playbook'], params: PlaybookVersionParams, response: { 200: PlaybookVersionDetailDto } },
-  }, async (request) => {
-    const job = await findJob(request, request.params.id);
-    const v = await playbooks.version(job.workspaceId, job._id, request.params.version);
-    if (!v) throw DomainError.notFound(`Playbook version ${request.params.version}`);
-    const previous = v.version === 0 ? null : await playbooks.version(job.workspaceId, job._id, v.version - 1);
-    return { ...versionFields(v), content: toContent(v.content), previous: previous ? toContent(previous.content) : null, ops: v.ops };
-  });
+  app.get(
+    '/api/jobs/:id/playbook/versions',
+    {
+      schema: {
+        summary: 'Playbook versions',
+        description:
+          'Newest first by default (`sort=-version`); search matches summary and author. Version 0, the empty playbook, is implicit and not listed.',
+        tags: ['playbook'],
+        params: IdParams,
+        querystring: PlaybookVersionListQuery,
+        response: { 200: PlaybookVersionEnvelope },
+      },
+    },
+    async (request) => {
+      const job = await findJob(request, request.params.id);
+      const list = parseListQuery(request.query, listRules);
+      const { items, total } = await playbooks.list(job.workspaceId, job._id, list.find, list.search);
+      return {
+        items: items.map((v) => ({ ...versionFields(v), opCount: v.opCount })),
+        page: list.page,
+        pageSize: list.pageSize,
+        total,
+      };
+    },
+  );
 
-  app.post('/api/jobs/:id/playbook/rollback', {
-    schema: { summary: 'Roll the playbook back', description: 'Saves the content of an earlier version as a new version (history is never rewritten). Version 0 is the empty playbook, which sends the job back to explore mode.', tags: ['playbook'], params: IdParams, body: RollbackBody, response: { 200: PlaybookDto } },
-  }, async (request) => {
-    const job = await findJob(request, request.params.id);
-    await playbooks.rollback(requestContext(request), job.workspaceId, job._id, request.body.version, request.body.baseVersion ?? null);
-    return current(job.workspaceId, job._id);
-  });
+  app.get(
+    '/api/jobs/:id/playbook/versions/:version',
+    {
+      schema: {
+        summary: 'One playbook version',
+        description:
+          'Its content, the content of the version before it (`previous`, for diffs) and the reflection ops that made it.',
+        tags: ['playbook'],
+        params: PlaybookVersionParams,
+        response: { 200: PlaybookVersionDetailDto },
+      },
+    },
+    async (request) => {
+      const job = await findJob(request, request.params.id);
+      const v = await playbooks.version(job.workspaceId, job._id, request.params.version);
+      if (!v) throw DomainError.notFound(`Playbook version ${request.params.version}`);
+      const previous = v.version === 0 ? null : await playbooks.version(job.workspaceId, job._id, v.version - 1);
+      return {
+        ...versionFields(v),
+        content: toContent(v.content),
+        previous: previous ? toContent(previous.content) : null,
+        ops: v.ops,
+      };
+    },
+  );
+
+  app.post(
+    '/api/jobs/:id/playbook/rollback',
+    {
+      schema: {
+        summary: 'Roll the playbook back',
+        description:
+          'Saves the content of an earlier version as a new version (history is never rewritten). Version 0 is the empty playbook, which sends the job back to explore mode.',
+        tags: ['playbook'],
+        params: IdParams,
+        body: RollbackBody,
+        response: { 200: PlaybookDto },
+      },
+    },
+    async (request) => {
+      const job = await findJob(request, request.params.id);
+      await playbooks.rollback(
+        requestContext(request),
+        job.workspaceId,
+        job._id,
+        request.body.version,
+        request.body.baseVersion ?? null,
+      );
+      return current(job.workspaceId, job._id);
+    },
+  );
 }

@@ -10,7 +10,18 @@ import { runStreamId } from '../../domain/run.js';
 import { runsCollection, type RunDoc } from '../../projections/runs.js';
 import { IdParams, bounds } from '../../schemas/common.js';
 import { Mode } from '../../schemas/job.js';
-import { ArtifactDto, ArtifactQuery, EventDto, EventsQuery, RunDto, RunListEnvelope, RunListQuery, Trigger, TriggerRunBody, TriggerRunOutput } from '../../schemas/run.js';
+import {
+  ArtifactDto,
+  ArtifactQuery,
+  EventDto,
+  EventsQuery,
+  RunDto,
+  RunListEnvelope,
+  RunListQuery,
+  Trigger,
+  TriggerRunBody,
+  TriggerRunOutput,
+} from '../../schemas/run.js';
 import type { Filter } from '../../store/document-store.js';
 import type { RecordedEvent } from '../../store/event-store.js';
 import { liveDeltas, timelineStreamId, toEventDto, type TimelineData } from '../../app/timeline.js';
@@ -22,7 +33,18 @@ import { openSse } from '../sse.js';
 import { StreamFeeds } from '../run-feeds.js';
 
 const listRules: ListRules = {
-  sortKeys: { queuedAt: 'queuedAt', startedAt: 'startedAt', finishedAt: 'finishedAt', duration: 'duration', cost: 'cost', turns: 'turns', status: 'status', job: 'sortJob', number: 'number', tokens: 'tokens' },
+  sortKeys: {
+    queuedAt: 'queuedAt',
+    startedAt: 'startedAt',
+    finishedAt: 'finishedAt',
+    duration: 'duration',
+    cost: 'cost',
+    turns: 'turns',
+    status: 'status',
+    job: 'sortJob',
+    number: 'number',
+    tokens: 'tokens',
+  },
   defaultSort: '-queuedAt',
   searchFields: ['summary', 'error', 'jobName'],
 };
@@ -32,11 +54,38 @@ const literals = (schema: { anyOf: Array<{ const: unknown }> }) => schema.anyOf.
 
 export function toRunDto(d: RunDoc): RunDto {
   return {
-    id: d._id, jobId: d.jobId, jobName: d.jobName, jobDeleted: d.jobDeleted, number: d.number, status: d.status, mode: d.mode, trigger: d.trigger,
-    triggeredBy: d.triggeredBy, input: d.input, instructions: d.instructions, summary: d.summary, outputs: d.outputs, error: d.error, cost: d.cost,
-    turns: d.turns, tokIn: d.tokIn, tokOut: d.tokOut, queuedAt: d.queuedAt, startedAt: d.startedAt, finishedAt: d.finishedAt, msTotal: d.msTotal,
-    fellBack: d.fellBack, reflection: d.reflection, reflectionCost: d.reflectionCost,
-    reflectionError: d.reflectionError ?? null, reflectionSummary: d.reflectionSummary ?? null, reflectionVersion: d.reflectionVersion ?? null, reflectionOps: (d.reflectionOps ?? null) as RunDto['reflectionOps'], verifyCost: d.verifyCost, playbookVersion: d.playbookVersion, modelId: d.modelId,
+    id: d._id,
+    jobId: d.jobId,
+    jobName: d.jobName,
+    jobDeleted: d.jobDeleted,
+    number: d.number,
+    status: d.status,
+    mode: d.mode,
+    trigger: d.trigger,
+    triggeredBy: d.triggeredBy,
+    input: d.input,
+    instructions: d.instructions,
+    summary: d.summary,
+    outputs: d.outputs,
+    error: d.error,
+    cost: d.cost,
+    turns: d.turns,
+    tokIn: d.tokIn,
+    tokOut: d.tokOut,
+    queuedAt: d.queuedAt,
+    startedAt: d.startedAt,
+    finishedAt: d.finishedAt,
+    msTotal: d.msTotal,
+    fellBack: d.fellBack,
+    reflection: d.reflection,
+    reflectionCost: d.reflectionCost,
+    reflectionError: d.reflectionError ?? null,
+    reflectionSummary: d.reflectionSummary ?? null,
+    reflectionVersion: d.reflectionVersion ?? null,
+    reflectionOps: (d.reflectionOps ?? null) as RunDto['reflectionOps'],
+    verifyCost: d.verifyCost,
+    playbookVersion: d.playbookVersion,
+    modelId: d.modelId,
   };
 }
 
@@ -69,203 +118,348 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
   /** One serialization per timeline entry, however many clients watch it. */
   const serialized = new WeakMap<RecordedEvent, string>();
 
-  app.post('/api/jobs/:id/runs', {
-    schema: { summary: 'Start a run', description: 'Trigger `manual` with a session, `api` with a token. The overlap policy may answer `skipped`.', tags: ['runs'], params: IdParams, body: TriggerRunBody, response: { 201: TriggerRunOutput } },
-  }, async (request, reply) => {
-    const p = principalOf(request);
-    const answer = await deps.runs.trigger(p.workspaceId, request.params.id, {
-      trigger: p.kind === 'token' ? 'api' : 'manual',
-      triggeredBy: p.userId,
-      input: request.body.input ?? {},
-      instructions: request.body.instructions?.trim() || null,
-    }, requestContext(request));
-    await deps.engine.waitFor(answer.position);
-    return reply.status(201).send({ runId: answer.runId, status: answer.status });
-  });
-
-  app.get('/api/runs', {
-    schema: { summary: 'List runs', tags: ['runs'], querystring: RunListQuery, response: { 200: RunListEnvelope } },
-  }, async (request) => {
-    const p = principalOf(request);
-    const q = request.query;
-    const list = parseListQuery(q, listRules);
-    const filter: Filter = { workspaceId: p.workspaceId };
-    const status = parseCsvFilter('status', q.status, statusValues);
-    const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
-    const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
-    const jobs = q.job?.split(',').map((j) => j.trim()).filter(Boolean);
-    if (status) filter.status = { $in: status };
-    if (mode) filter.mode = { $in: mode };
-    if (trigger) filter.trigger = { $in: trigger };
-    if (jobs && jobs.length > 0) filter.jobId = { $in: jobs };
-    if (q.from !== undefined || q.to !== undefined) filter.queuedAt = { ...(q.from !== undefined ? { $gte: q.from } : {}), ...(q.to !== undefined ? { $lt: q.to } : {}) };
-    const [items, total] = await Promise.all([runs().find(filter, list.find), runs().count(filter, { search: list.search })]);
-    return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
-  });
-
-  app.get('/api/runs/:id', {
-    schema: { summary: 'Get a run', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
-  }, async (request) => toRunDto(await deps.runs.find(principalOf(request).workspaceId, request.params.id)));
-
-  app.post('/api/runs/:id/cancel', {
-    schema: { summary: 'Cancel a run', description: 'A queued run ends at once; a live run is stopped by its runner. A finished run answers 409.', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
-  }, async (request) => {
-    const p = principalOf(request);
-    const position = await deps.runs.cancel(p.workspaceId, request.params.id, requestContext(request));
-    await deps.engine.waitFor(position);
-    return toRunDto(await deps.runs.find(p.workspaceId, request.params.id));
-  });
-
-  app.post('/api/runs/:id/retry', {
-    schema: { summary: 'Retry a run', description: 'Same input and instructions, trigger `retry`, under the overlap policy.', tags: ['runs'], params: IdParams, response: { 201: TriggerRunOutput } },
-  }, async (request, reply) => {
-    const p = principalOf(request);
-    const answer = await deps.runs.retry(p.workspaceId, request.params.id, p.userId, requestContext(request));
-    await deps.engine.waitFor(answer.position);
-    return reply.status(201).send({ runId: answer.runId, status: answer.status });
-  });
-
-  app.post('/api/runs/:id/learn', {
-    schema: {
-      summary: 'Learn from this run',
-      description: 'Asks for a reflection on a succeeded, failed or timed-out run, whatever the job\'s selfImprove says. 409 for other runs or while one is pending.',
-      tags: ['runs'], params: IdParams,
-      response: { 202: Type.Object({ reflection: Type.Literal('pending') }, { additionalProperties: false }) },
+  app.post(
+    '/api/jobs/:id/runs',
+    {
+      schema: {
+        summary: 'Start a run',
+        description: 'Trigger `manual` with a session, `api` with a token. The overlap policy may answer `skipped`.',
+        tags: ['runs'],
+        params: IdParams,
+        body: TriggerRunBody,
+        response: { 201: TriggerRunOutput },
+      },
     },
-  }, async (request, reply) => {
-    const p = principalOf(request);
-    const position = await deps.runs.requestReflection(p.workspaceId, request.params.id, requestContext(request));
-    await deps.engine.waitFor(position);
-    return reply.status(202).send({ reflection: 'pending' as const });
-  });
-
-  app.get('/api/runs/:id/events', {
-    schema: { summary: 'Timeline of a run', description: 'Oldest first. Page forward with `after` = the last seq received.', tags: ['runs'], params: IdParams, querystring: EventsQuery, response: { 200: Type.Array(EventDto) } },
-  }, async (request) => {
-    await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const recorded = await deps.stores.events.readStream(timelineStreamId(request.params.id), { fromRevision: request.query.after ?? 0, limit: request.query.limit ?? 500 });
-    return recorded.map(toEventDto);
-  });
-
-  app.get('/api/runs/:id/events/:seq', {
-    schema: {
-      summary: 'One timeline entry, whole',
-      description: 'The events route keeps payloads over 16 KiB shortened (long strings cut in the middle); this answers the entry with its payload as it was recorded (secrets redacted).',
-      tags: ['runs'],
-      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), seq: Type.Integer({ minimum: 1, maximum: bounds.counter.maximum }) }, { additionalProperties: false }),
-      response: { 200: EventDto },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const answer = await deps.runs.trigger(
+        p.workspaceId,
+        request.params.id,
+        {
+          trigger: p.kind === 'token' ? 'api' : 'manual',
+          triggeredBy: p.userId,
+          input: request.body.input ?? {},
+          instructions: request.body.instructions?.trim() || null,
+        },
+        requestContext(request),
+      );
+      await deps.engine.waitFor(answer.position);
+      return reply.status(201).send({ runId: answer.runId, status: answer.status });
     },
-  }, async (request) => {
-    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const [recorded] = await deps.stores.events.readStream(timelineStreamId(run._id), { fromRevision: request.params.seq - 1, limit: 1 });
-    if (!recorded) throw DomainError.notFound('Timeline entry');
-    const event = toEventDto(recorded);
-    const stored = (recorded.data as TimelineData).stored;
-    if (stored) event.payload = (await deps.runFiles.readPayload(run._id, stored)) ?? event.payload;
-    return event;
-  });
+  );
 
-  app.get('/api/runs/:id/stream', {
-    schema: { summary: 'Follow a run live (server-sent events)', description: 'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.', tags: ['runs'], params: IdParams, querystring: Type.Object({ after: Type.Optional(Type.Integer(bounds.counter)) }, { additionalProperties: false }) },
-  }, async (request, reply) => {
-    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const header = request.headers['last-event-id'];
-    const fromHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
-    let delivered = fromHeader ?? request.query.after ?? 0;
-    const sse = openSse(request, reply);
-    const events = deps.stores.events;
-    let caughtUp = false;
-    const early: RecordedEvent[] = [];
-    const forward = (e: RecordedEvent) => {
-      const seq = e.revision + 1;
-      if (seq <= delivered) return;
-      delivered = seq;
-      let json = serialized.get(e);
-      if (json === undefined) serialized.set(e, (json = JSON.stringify(toEventDto(e))));
-      sse.sendJson('event', json, seq);
-      if (e.type === 'run.status') sse.send('status', { status: (e.data as { payload: { status: string } }).payload.status });
-    };
-    let ending = false;
-    const end = async (status: string) => {
-      if (ending) return;
-      ending = true;
-      // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
-      for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
-      sse.send('end', { status });
-      sse.close();
-    };
-    const subs: Subscription[] = [];
-    sse.onClose(() => subs.forEach((s) => s.unsubscribe()));
-    // Join the shared live feed first and hold what it brings until this client's own catch-up is sent: no gap.
-    subs.push(feeds.live(timelineStreamId(run._id)).subscribe((e) => (caughtUp ? forward(e) : early.push(e))));
-    for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
-    for (const e of early) forward(e);
-    caughtUp = true;
-    subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
-    subs.push(feeds.live(runStreamId(run._id)).subscribe((e) => {
-      if (e.type !== 'RunFinished' && e.type !== 'RunSkipped') return;
-      // A store error while reading the last entries ends this stream only; the client reconnects with Last-Event-ID.
-      end((e.data as { status?: string }).status ?? 'skipped').catch((err: unknown) => {
-        request.log.error({ err, runId: run._id }, 'could not end a run stream');
-        sse.close();
+  app.get(
+    '/api/runs',
+    {
+      schema: { summary: 'List runs', tags: ['runs'], querystring: RunListQuery, response: { 200: RunListEnvelope } },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const q = request.query;
+      const list = parseListQuery(q, listRules);
+      const filter: Filter = { workspaceId: p.workspaceId };
+      const status = parseCsvFilter('status', q.status, statusValues);
+      const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
+      const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
+      const jobs = q.job
+        ?.split(',')
+        .map((j) => j.trim())
+        .filter(Boolean);
+      if (status) filter.status = { $in: status };
+      if (mode) filter.mode = { $in: mode };
+      if (trigger) filter.trigger = { $in: trigger };
+      if (jobs && jobs.length > 0) filter.jobId = { $in: jobs };
+      if (q.from !== undefined || q.to !== undefined)
+        filter.queuedAt = {
+          ...(q.from !== undefined ? { $gte: q.from } : {}),
+          ...(q.to !== undefined ? { $lt: q.to } : {}),
+        };
+      const [items, total] = await Promise.all([
+        runs().find(filter, list.find),
+        runs().count(filter, { search: list.search }),
+      ]);
+      return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
+    },
+  );
+
+  app.get(
+    '/api/runs/:id',
+    {
+      schema: { summary: 'Get a run', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
+    },
+    async (request) => toRunDto(await deps.runs.find(principalOf(request).workspaceId, request.params.id)),
+  );
+
+  app.post(
+    '/api/runs/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel a run',
+        description: 'A queued run ends at once; a live run is stopped by its runner. A finished run answers 409.',
+        tags: ['runs'],
+        params: IdParams,
+        response: { 200: RunDto },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const position = await deps.runs.cancel(p.workspaceId, request.params.id, requestContext(request));
+      await deps.engine.waitFor(position);
+      return toRunDto(await deps.runs.find(p.workspaceId, request.params.id));
+    },
+  );
+
+  app.post(
+    '/api/runs/:id/retry',
+    {
+      schema: {
+        summary: 'Retry a run',
+        description: 'Same input and instructions, trigger `retry`, under the overlap policy.',
+        tags: ['runs'],
+        params: IdParams,
+        response: { 201: TriggerRunOutput },
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const answer = await deps.runs.retry(p.workspaceId, request.params.id, p.userId, requestContext(request));
+      await deps.engine.waitFor(answer.position);
+      return reply.status(201).send({ runId: answer.runId, status: answer.status });
+    },
+  );
+
+  app.post(
+    '/api/runs/:id/learn',
+    {
+      schema: {
+        summary: 'Learn from this run',
+        description:
+          "Asks for a reflection on a succeeded, failed or timed-out run, whatever the job's selfImprove says. 409 for other runs or while one is pending.",
+        tags: ['runs'],
+        params: IdParams,
+        response: { 202: Type.Object({ reflection: Type.Literal('pending') }, { additionalProperties: false }) },
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const position = await deps.runs.requestReflection(p.workspaceId, request.params.id, requestContext(request));
+      await deps.engine.waitFor(position);
+      return reply.status(202).send({ reflection: 'pending' as const });
+    },
+  );
+
+  app.get(
+    '/api/runs/:id/events',
+    {
+      schema: {
+        summary: 'Timeline of a run',
+        description: 'Oldest first. Page forward with `after` = the last seq received.',
+        tags: ['runs'],
+        params: IdParams,
+        querystring: EventsQuery,
+        response: { 200: Type.Array(EventDto) },
+      },
+    },
+    async (request) => {
+      await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const recorded = await deps.stores.events.readStream(timelineStreamId(request.params.id), {
+        fromRevision: request.query.after ?? 0,
+        limit: request.query.limit ?? 500,
       });
-    }));
-  });
+      return recorded.map(toEventDto);
+    },
+  );
 
-  app.get('/api/events', {
-    schema: { summary: 'Run status changes of the workspace (server-sent events)', description: 'One `run` message per status change of any run or its reflection, from connection time on.', tags: ['runs'], querystring: Type.Object({}, { additionalProperties: false }) },
-  }, async (request, reply) => {
-    const p = principalOf(request);
-    const head = await deps.stores.events.headPosition();
-    const sse = openSse(request, reply);
-    const sub = deps.stores.events.subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } }).subscribe((e) => {
-      if (e.metadata.workspaceId !== p.workspaceId) return;
-      const status = announced(e);
-      const data = e.data as { runId: string; jobId: string; reflection?: string; status?: string };
-      if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
-      // A reflection is announced when it becomes pending (asked for, or wanted by a finished run) and when it ends.
-      const reflection = e.type === 'RunReflectionRequested' || (e.type === 'RunFinished' && data.reflection === 'pending') ? 'pending' : e.type === 'RunReflected' ? data.status : null;
-      if (reflection) sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
-    });
-    sse.onClose(() => sub.unsubscribe());
-  });
+  app.get(
+    '/api/runs/:id/events/:seq',
+    {
+      schema: {
+        summary: 'One timeline entry, whole',
+        description:
+          'The events route keeps payloads over 16 KiB shortened (long strings cut in the middle); this answers the entry with its payload as it was recorded (secrets redacted).',
+        tags: ['runs'],
+        params: Type.Object(
+          {
+            id: Type.String({ minLength: 1, maxLength: 100 }),
+            seq: Type.Integer({ minimum: 1, maximum: bounds.counter.maximum }),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: EventDto },
+      },
+    },
+    async (request) => {
+      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const [recorded] = await deps.stores.events.readStream(timelineStreamId(run._id), {
+        fromRevision: request.params.seq - 1,
+        limit: 1,
+      });
+      if (!recorded) throw DomainError.notFound('Timeline entry');
+      const event = toEventDto(recorded);
+      const stored = (recorded.data as TimelineData).stored;
+      if (stored) event.payload = (await deps.runFiles.readPayload(run._id, stored)) ?? event.payload;
+      return event;
+    },
+  );
 
-  app.get('/api/runs/:id/artifacts', {
-    schema: { summary: 'Files the run left in /svc/outputs', tags: ['runs'], params: IdParams, response: { 200: Type.Array(ArtifactDto) } },
-  }, async (request) => {
-    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    const root = deps.runFiles.artifactsDir(run._id);
-    if (!existsSync(root)) return [];
-    const out: ArtifactDto[] = [];
-    const walk = (dir: string) => {
-      for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        const full = join(dir, entry.name);
-        if (entry.isDirectory()) walk(full);
-        else if (entry.isFile()) out.push({ name: relative(root, full).split(sep).join('/'), size: statSync(full).size });
-      }
-    };
-    walk(root);
-    return out;
-  });
+  app.get(
+    '/api/runs/:id/stream',
+    {
+      schema: {
+        summary: 'Follow a run live (server-sent events)',
+        description:
+          'Replays stored timeline entries (`event`, id = seq), then live `delta`, `status` and `end`. Resume with Last-Event-ID or `after`. A keepalive comment every 20 s.',
+        tags: ['runs'],
+        params: IdParams,
+        querystring: Type.Object(
+          { after: Type.Optional(Type.Integer(bounds.counter)) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request, reply) => {
+      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const header = request.headers['last-event-id'];
+      const fromHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
+      let delivered = fromHeader ?? request.query.after ?? 0;
+      const sse = openSse(request, reply);
+      const events = deps.stores.events;
+      let caughtUp = false;
+      const early: RecordedEvent[] = [];
+      const forward = (e: RecordedEvent) => {
+        const seq = e.revision + 1;
+        if (seq <= delivered) return;
+        delivered = seq;
+        let json = serialized.get(e);
+        if (json === undefined) serialized.set(e, (json = JSON.stringify(toEventDto(e))));
+        sse.sendJson('event', json, seq);
+        if (e.type === 'run.status')
+          sse.send('status', { status: (e.data as { payload: { status: string } }).payload.status });
+      };
+      let ending = false;
+      const end = async (status: string) => {
+        if (ending) return;
+        ending = true;
+        // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
+        for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+        sse.send('end', { status });
+        sse.close();
+      };
+      const subs: Subscription[] = [];
+      sse.onClose(() => subs.forEach((s) => s.unsubscribe()));
+      // Join the shared live feed first and hold what it brings until this client's own catch-up is sent: no gap.
+      subs.push(feeds.live(timelineStreamId(run._id)).subscribe((e) => (caughtUp ? forward(e) : early.push(e))));
+      for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+      for (const e of early) forward(e);
+      caughtUp = true;
+      subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
+      subs.push(
+        feeds.live(runStreamId(run._id)).subscribe((e) => {
+          if (e.type !== 'RunFinished' && e.type !== 'RunSkipped') return;
+          // A store error while reading the last entries ends this stream only; the client reconnects with Last-Event-ID.
+          end((e.data as { status?: string }).status ?? 'skipped').catch((err: unknown) => {
+            request.log.error({ err, runId: run._id }, 'could not end a run stream');
+            sse.close();
+          });
+        }),
+      );
+    },
+  );
 
-  app.get('/api/runs/:id/artifact', {
-    schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
-  }, async (request, reply) => {
-    const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-    // Confined to the run's own folder: `..` or an absolute path never leaves it.
-    const file = deps.runFiles.artifactPath(run._id, request.query.path.replace(/^\/+/, ''));
-    if (!file || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
-    const name = basename(file).replace(/["\\\r\n]/g, '_');
-    return reply
-      .type(contentTypeOf(name))
-      .header('Content-Disposition', `attachment; filename="${name}"`)
-      .header('Content-Length', statSync(file).size)
-      .send(createReadStream(file));
-  });
+  app.get(
+    '/api/events',
+    {
+      schema: {
+        summary: 'Run status changes of the workspace (server-sent events)',
+        description: 'One `run` message per status change of any run or its reflection, from connection time on.',
+        tags: ['runs'],
+        querystring: Type.Object({}, { additionalProperties: false }),
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const head = await deps.stores.events.headPosition();
+      const sse = openSse(request, reply);
+      const sub = deps.stores.events
+        .subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } })
+        .subscribe((e) => {
+          if (e.metadata.workspaceId !== p.workspaceId) return;
+          const status = announced(e);
+          const data = e.data as { runId: string; jobId: string; reflection?: string; status?: string };
+          if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
+          // A reflection is announced when it becomes pending (asked for, or wanted by a finished run) and when it ends.
+          const reflection =
+            e.type === 'RunReflectionRequested' || (e.type === 'RunFinished' && data.reflection === 'pending')
+              ? 'pending'
+              : e.type === 'RunReflected'
+                ? data.status
+                : null;
+          if (reflection)
+            sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
+        });
+      sse.onClose(() => sub.unsubscribe());
+    },
+  );
+
+  app.get(
+    '/api/runs/:id/artifacts',
+    {
+      schema: {
+        summary: 'Files the run left in /svc/outputs',
+        tags: ['runs'],
+        params: IdParams,
+        response: { 200: Type.Array(ArtifactDto) },
+      },
+    },
+    async (request) => {
+      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const root = deps.runFiles.artifactsDir(run._id);
+      if (!existsSync(root)) return [];
+      const out: ArtifactDto[] = [];
+      const walk = (dir: string) => {
+        for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+          const full = join(dir, entry.name);
+          if (entry.isDirectory()) walk(full);
+          else if (entry.isFile())
+            out.push({ name: relative(root, full).split(sep).join('/'), size: statSync(full).size });
+        }
+      };
+      walk(root);
+      return out;
+    },
+  );
+
+  app.get(
+    '/api/runs/:id/artifact',
+    {
+      schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
+    },
+    async (request, reply) => {
+      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      // Confined to the run's own folder: `..` or an absolute path never leaves it.
+      const file = deps.runFiles.artifactPath(run._id, request.query.path.replace(/^\/+/, ''));
+      if (!file || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
+      const name = basename(file).replace(/["\\\r\n]/g, '_');
+      return reply
+        .type(contentTypeOf(name))
+        .header('Content-Disposition', `attachment; filename="${name}"`)
+        .header('Content-Length', statSync(file).size)
+        .send(createReadStream(file));
+    },
+  );
 }
 
-const types: Record<string, string> = { json: 'application/json', txt: 'text/plain; charset=utf-8', md: 'text/markdown; charset=utf-8', csv: 'text/csv; charset=utf-8', html: 'text/plain; charset=utf-8', png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', pdf: 'application/pdf' };
+const types: Record<string, string> = {
+  json: 'application/json',
+  txt: 'text/plain; charset=utf-8',
+  md: 'text/markdown; charset=utf-8',
+  csv: 'text/csv; charset=utf-8',
+  html: 'text/plain; charset=utf-8',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  pdf: 'application/pdf',
+};
 function contentTypeOf(name: string): string {
   return types[name.split('.').pop()?.toLowerCase() ?? ''] ?? 'application/octet-stream';
 }
-

@@ -5,7 +5,14 @@ import { DomainError } from '../../domain/decider.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { secretsCollection, type SecretDoc } from '../../projections/secrets.js';
 import { IdParams, listQueryProperties } from '../../schemas/common.js';
-import { CreateSecretInputBody, JobSecret, SecretDto, SecretIdOutputBody, SecretListEnvelope, SecretValueBody } from '../../schemas/secret.js';
+import {
+  CreateSecretInputBody,
+  JobSecret,
+  SecretDto,
+  SecretIdOutputBody,
+  SecretListEnvelope,
+  SecretValueBody,
+} from '../../schemas/secret.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -18,45 +25,135 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const secrets = () => deps.stores.docs.collection<SecretDoc>(secretsCollection);
 
-  app.get('/api/secrets', { schema: { summary: 'List secrets (names only)', tags: ['secrets'], querystring: Type.Object({ ...listQueryProperties }, { additionalProperties: false }), response: { 200: SecretListEnvelope } } }, async (request) => {
-    const p = principalOf(request);
-    const list = parseListQuery(request.query, { sortKeys: { name: 'name', createdAt: 'createdAt', updatedAt: 'updatedAt' }, defaultSort: 'name', searchFields: ['name'] });
-    const filter = { workspaceId: p.workspaceId };
-    const [items, total] = await Promise.all([secrets().find(filter, list.find), secrets().count(filter, { search: list.search })]);
-    return { items: items.map(toDto), page: list.page, pageSize: list.pageSize, total };
-  });
+  app.get(
+    '/api/secrets',
+    {
+      schema: {
+        summary: 'List secrets (names only)',
+        tags: ['secrets'],
+        querystring: Type.Object({ ...listQueryProperties }, { additionalProperties: false }),
+        response: { 200: SecretListEnvelope },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const list = parseListQuery(request.query, {
+        sortKeys: { name: 'name', createdAt: 'createdAt', updatedAt: 'updatedAt' },
+        defaultSort: 'name',
+        searchFields: ['name'],
+      });
+      const filter = { workspaceId: p.workspaceId };
+      const [items, total] = await Promise.all([
+        secrets().find(filter, list.find),
+        secrets().count(filter, { search: list.search }),
+      ]);
+      return { items: items.map(toDto), page: list.page, pageSize: list.pageSize, total };
+    },
+  );
 
-  app.post('/api/secrets', { schema: { summary: 'Create a secret', description: 'The value is encrypted at rest and never returned. Reference it in configuration as {{secret:NAME}}.', tags: ['secrets'], body: CreateSecretInputBody, response: { 201: SecretIdOutputBody } } }, async (request, reply) => {
-    const p = principalOf(request);
-    const id = await deps.secrets.create(requestContext(request), p.workspaceId, request.body.name, request.body.value);
-    return reply.status(201).send({ id });
-  });
+  app.post(
+    '/api/secrets',
+    {
+      schema: {
+        summary: 'Create a secret',
+        description:
+          'The value is encrypted at rest and never returned. Reference it in configuration as {{secret:NAME}}.',
+        tags: ['secrets'],
+        body: CreateSecretInputBody,
+        response: { 201: SecretIdOutputBody },
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const id = await deps.secrets.create(
+        requestContext(request),
+        p.workspaceId,
+        request.body.name,
+        request.body.value,
+      );
+      return reply.status(201).send({ id });
+    },
+  );
 
-  app.put('/api/secrets/:id', { schema: { summary: "Replace a secret's value", tags: ['secrets'], params: IdParams, body: SecretValueBody, response: { 200: SecretDto } } }, async (request) => {
-    const p = principalOf(request);
-    await deps.secrets.change(requestContext(request), p.workspaceId, request.params.id, request.body.value);
-    return toDto((await secrets().findOne({ _id: request.params.id }))!);
-  });
+  app.put(
+    '/api/secrets/:id',
+    {
+      schema: {
+        summary: "Replace a secret's value",
+        tags: ['secrets'],
+        params: IdParams,
+        body: SecretValueBody,
+        response: { 200: SecretDto },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      await deps.secrets.change(requestContext(request), p.workspaceId, request.params.id, request.body.value);
+      return toDto((await secrets().findOne({ _id: request.params.id }))!);
+    },
+  );
 
-  app.delete('/api/secrets/:id', { schema: { summary: 'Delete a secret', description: 'Jobs that mapped it lose the variable from their next run.', tags: ['secrets'], params: IdParams, response: { 204: Type.Null() } } }, async (request, reply) => {
-    await deps.secrets.delete(requestContext(request), principalOf(request).workspaceId, request.params.id);
-    return reply.status(204).send(null);
-  });
+  app.delete(
+    '/api/secrets/:id',
+    {
+      schema: {
+        summary: 'Delete a secret',
+        description: 'Jobs that mapped it lose the variable from their next run.',
+        tags: ['secrets'],
+        params: IdParams,
+        response: { 204: Type.Null() },
+      },
+    },
+    async (request, reply) => {
+      await deps.secrets.delete(requestContext(request), principalOf(request).workspaceId, request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
 
   async function job(workspaceId: string, id: string) {
-    if (!(await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: id, workspaceId, archived: false }))) throw DomainError.notFound('Job');
+    if (!(await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: id, workspaceId, archived: false })))
+      throw DomainError.notFound('Job');
   }
 
-  app.get('/api/jobs/:id/secrets', { schema: { summary: "A job's secrets as environment variables", tags: ['secrets'], params: IdParams, response: { 200: Type.Array(JobSecret) } } }, async (request) => {
-    const p = principalOf(request);
-    await job(p.workspaceId, request.params.id);
-    return deps.secrets.mappings(p.workspaceId, request.params.id);
-  });
+  app.get(
+    '/api/jobs/:id/secrets',
+    {
+      schema: {
+        summary: "A job's secrets as environment variables",
+        tags: ['secrets'],
+        params: IdParams,
+        response: { 200: Type.Array(JobSecret) },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      await job(p.workspaceId, request.params.id);
+      return deps.secrets.mappings(p.workspaceId, request.params.id);
+    },
+  );
 
-  app.put('/api/jobs/:id/secrets', { schema: { summary: "Replace a job's secret mappings", description: 'Variables named SVC_* or proxy variables are dropped when a run starts.', tags: ['secrets'], params: IdParams, body: Type.Array(JobSecret, { maxItems: 100 }), response: { 200: Type.Array(JobSecret) } } }, async (request) => {
-    const p = principalOf(request);
-    await job(p.workspaceId, request.params.id);
-    await deps.secrets.setMappings(requestContext(request), p.workspaceId, request.params.id, request.body.map(({ secretId, envName }) => ({ secretId, envName })));
-    return deps.secrets.mappings(p.workspaceId, request.params.id);
-  });
+  app.put(
+    '/api/jobs/:id/secrets',
+    {
+      schema: {
+        summary: "Replace a job's secret mappings",
+        description: 'Variables named SVC_* or proxy variables are dropped when a run starts.',
+        tags: ['secrets'],
+        params: IdParams,
+        body: Type.Array(JobSecret, { maxItems: 100 }),
+        response: { 200: Type.Array(JobSecret) },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      await job(p.workspaceId, request.params.id);
+      await deps.secrets.setMappings(
+        requestContext(request),
+        p.workspaceId,
+        request.params.id,
+        request.body.map(({ secretId, envName }) => ({ secretId, envName })),
+      );
+      return deps.secrets.mappings(p.workspaceId, request.params.id);
+    },
+  );
 }

@@ -25,29 +25,52 @@ export function maskedWebhookUrl(url: string): string {
 export default function settingsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/api/settings', { schema: { summary: 'Workspace settings', description: 'Every field with its effective value (defaults filled in). Members see notifyWebhookUrl masked to its origin (`https://hooks.example.com/…`); admins and the owner see it whole.', tags: ['settings'], response: { 200: SettingsDto } } }, async (request) => {
-    const p = principalOf(request);
-    const settings = await deps.models.settingsFor(p.workspaceId);
-    if (roleRank[p.role] >= roleRank.admin || settings.notifyWebhookUrl === null) return settings;
-    return { ...settings, notifyWebhookUrl: maskedWebhookUrl(settings.notifyWebhookUrl) };
-  });
-
-  app.patch('/api/settings', {
-    schema: {
-      summary: 'Change workspace settings',
-      description:
-        'Only the fields given change. Default models must be enabled, listed models of the workspace; null unsets one. An empty defaultImage resets it to the server default. defaultLimits are merged field by field. An empty notifyWebhookUrl turns notifications off; a URL naming a loopback or private address is refused unless the operator allows private targets, one naming a link-local or metadata address always; notifySecret names a workspace secret (empty: unsigned).',
-      tags: ['settings'],
-      body: SettingsPatch,
-      response: { 200: SettingsDto },
+  app.get(
+    '/api/settings',
+    {
+      schema: {
+        summary: 'Workspace settings',
+        description:
+          'Every field with its effective value (defaults filled in). Members see notifyWebhookUrl masked to its origin (`https://hooks.example.com/…`); admins and the owner see it whole.',
+        tags: ['settings'],
+        response: { 200: SettingsDto },
+      },
     },
-  }, async (request) => {
-    const p = principalOf(request);
-    // The egress guard judges the webhook URL at save as far as its name allows, and again when it is dialled.
-    const refusal = request.body.notifyWebhookUrl ? webhookUrlRefusal(request.body.notifyWebhookUrl.trim(), deps.config.allowPrivateNetworkTargets) : null;
-    if (refusal) throw DomainError.validation([{ field: 'notifyWebhookUrl', code: 'not_allowed', message: refusal }]);
-    const secretName = request.body.notifySecret?.trim();
-    const found = secretName ? await deps.secrets.byName(p.workspaceId, secretName) : null;
-    return deps.models.changeSettings(requestContext(request), p.workspaceId, request.body, found ? [found.name] : []);
-  });
+    async (request) => {
+      const p = principalOf(request);
+      const settings = await deps.models.settingsFor(p.workspaceId);
+      if (roleRank[p.role] >= roleRank.admin || settings.notifyWebhookUrl === null) return settings;
+      return { ...settings, notifyWebhookUrl: maskedWebhookUrl(settings.notifyWebhookUrl) };
+    },
+  );
+
+  app.patch(
+    '/api/settings',
+    {
+      schema: {
+        summary: 'Change workspace settings',
+        description:
+          'Only the fields given change. Default models must be enabled, listed models of the workspace; null unsets one. An empty defaultImage resets it to the server default. defaultLimits are merged field by field. An empty notifyWebhookUrl turns notifications off; a URL naming a loopback or private address is refused unless the operator allows private targets, one naming a link-local or metadata address always; notifySecret names a workspace secret (empty: unsigned).',
+        tags: ['settings'],
+        body: SettingsPatch,
+        response: { 200: SettingsDto },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      // The egress guard judges the webhook URL at save as far as its name allows, and again when it is dialled.
+      const refusal = request.body.notifyWebhookUrl
+        ? webhookUrlRefusal(request.body.notifyWebhookUrl.trim(), deps.config.allowPrivateNetworkTargets)
+        : null;
+      if (refusal) throw DomainError.validation([{ field: 'notifyWebhookUrl', code: 'not_allowed', message: refusal }]);
+      const secretName = request.body.notifySecret?.trim();
+      const found = secretName ? await deps.secrets.byName(p.workspaceId, secretName) : null;
+      return deps.models.changeSettings(
+        requestContext(request),
+        p.workspaceId,
+        request.body,
+        found ? [found.name] : [],
+      );
+    },
+  );
 }

@@ -13,7 +13,20 @@ const dayMs = 24 * 60 * 60 * 1000;
 /** The chart shows at most this many runs: the newest of the range. */
 export const maxRunPoints = 500;
 
-type RunFacts = Pick<RunDoc, '_id' | 'number' | 'queuedAt' | 'status' | 'mode' | 'cost' | 'reflectionCost' | 'verifyCost' | 'msTotal' | 'turns' | 'playbookVersion'>;
+type RunFacts = Pick<
+  RunDoc,
+  | '_id'
+  | 'number'
+  | 'queuedAt'
+  | 'status'
+  | 'mode'
+  | 'cost'
+  | 'reflectionCost'
+  | 'verifyCost'
+  | 'msTotal'
+  | 'turns'
+  | 'playbookVersion'
+>;
 
 /**
  * The numbers of BEHAVIOUR §10.2 over a job's non-skipped runs of the range, oldest first. Pure, so the rules can be
@@ -23,9 +36,20 @@ export function summarizeJobRuns(runs: readonly RunFacts[]): Omit<JobStatsOutput
   const total = (r: RunFacts) => r.cost + r.reflectionCost + r.verifyCost;
   const succeeded = runs.filter((r) => r.status === 'succeeded').length;
   const failed = runs.filter((r) => r.status === 'failed' || r.status === 'timed_out').length;
-  const durations = runs.map((r) => r.msTotal).filter((ms): ms is number => ms !== null).sort((a, b) => a - b);
+  const durations = runs
+    .map((r) => r.msTotal)
+    .filter((ms): ms is number => ms !== null)
+    .sort((a, b) => a - b);
   const points: JobRunPoint[] = runs.slice(-maxRunPoints).map((r) => ({
-    runId: r._id, number: r.number, queuedAt: r.queuedAt, status: r.status, mode: r.mode, cost: total(r), msTotal: r.msTotal, turns: r.turns, playbookVersion: r.playbookVersion,
+    runId: r._id,
+    number: r.number,
+    queuedAt: r.queuedAt,
+    status: r.status,
+    mode: r.mode,
+    cost: total(r),
+    msTotal: r.msTotal,
+    turns: r.turns,
+    playbookVersion: r.playbookVersion,
   }));
   return {
     runs: points,
@@ -39,22 +63,42 @@ export function summarizeJobRuns(runs: readonly RunFacts[]): Omit<JobStatsOutput
 export default function statsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/api/jobs/:id/stats', {
-    schema: {
-      summary: "A job's statistics",
-      description: 'Over the non-skipped runs queued in the range (default 30d): success rate, average cost with learning included, median duration, the newest 500 runs oldest first, and the playbook versions saved in the range.',
-      tags: ['jobs'], params: IdParams, querystring: JobStatsQuery, response: { 200: JobStatsOutputBody },
+  app.get(
+    '/api/jobs/:id/stats',
+    {
+      schema: {
+        summary: "A job's statistics",
+        description:
+          'Over the non-skipped runs queued in the range (default 30d): success rate, average cost with learning included, median duration, the newest 500 runs oldest first, and the playbook versions saved in the range.',
+        tags: ['jobs'],
+        params: IdParams,
+        querystring: JobStatsQuery,
+        response: { 200: JobStatsOutputBody },
+      },
     },
-  }, async (request) => {
-    const workspaceId = principalOf(request).workspaceId;
-    const jobId = request.params.id;
-    const job = await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, workspaceId, archived: false });
-    if (!job) throw DomainError.notFound('Job');
-    const from = Date.now() - jobStatsRanges[request.query.range ?? '30d'] * dayMs;
-    const [runs, versions] = await Promise.all([
-      deps.stores.docs.collection<RunDoc>(runsCollection).find({ jobId, workspaceId, queuedAt: { $gte: from }, status: { $ne: 'skipped' } }, { sort: [['number', 1]] }),
-      deps.stores.docs.collection<PlaybookVersionDoc>(playbookVersionsCollection).find({ jobId, workspaceId, createdAt: { $gte: from } }, { sort: [['version', 1]] }),
-    ]);
-    return { ...summarizeJobRuns(runs), versions: versions.map((v) => ({ version: v.version, author: v.author, createdAt: v.createdAt })) };
-  });
+    async (request) => {
+      const workspaceId = principalOf(request).workspaceId;
+      const jobId = request.params.id;
+      const job = await deps.stores.docs
+        .collection<JobDoc>(jobsCollection)
+        .findOne({ _id: jobId, workspaceId, archived: false });
+      if (!job) throw DomainError.notFound('Job');
+      const from = Date.now() - jobStatsRanges[request.query.range ?? '30d'] * dayMs;
+      const [runs, versions] = await Promise.all([
+        deps.stores.docs
+          .collection<RunDoc>(runsCollection)
+          .find(
+            { jobId, workspaceId, queuedAt: { $gte: from }, status: { $ne: 'skipped' } },
+            { sort: [['number', 1]] },
+          ),
+        deps.stores.docs
+          .collection<PlaybookVersionDoc>(playbookVersionsCollection)
+          .find({ jobId, workspaceId, createdAt: { $gte: from } }, { sort: [['version', 1]] }),
+      ]);
+      return {
+        ...summarizeJobRuns(runs),
+        versions: versions.map((v) => ({ version: v.version, author: v.author, createdAt: v.createdAt })),
+      };
+    },
+  );
 }

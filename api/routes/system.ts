@@ -12,34 +12,59 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
   const { events, docs } = deps.stores;
   const database = events.kind === docs.kind ? events.kind : `${events.kind}+${docs.kind}`;
 
-  app.get('/api/system/info', {
-    schema: { summary: 'Version, database and sandbox backend of this instance', tags: ['system'], response: { 200: InfoOutputBody } },
-  }, async (request) => {
-    const sandbox = deps.sandbox();
-    // Store errors can name internal details: the reason is for instance admins, the health for every member.
-    const admin = principalOf(request).isAdmin;
-    const projections = (await deps.engine.storedStatus()).map((s) => ({ ...s, lastError: admin ? s.lastError : null }));
-    return { version: deps.version, database, allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets, ...(sandbox ? { sandbox } : {}), projections };
-  });
+  app.get(
+    '/api/system/info',
+    {
+      schema: {
+        summary: 'Version, database and sandbox backend of this instance',
+        tags: ['system'],
+        response: { 200: InfoOutputBody },
+      },
+    },
+    async (request) => {
+      const sandbox = deps.sandbox();
+      // Store errors can name internal details: the reason is for instance admins, the health for every member.
+      const admin = principalOf(request).isAdmin;
+      const projections = (await deps.engine.storedStatus()).map((s) => ({
+        ...s,
+        lastError: admin ? s.lastError : null,
+      }));
+      return {
+        version: deps.version,
+        database,
+        allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
+        ...(sandbox ? { sandbox } : {}),
+        projections,
+      };
+    },
+  );
 
-  app.get('/api/users/me', {
-    schema: { summary: 'The signed-in user (or the creator of the token) and the current workspace', tags: ['users'], response: { 200: MeOutputBody } },
-  }, async (request) => {
-    const p = principalOf(request);
-    const [user, workspace] = await Promise.all([
-      docs.collection<UserDoc>('users').findOne({ _id: p.userId }),
-      docs.collection<WorkspaceDoc>('workspaces').findOne({ _id: p.workspaceId }),
-    ]);
-    if (!user || !workspace) throw DomainError.notFound('User');
-    return {
-      id: user._id,
-      email: user.email,
-      name: user.name,
-      picture: user.picture,
-      isAdmin: user.isAdmin,
-      viaToken: p.kind === 'token',
-      workspaceId: workspace._id,
-      workspace: { id: workspace._id, name: workspace.name, role: p.role },
-    };
-  });
+  app.get(
+    '/api/users/me',
+    {
+      schema: {
+        summary: 'The signed-in user (or the creator of the token) and the current workspace',
+        tags: ['users'],
+        response: { 200: MeOutputBody },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const [user, workspace] = await Promise.all([
+        docs.collection<UserDoc>('users').findOne({ _id: p.userId }),
+        docs.collection<WorkspaceDoc>('workspaces').findOne({ _id: p.workspaceId }),
+      ]);
+      if (!user || !workspace) throw DomainError.notFound('User');
+      return {
+        id: user._id,
+        email: user.email,
+        name: user.name,
+        picture: user.picture,
+        isAdmin: user.isAdmin,
+        viaToken: p.kind === 'token',
+        workspaceId: workspace._id,
+        workspace: { id: workspace._id, name: workspace.name, role: p.role },
+      };
+    },
+  );
 }

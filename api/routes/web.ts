@@ -69,7 +69,13 @@ function load(root: string): Map<string, Asset> {
         const gz = text && body.length > 1024 ? gzipSync(body, { level: 9 }) : null;
         // Vite names every file under /assets by its content hash: such a file never changes, the rest may.
         const cacheControl = url.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache';
-        assets.set(url, { body, gzip: gz && gz.length < body.length ? gz : null, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`, cacheControl });
+        assets.set(url, {
+          body,
+          gzip: gz && gz.length < body.length ? gz : null,
+          type,
+          etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+          cacheControl,
+        });
       }
     }
   };
@@ -99,7 +105,9 @@ export default function webRoutes(app: FastifyInstance, root = webDir()): void {
   const assets = load(root);
   const index = assets.get('/index.html');
   const missing: Asset = {
-    body: Buffer.from('The web app is not built. Run `npm run build` and restart the server; the API is at /api (reference: /api/docs).\n'),
+    body: Buffer.from(
+      'The web app is not built. Run `npm run build` and restart the server; the API is at /api (reference: /api/docs).\n',
+    ),
     gzip: null,
     type: 'text/plain; charset=utf-8',
     etag: '"unbuilt"',

@@ -24,7 +24,13 @@ import { firstMessage, systemPrompt } from './agent/prompt.js';
 import { builtinTools, mcpAgentTools } from './agent/tools.js';
 import type { RunMcp } from '../../adapters/mcp/run-tools.js';
 import type { ModelClient, Price, Usage } from '../../adapters/models/types.js';
-import { brokerPort, proxyPort, type NetworkMode, type Sandbox, type SandboxBackend } from '../../adapters/sandbox/types.js';
+import {
+  brokerPort,
+  proxyPort,
+  type NetworkMode,
+  type Sandbox,
+  type SandboxBackend,
+} from '../../adapters/sandbox/types.js';
 
 /** What the runner needs of a run's broker session (the /v1 routes `svc` calls). */
 export interface BrokerSession {
@@ -81,12 +87,22 @@ export interface ExecutorPorts {
   openSession(request: SessionRequest): Promise<OpenedSession>;
   agentModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
   utilityModel(workspaceId: string, modelId: string | null): Promise<AgentModel | null>;
-  settings(workspaceId: string): Promise<{ defaultLimits: Limits; defaultImage: string | null; dailySpendLimitUsd: number }>;
+  settings(
+    workspaceId: string,
+  ): Promise<{ defaultLimits: Limits; defaultImage: string | null; dailySpendLimitUsd: number }>;
   /** Micro-USD spent by the workspace's runs queued since `since`. */
   spentSince(workspaceId: string, since: number): Promise<number>;
   secretEnv(workspaceId: string, jobId: string): Promise<Record<string, string>>;
   /** The job's granted, enabled MCP servers with their secrets resolved on the host; null when it has none. */
-  mcp?(workspaceId: string, jobId: string, options: { shadow: boolean; runAsRoot: boolean; timeline(type: string, payload: Record<string, unknown>, ms: number | null): void }): Promise<RunMcp | null>;
+  mcp?(
+    workspaceId: string,
+    jobId: string,
+    options: {
+      shadow: boolean;
+      runAsRoot: boolean;
+      timeline(type: string, payload: Record<string, unknown>, ms: number | null): void;
+    },
+  ): Promise<RunMcp | null>;
   /**
    * The image the run's sandbox starts from (BEHAVIOUR §6.3): the fallback when the playbook has no Dockerfile, else a
    * build of that Dockerfile, waited for. Rejects with RunImageError (the run's error), or with the signal's reason.
@@ -94,14 +110,21 @@ export interface ExecutorPorts {
   runImage(request: Omit<RunImageRequest, 'canBuild'>): Promise<string | null>;
   secretValues(workspaceId: string): Promise<string[]>;
   /** Toolkit calls and failures of a finished run, kept beside the playbook's versions. */
-  recordScriptCalls(ctx: CommandContext, workspaceId: string, jobId: string, runId: string, counts: Array<{ name: string; calls: number; failures: number }>): Promise<void>;
+  recordScriptCalls(
+    ctx: CommandContext,
+    workspaceId: string,
+    jobId: string,
+    runId: string,
+    counts: Array<{ name: string; calls: number; failures: number }>,
+  ): Promise<void>;
   jobState: {
     get(workspaceId: string, jobId: string, key: string): Promise<string | null>;
     set(ctx: CommandContext, workspaceId: string, jobId: string, key: string, value: string): Promise<void>;
   };
 }
 
-export const noModelMessage = 'No model is configured. Pick a model for the job or set a default agent model in Settings.';
+export const noModelMessage =
+  'No model is configured. Pick a model for the job or set a default agent model in Settings.';
 const artifactCap = 50 * 1024 * 1024;
 const reserved = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|ALL_PROXY|all_proxy)$/;
 
@@ -113,13 +136,32 @@ const reserved = /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_
  * A sandbox's environment: the job's secrets (never over the service's own variables), the broker's address and the
  * run's token, and for networked jobs the egress proxy, which is the only way out of the sandbox (DESIGN §5).
  */
-export function sandboxEnv(secretEnv: Record<string, string>, token: string, runId: string, jobId: string, network: NetworkMode): Record<string, string> {
+export function sandboxEnv(
+  secretEnv: Record<string, string>,
+  token: string,
+  runId: string,
+  jobId: string,
+  network: NetworkMode,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(secretEnv)) if (!reserved.test(k)) env[k] = v;
-  Object.assign(env, { SVC_BROKER_URL: `http://127.0.0.1:${brokerPort}`, SVC_TOKEN: token, SVC_RUN_ID: runId, SVC_JOB_ID: jobId });
+  Object.assign(env, {
+    SVC_BROKER_URL: `http://127.0.0.1:${brokerPort}`,
+    SVC_TOKEN: token,
+    SVC_RUN_ID: runId,
+    SVC_JOB_ID: jobId,
+  });
   if (network !== 'none') {
     const proxy = `http://svc:${token}@127.0.0.1:${proxyPort}`;
-    Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: 'svc,localhost,127.0.0.1', no_proxy: 'svc,localhost,127.0.0.1', NODE_USE_ENV_PROXY: '1' });
+    Object.assign(env, {
+      HTTP_PROXY: proxy,
+      HTTPS_PROXY: proxy,
+      http_proxy: proxy,
+      https_proxy: proxy,
+      NO_PROXY: 'svc,localhost,127.0.0.1',
+      no_proxy: 'svc,localhost,127.0.0.1',
+      NODE_USE_ENV_PROXY: '1',
+    });
   }
   return env;
 }
@@ -139,7 +181,12 @@ export class RunExecutor {
     const { state: run } = await this.bus.load(runStreamId(runId), runDecider);
     if (run.status !== 'provisioning') return;
     const ws = run.workspaceId;
-    const ctx: CommandContext = { workspaceId: ws, actor: { type: 'run', id: runId }, requestId: null, correlationId: runId };
+    const ctx: CommandContext = {
+      workspaceId: ws,
+      actor: { type: 'run', id: runId },
+      requestId: null,
+      correlationId: runId,
+    };
     const secretValues = await this.ports.secretValues(ws).catch(() => []);
     // The run token is redacted like a secret wherever the run's texts are stored.
     const token = randomBytes(32).toString('base64url');
@@ -175,7 +222,9 @@ export class RunExecutor {
       await mcp?.close().catch(() => undefined);
       if (sandbox) {
         const t0 = this.clock();
-        await sandbox.destroy().catch((err: unknown) => this.log.error({ err, runId }, 'could not destroy the sandbox'));
+        await sandbox
+          .destroy()
+          .catch((err: unknown) => this.log.error({ err, runId }, 'could not destroy the sandbox'));
         timeline.record('sandbox.destroy', { sandboxId: sandbox.id }, { ms: this.clock() - t0 });
       }
       // A run whose record could not be written does not pass; the run itself still ends (docs/design.md, "Failure handling").
@@ -195,15 +244,28 @@ export class RunExecutor {
         tokOut: usage.output + (session?.llmUsage.output ?? 0),
         fellBack: extra.fellBack ?? false,
         verifyCost: extra.verifyCost ?? 0,
-        reflection: wantsReflection({ selfImprove, status, mode: run.mode, turns, fellBack: extra.fellBack ?? false, mainRan, setupFailed }) ? 'pending' : 'skipped',
+        reflection: wantsReflection({
+          selfImprove,
+          status,
+          mode: run.mode,
+          turns,
+          fellBack: extra.fellBack ?? false,
+          mainRan,
+          setupFailed,
+        })
+          ? 'pending'
+          : 'skipped',
         finishedAt: this.clock(),
       };
       // Streams end when they see the final status, so the timeline is complete before the run's final event.
-      await timeline.append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) })
+      await timeline
+        .append('run.status', { status, ...(outcome.error ? { error: outcome.error } : {}) })
         .catch((err: unknown) => this.log.error({ err, runId }, 'could not write the final status to the timeline'));
       if (scriptCalls.size > 0) {
         const counts = [...scriptCalls].map(([name, c]) => ({ name, ...c }));
-        await this.ports.recordScriptCalls(ctx, ws, run.jobId, runId, counts).catch((err: unknown) => this.log.error({ err, runId }, 'could not record toolkit calls'));
+        await this.ports
+          .recordScriptCalls(ctx, ws, run.jobId, runId, counts)
+          .catch((err: unknown) => this.log.error({ err, runId }, 'could not record toolkit calls'));
       }
       await this.runs.finish(run.jobId, runId, outcome, ctx);
     };
@@ -216,25 +278,55 @@ export class RunExecutor {
       const settings = await this.ports.settings(ws);
       const limits: Limits = { ...settings.defaultLimits, ...job.config.limits } as Limits;
       const deadline = startedAt + limits.timeoutSeconds * 1000;
-      deadlineTimer = setTimeout(() => {
-        stopReason ??= 'deadline';
-        controller.abort();
-      }, Math.max(0, deadline - this.clock()));
+      deadlineTimer = setTimeout(
+        () => {
+          stopReason ??= 'deadline';
+          controller.abort();
+        },
+        Math.max(0, deadline - this.clock()),
+      );
 
       const model = await this.ports.agentModel(ws, run.modelId);
       if (!model) return await finish('failed', noModelMessage);
-      const overSpend = dailySpendError(settings.dailySpendLimitUsd, settings.dailySpendLimitUsd > 0 ? await this.ports.spentSince(ws, utcDayStart(this.clock())) : 0);
+      const overSpend = dailySpendError(
+        settings.dailySpendLimitUsd,
+        settings.dailySpendLimitUsd > 0 ? await this.ports.spentSince(ws, utcDayStart(this.clock())) : 0,
+      );
       if (overSpend) return await finish('failed', overSpend);
-      const resolved = await this.resolveImage(run, job.config.image ?? settings.defaultImage, controller.signal, () => stopReason, timeline);
+      const resolved = await this.resolveImage(
+        run,
+        job.config.image ?? settings.defaultImage,
+        controller.signal,
+        () => stopReason,
+        timeline,
+      );
       if ('status' in resolved) return await finish(resolved.status, resolved.error);
       const image = resolved.image;
 
       const utility = (await this.ports.utilityModel(ws, run.modelId)) ?? model;
       const maxCost = Math.round(limits.maxCostUsd * 1e6);
-      mcp = (await this.ports.mcp?.(ws, run.jobId, { shadow: false, runAsRoot: job.config.runAsRoot, timeline: (type, payload, ms) => timeline.record(type, payload, { ms }) })) ?? null;
+      mcp =
+        (await this.ports.mcp?.(ws, run.jobId, {
+          shadow: false,
+          runAsRoot: job.config.runAsRoot,
+          timeline: (type, payload, ms) => timeline.record(type, payload, { ms }),
+        })) ?? null;
       const opened = await this.ports.openSession({
-        runId, jobId: run.jobId, workspaceId: ws, token, costLimit: maxCost, timeline, agentModel: model, utilityModel: utility, agentSpend: () => agentCost, mcp,
-        egress: { network: job.config.network, allowedDomains: job.config.allowedDomains, allowPrivateNetwork: job.config.allowPrivateNetwork },
+        runId,
+        jobId: run.jobId,
+        workspaceId: ws,
+        token,
+        costLimit: maxCost,
+        timeline,
+        agentModel: model,
+        utilityModel: utility,
+        agentSpend: () => agentCost,
+        mcp,
+        egress: {
+          network: job.config.network,
+          allowedDomains: job.config.allowedDomains,
+          allowPrivateNetwork: job.config.allowPrivateNetwork,
+        },
       });
       session = opened.session;
 
@@ -243,17 +335,26 @@ export class RunExecutor {
       const t0 = this.clock();
       try {
         sandbox = await this.ports.backend.create({
-          id: `run-${runId}`, labels: { runId, jobId: run.jobId, workspaceId: ws }, image,
+          id: `run-${runId}`,
+          labels: { runId, jobId: run.jobId, workspaceId: ws },
+          image,
           limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
-          network: job.config.network, runAsRoot: job.config.runAsRoot, env,
-          brokerSocket: opened.brokerSocket, proxySocket: opened.proxySocket,
+          network: job.config.network,
+          runAsRoot: job.config.runAsRoot,
+          env,
+          brokerSocket: opened.brokerSocket,
+          proxySocket: opened.proxySocket,
           ttlMs: limits.timeoutSeconds * 1000 + 5 * 60_000,
         });
       } catch (err) {
         return await finish('failed', `Failed to create the sandbox: ${(err as Error).message}`);
       }
       const info = this.ports.backend.info();
-      timeline.record('sandbox.create', { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation }, { ms: this.clock() - t0 });
+      timeline.record(
+        'sandbox.create',
+        { sandboxId: sandbox.id, image, adapter: info.backend, isolation: info.isolation },
+        { ms: this.clock() - t0 },
+      );
       // The playbook version the run was pinned to when it was queued; a missing one counts as empty.
       const playbook = (await versionContent(this.events, ws, run.jobId, run.playbookVersion)) ?? emptyContent();
       await sandbox.putFiles([
@@ -266,9 +367,19 @@ export class RunExecutor {
 
       // HTTP servers connect from the host, stdio servers start inside the sandbox; both before any script or the agent.
       if (playbook.setup !== null) {
-        const setup = await runSetup(sandbox, playbook.setup, job.config.runAsRoot ? 'root' : 'agent', controller.signal, deadline - this.clock());
+        const setup = await runSetup(
+          sandbox,
+          playbook.setup,
+          job.config.runAsRoot ? 'root' : 'agent',
+          controller.signal,
+          deadline - this.clock(),
+        );
         timeline.record('sandbox.setup', { exitCode: setup.exitCode, output: setup.output }, { ms: setup.ms });
-        if (controller.signal.aborted) return await finish(stopReason === 'deadline' ? 'timed_out' : 'failed', stopReason === 'deadline' ? 'the run exceeded its time limit' : 'run was stopped');
+        if (controller.signal.aborted)
+          return await finish(
+            stopReason === 'deadline' ? 'timed_out' : 'failed',
+            stopReason === 'deadline' ? 'the run exceeded its time limit' : 'run was stopped',
+          );
         if (setup.exitCode !== 0) {
           // Reflection may repair a setup script (BEHAVIOUR §4.1: a failed setup counts as the run having done something).
           setupFailed = true;
@@ -276,7 +387,12 @@ export class RunExecutor {
         }
       }
       await mcp?.connect(sandbox);
-      await this.bus.execute(runStreamId(runId), runDecider, { type: 'StartRun', sandbox: { id: sandbox.id, backend: info.backend } }, ctx);
+      await this.bus.execute(
+        runStreamId(runId),
+        runDecider,
+        { type: 'StartRun', sandbox: { id: sandbox.id, backend: info.backend } },
+        ctx,
+      );
       await timeline.append('run.status', { status: 'running' });
 
       const notes: string[] = [];
@@ -290,9 +406,17 @@ export class RunExecutor {
         mainRan = true;
         const openSession = session;
         const scripted = await runScripted({
-          sandbox: s, user, timeline, session: openSession, signal: controller.signal, clock: this.clock,
+          sandbox: s,
+          user,
+          timeline,
+          session: openSession,
+          signal: controller.signal,
+          clock: this.clock,
           remainingMs: () => deadline - this.clock(),
-          stopReason: () => (stopReason === 'deadline' ? { status: 'timed_out', error: 'the run exceeded its time limit' } : { status: 'failed', error: 'run was stopped' }),
+          stopReason: () =>
+            stopReason === 'deadline'
+              ? { status: 'timed_out', error: 'the run exceeded its time limit' }
+              : { status: 'failed', error: 'run was stopped' },
           declaredOutputs: (spec.outputs ?? []).map((o) => o.name),
           verify: playbook.verify,
           instruction: job.config.instruction,
@@ -319,16 +443,52 @@ export class RunExecutor {
         await timeline.append('run.status', { status: 'running' });
         fellBack = true;
         openSession.clearFail();
-        brief = fallbackBrief({ reason: scripted.reason, lastStep: openSession.steps.last, exitCode: scripted.exitCode, output: scripted.output, outputs: openSession.outputs, actions: openSession.actions });
+        brief = fallbackBrief({
+          reason: scripted.reason,
+          lastStep: openSession.steps.last,
+          exitCode: scripted.exitCode,
+          output: scripted.output,
+          outputs: openSession.outputs,
+          actions: openSession.actions,
+        });
       }
       const result = await runAgent({
         client: model.client,
         model: { name: model.name, price: model.price, contextWindow: model.contextWindow },
-        system: systemPrompt(job.config.instruction, job.config.spec, isEmptyPlaybook(playbook) && playbook.dockerfile === null && playbook.setup === null ? null : renderWithinBudget(playbook)),
-        firstMessage: [brief, firstMessage({ trigger: run.trigger, now: this.clock(), timezone: job.config.timezone, input: run.input, instructions: run.instructions })].filter(Boolean).join('\n\n'),
-        tools: [...builtinTools, ...toolkitTools(playbook.toolkit, (name, failed) => scriptCalls.set(name, { calls: (scriptCalls.get(name)?.calls ?? 0) + 1, failures: (scriptCalls.get(name)?.failures ?? 0) + (failed ? 1 : 0) })), ...mcpAgentTools(mcp)],
+        system: systemPrompt(
+          job.config.instruction,
+          job.config.spec,
+          isEmptyPlaybook(playbook) && playbook.dockerfile === null && playbook.setup === null
+            ? null
+            : renderWithinBudget(playbook),
+        ),
+        firstMessage: [
+          brief,
+          firstMessage({
+            trigger: run.trigger,
+            now: this.clock(),
+            timezone: job.config.timezone,
+            input: run.input,
+            instructions: run.instructions,
+          }),
+        ]
+          .filter(Boolean)
+          .join('\n\n'),
+        tools: [
+          ...builtinTools,
+          ...toolkitTools(playbook.toolkit, (name, failed) =>
+            scriptCalls.set(name, {
+              calls: (scriptCalls.get(name)?.calls ?? 0) + 1,
+              failures: (scriptCalls.get(name)?.failures ?? 0) + (failed ? 1 : 0),
+            }),
+          ),
+          ...mcpAgentTools(mcp),
+        ],
         toolContext: {
-          sandbox: s, user, env: {}, signal: controller.signal,
+          sandbox: s,
+          user,
+          env: {},
+          signal: controller.signal,
           stopReason: () => (stopReason === 'deadline' ? 'the run exceeded its time limit' : 'the run was stopped'),
           remainingMs: () => deadline - this.clock(),
           state: {
@@ -360,7 +520,9 @@ export class RunExecutor {
       return await finish(result.status, result.error, { summary: result.summary, outputs, fellBack, verifyCost });
     } catch (err) {
       this.log.error({ err, runId }, 'run failed unexpectedly');
-      await finish('failed', `The run failed unexpectedly: ${(err as Error).message}`).catch((e: unknown) => this.log.error({ err: e, runId }, 'could not finish the run'));
+      await finish('failed', `The run failed unexpectedly: ${(err as Error).message}`).catch((e: unknown) =>
+        this.log.error({ err: e, runId }, 'could not finish the run'),
+      );
     } finally {
       if (deadlineTimer) clearTimeout(deadlineTimer);
       cancel.removeEventListener('abort', onCancel);
@@ -381,7 +543,11 @@ export class RunExecutor {
     };
     try {
       const image = await this.ports.runImage({
-        workspaceId: run.workspaceId, jobId: run.jobId, playbookVersion: run.playbookVersion, fallback, signal,
+        workspaceId: run.workspaceId,
+        jobId: run.jobId,
+        playbookVersion: run.playbookVersion,
+        fallback,
+        signal,
         onWait: (message) => {
           waitedSince = this.clock();
           timeline.record('sandbox.image_wait', { message });
@@ -392,7 +558,9 @@ export class RunExecutor {
     } catch (err) {
       waitEnded(false);
       if (signal.aborted) {
-        return stopReason() === 'deadline' ? { status: 'timed_out', error: 'the run exceeded its time limit while waiting for the job image' } : { status: 'cancelled', error: 'run was stopped' };
+        return stopReason() === 'deadline'
+          ? { status: 'timed_out', error: 'the run exceeded its time limit while waiting for the job image' }
+          : { status: 'cancelled', error: 'run was stopped' };
       }
       if (err instanceof RunImageError) return { status: 'failed', error: err.message };
       throw err;
@@ -404,12 +572,19 @@ export class RunExecutor {
    * servers are closed, then every process is killed and waited for, so no process can swap a file for a link while
    * the host reads. Without that certainty nothing is read (docs/security.md, "Reading back from sandboxes").
    */
-  private async collectArtifacts(sandbox: Sandbox, runId: string, timeline: TimelineWriter, mcp: RunMcp | null): Promise<void> {
+  private async collectArtifacts(
+    sandbox: Sandbox,
+    runId: string,
+    timeline: TimelineWriter,
+    mcp: RunMcp | null,
+  ): Promise<void> {
     await mcp?.close().catch(() => undefined);
     try {
       await sandbox.stopProcesses();
     } catch (err) {
-      timeline.record('log', { message: `Collected nothing from the sandbox: its processes could not be stopped (${(err as Error).message})` });
+      timeline.record('log', {
+        message: `Collected nothing from the sandbox: its processes could not be stopped (${(err as Error).message})`,
+      });
       return;
     }
     try {
@@ -419,7 +594,11 @@ export class RunExecutor {
         await this.files.saveArtifact(runId, f.name, f.content);
       }
       const note = truncated ? ' (the 50 MiB cap left some out)' : '';
-      if (kept.length > 0 || truncated) timeline.record('log', { message: `Collected ${kept.length} artifact(s)${note}`, artifacts: kept.map((f) => ({ name: f.name, size: f.size })) });
+      if (kept.length > 0 || truncated)
+        timeline.record('log', {
+          message: `Collected ${kept.length} artifact(s)${note}`,
+          artifacts: kept.map((f) => ({ name: f.name, size: f.size })),
+        });
     } catch (err) {
       timeline.record('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
     }

@@ -9,7 +9,19 @@ import { jobDecider, jobStreamId } from '../../domain/job.js';
 import { emptyContent, type PlaybookContent } from '../../domain/playbook.js';
 import { applyOps, tokensOverBudget, type PlaybookOp } from '../../domain/playbook-ops.js';
 import { redactor } from '../../domain/redact.js';
-import { isInstallCommand, parseReflectionAnswer, reflectionPrompt, type EnvironmentTiming, reflectionSchema, reflectionSchemaName, reflectionSystem, secondAttemptMessage, type GraduationSection, type PromptRun, type ReflectionAnswer } from '../../domain/reflection.js';
+import {
+  isInstallCommand,
+  parseReflectionAnswer,
+  reflectionPrompt,
+  type EnvironmentTiming,
+  reflectionSchema,
+  reflectionSchemaName,
+  reflectionSystem,
+  secondAttemptMessage,
+  type GraduationSection,
+  type PromptRun,
+  type ReflectionAnswer,
+} from '../../domain/reflection.js';
 import { maxReflectionAttempts, runDecider, runStreamId, type ReflectionResult } from '../../domain/run.js';
 import { dailySpendError, utcDayStart } from '../../domain/spend.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
@@ -45,7 +57,9 @@ export interface ReflectorPorts {
   /** Tries a proposed main in a shadow run; absent when this runner has no usable sandbox backend. */
   shadow: ((request: ShadowRequest) => Promise<ShadowOutcome>) | null;
   /** Builds a changed Dockerfile before reflection saves it (20 minutes at most); absent when no backend builds images. */
-  buildImage: ((workspaceId: string, jobId: string, dockerfile: string) => Promise<{ ref: string | null } | { error: string }>) | null;
+  buildImage:
+    | ((workspaceId: string, jobId: string, dockerfile: string) => Promise<{ ref: string | null } | { error: string }>)
+    | null;
   /** Scripts the run left in /svc/candidates (at most 10, each cut to 16,000 characters). */
   candidates?(runId: string): Promise<Array<{ name: string; content: string }>>;
   clock?: () => number;
@@ -71,7 +85,10 @@ export class Reflector {
 
   constructor(private readonly ports: ReflectorPorts) {
     this.clock = ports.clock ?? Date.now;
-    this.loop = new PassLoop(() => this.pass(), (err) => this.ports.log.error({ err }, 'reflection pass failed'));
+    this.loop = new PassLoop(
+      () => this.pass(),
+      (err) => this.ports.log.error({ err }, 'reflection pass failed'),
+    );
   }
 
   start(): void {
@@ -93,7 +110,9 @@ export class Reflector {
   }
 
   private async pass(): Promise<void> {
-    const pending = await this.ports.docs.collection<RunDoc>(runsCollection).find({ reflection: 'pending' }, { sort: [['reflectionRequestedAt', 1]], limit: 20 });
+    const pending = await this.ports.docs
+      .collection<RunDoc>(runsCollection)
+      .find({ reflection: 'pending' }, { sort: [['reflectionRequestedAt', 1]], limit: 20 });
     for (const doc of pending) {
       if (this.stopped) return;
       const owner = doc.reflectionRunnerId ?? null;
@@ -103,16 +122,38 @@ export class Reflector {
   }
 
   private async take(doc: RunDoc): Promise<void> {
-    const ctx: CommandContext = { workspaceId: doc.workspaceId, actor: { type: 'system', id: this.ports.runnerId }, requestId: null, correlationId: doc._id };
+    const ctx: CommandContext = {
+      workspaceId: doc.workspaceId,
+      actor: { type: 'system', id: this.ports.runnerId },
+      requestId: null,
+      correlationId: doc._id,
+    };
     const { state } = await this.ports.bus.load(runStreamId(doc._id), runDecider);
     if (state.status === 'none' || state.reflection !== 'pending' || state.reflectionKey === null) return;
     const key = state.reflectionKey;
     if (state.reflectionAttempts >= maxReflectionAttempts) {
-      await this.finish(doc._id, key, { status: 'failed', error: `the reflection was interrupted ${state.reflectionAttempts} times`, summary: null, ops: null, version: null, cost: 0 }, ctx);
+      await this.finish(
+        doc._id,
+        key,
+        {
+          status: 'failed',
+          error: `the reflection was interrupted ${state.reflectionAttempts} times`,
+          summary: null,
+          ops: null,
+          version: null,
+          cost: 0,
+        },
+        ctx,
+      );
       return;
     }
     try {
-      await this.ports.bus.execute(runStreamId(doc._id), runDecider, { type: 'StartReflection', key, now: this.clock(), runnerId: this.ports.runnerId }, ctx);
+      await this.ports.bus.execute(
+        runStreamId(doc._id),
+        runDecider,
+        { type: 'StartReflection', key, now: this.clock(), runnerId: this.ports.runnerId },
+        ctx,
+      );
     } catch (err) {
       if (err instanceof DomainError && err.code === 'conflict') return; // another reflector took it first
       throw err;
@@ -122,7 +163,14 @@ export class Reflector {
       result = await this.reflect(doc, ctx);
     } catch (err) {
       this.ports.log.error({ err, runId: doc._id }, 'reflection failed unexpectedly');
-      result = { status: 'failed', error: `the reflection failed unexpectedly: ${(err as Error).message}`, summary: null, ops: null, version: null, cost: 0 };
+      result = {
+        status: 'failed',
+        error: `the reflection failed unexpectedly: ${(err as Error).message}`,
+        summary: null,
+        ops: null,
+        version: null,
+        cost: 0,
+      };
     }
     await this.finish(doc._id, key, result, ctx);
   }
@@ -139,14 +187,24 @@ export class Reflector {
   /** One reflection on one run; never throws for a failure it can word. */
   private async reflect(doc: RunDoc, ctx: CommandContext): Promise<ReflectionResult> {
     const ws = doc.workspaceId;
-    const failed = (error: string, cost = 0): ReflectionResult => ({ status: 'failed', error, summary: null, ops: null, version: null, cost });
+    const failed = (error: string, cost = 0): ReflectionResult => ({
+      status: 'failed',
+      error,
+      summary: null,
+      ops: null,
+      version: null,
+      cost,
+    });
     const { state: job } = await this.ports.bus.load(jobStreamId(doc.jobId), jobDecider);
     if (job.status === 'none') return failed('the job does not exist any more');
     const model = await this.ports.reflectionModel(ws, job.config.modelId);
     if (!model) return failed(noReflectionModel);
     const settings = await this.ports.settings(ws);
     if (settings.dailySpendLimitUsd > 0) {
-      const over = dailySpendError(settings.dailySpendLimitUsd, await this.ports.runs.spentSince(ws, utcDayStart(this.clock())));
+      const over = dailySpendError(
+        settings.dailySpendLimitUsd,
+        await this.ports.runs.spentSince(ws, utcDayStart(this.clock())),
+      );
       if (over) return failed(over);
     }
 
@@ -156,39 +214,89 @@ export class Reflector {
     const original = (await versionContent(this.ports.events, ws, doc.jobId, baseVersion)) ?? emptyContent();
     const jobDoc = await this.ports.docs.collection<JobDoc>(jobsCollection).findOne({ _id: doc.jobId });
     const runDocs = this.ports.docs.collection<RunDoc>(runsCollection);
-    const earlier = await runDocs.find({ jobId: doc.jobId, number: { $lt: doc.number } }, { sort: [['number', -1]], limit: 5 });
+    const earlier = await runDocs.find(
+      { jobId: doc.jobId, number: { $lt: doc.number } },
+      { sort: [['number', -1]], limit: 5 },
+    );
     const [latest] = await runDocs.find({ jobId: doc.jobId }, { sort: [['number', -1]], limit: 1 });
     const timeline = await this.ports.events.readStream(timelineStreamId(doc._id), { fromRevision: 0 });
-    const spec = job.config.spec as { successCriteria?: string[]; inputs?: Array<{ name: string; type: string; description?: string }>; outputs?: Array<{ name: string; type: string; description?: string }> };
+    const spec = job.config.spec as {
+      successCriteria?: string[];
+      inputs?: Array<{ name: string; type: string; description?: string }>;
+      outputs?: Array<{ name: string; type: string; description?: string }>;
+    };
 
     const graduationRuns: GraduationRun[] = [];
     for (const r of [doc, ...earlier.slice(0, 2)]) {
-      const events = r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
+      const events =
+        r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
       graduationRuns.push({ number: r.number, status: r.status, mode: r.mode, toolCalls: toolCalls(events) });
     }
     const demoted = jobDoc?.demoted ?? false;
-    const blocker = graduationBlocker({ hasMain: original.main !== null, demoted, run: graduationRuns[0]!, latestNumber: latest?.number ?? doc.number, previous: graduationRuns.slice(1) });
+    const blocker = graduationBlocker({
+      hasMain: original.main !== null,
+      demoted,
+      run: graduationRuns[0]!,
+      latestNumber: latest?.number ?? doc.number,
+      previous: graduationRuns.slice(1),
+    });
     const fallbackReason = payloads(timeline, 'fallback')[0]?.reason;
     let graduation: GraduationSection;
-    if (original.main !== null && doc.fellBack && !demoted) graduation = { kind: 'main_failed', reason: String(fallbackReason ?? doc.error ?? 'it fell short') };
-    else if (demoted && blocker !== null) graduation = { kind: 'demoted', reason: `The job is demoted: its last two scripted runs fell back${fallbackReason ? ` (the last: ${String(fallbackReason)})` : ''}` };
-    else if (blocker === null) graduation = { kind: 'eligible', steps: graduationRuns[0]!.toolCalls.map((c) => (c.name === 'bash' ? `bash: ${c.command ?? ''}` : c.name)) };
+    if (original.main !== null && doc.fellBack && !demoted)
+      graduation = { kind: 'main_failed', reason: String(fallbackReason ?? doc.error ?? 'it fell short') };
+    else if (demoted && blocker !== null)
+      graduation = {
+        kind: 'demoted',
+        reason: `The job is demoted: its last two scripted runs fell back${fallbackReason ? ` (the last: ${String(fallbackReason)})` : ''}`,
+      };
+    else if (blocker === null)
+      graduation = {
+        kind: 'eligible',
+        steps: graduationRuns[0]!.toolCalls.map((c) => (c.name === 'bash' ? `bash: ${c.command ?? ''}` : c.name)),
+      };
     else graduation = { kind: 'off', reason: `Graduation is not possible yet: ${blocker}` };
 
-    const asRun = (r: RunDoc): PromptRun => ({ number: r.number, status: r.status, mode: r.mode, turns: r.turns, msTotal: r.msTotal, cost: r.cost, input: r.input, error: r.error, summary: r.summary, outputs: r.outputs });
-    const prompt = redact(reflectionPrompt({
-      job: { instruction: job.config.instruction, successCriteria: spec.successCriteria ?? [], inputs: spec.inputs ?? [], outputs: spec.outputs ?? [], image: job.config.image },
-      playbook: original,
-      run: asRun(doc),
-      notes: payloads(timeline, 'tool.call').filter((p) => p.name === 'remember').map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
-      environment: await this.environment(doc, timeline, earlier.slice(0, 2)),
-      graduation,
-      candidates: (await this.ports.candidates?.(doc._id)) ?? [],
-      earlier: earlier.map(asRun),
-      transcript: transcript(timeline),
-    }));
+    const asRun = (r: RunDoc): PromptRun => ({
+      number: r.number,
+      status: r.status,
+      mode: r.mode,
+      turns: r.turns,
+      msTotal: r.msTotal,
+      cost: r.cost,
+      input: r.input,
+      error: r.error,
+      summary: r.summary,
+      outputs: r.outputs,
+    });
+    const prompt = redact(
+      reflectionPrompt({
+        job: {
+          instruction: job.config.instruction,
+          successCriteria: spec.successCriteria ?? [],
+          inputs: spec.inputs ?? [],
+          outputs: spec.outputs ?? [],
+          image: job.config.image,
+        },
+        playbook: original,
+        run: asRun(doc),
+        notes: payloads(timeline, 'tool.call')
+          .filter((p) => p.name === 'remember')
+          .map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
+        environment: await this.environment(doc, timeline, earlier.slice(0, 2)),
+        graduation,
+        candidates: (await this.ports.candidates?.(doc._id)) ?? [],
+        earlier: earlier.map(asRun),
+        transcript: transcript(timeline),
+      }),
+    );
 
-    const opContext = { runId: doc._id, secretValues, declaresInputs: (spec.inputs ?? []).length > 0, jobImage: job.config.image ?? settings.defaultImage, graduationBlocked: blocker };
+    const opContext = {
+      runId: doc._id,
+      secretValues,
+      declaresInputs: (spec.inputs ?? []).length > 0,
+      jobImage: job.config.image ?? settings.defaultImage,
+      graduationBlocked: blocker,
+    };
     const messages: Message[] = [{ role: 'user', text: prompt }];
     let cost = 0;
     const ask = async (): Promise<ReflectionAnswer | { error: string }> => {
@@ -201,10 +309,13 @@ export class Reflector {
 
     const shadowFacts = {
       backendUsable: this.ports.shadow !== null,
-      specSideEffects: ((job.config.spec as { sideEffects?: string[] }).sideEffects ?? []),
+      specSideEffects: (job.config.spec as { sideEffects?: string[] }).sideEffects ?? [],
       runWroteState: timeline.some((e) => {
         const p = (e.data as { payload?: Record<string, unknown> }).payload ?? {};
-        return (e.type === 'tool.call' && p.name === 'state_set') || (e.type === 'broker.call' && String(p.endpoint ?? '').startsWith('PUT /v1/state'));
+        return (
+          (e.type === 'tool.call' && p.name === 'state_set') ||
+          (e.type === 'broker.call' && String(p.endpoint ?? '').startsWith('PUT /v1/state'))
+        );
       }),
     };
     // Apply on a scratch copy, then try a new or changed main in a shadow run before anything is saved.
@@ -229,11 +340,20 @@ export class Reflector {
       if (over > 0) return failed(`the playbook would be ${over} tokens over its budget`, cost);
     }
 
-    await this.ports.playbooks.recordLearningHits(ctx, ws, doc.jobId, doc._id, [...new Set(answer.usedLearnings)]).catch((err: unknown) => this.ports.log.error({ err, runId: doc._id }, 'could not record learning hits'));
+    await this.ports.playbooks
+      .recordLearningHits(ctx, ws, doc.jobId, doc._id, [...new Set(answer.usedLearnings)])
+      .catch((err: unknown) => this.ports.log.error({ err, runId: doc._id }, 'could not record learning hits'));
     const summary = answer.summary.trim() || `Learned from run #${doc.number}`;
     const kept = applied.results.filter((r) => r.status === 'applied');
     if (kept.length === 0) return { status: 'done', error: null, summary, ops: applied.results, version: null, cost };
-    const version = await this.save(ctx, ws, doc, { content: applied.content, results: applied.results, summary, baseVersion, acceptedOps: answer.ops.filter((_, i) => applied.results[i]!.status === 'applied'), opContext });
+    const version = await this.save(ctx, ws, doc, {
+      content: applied.content,
+      results: applied.results,
+      summary,
+      baseVersion,
+      acceptedOps: answer.ops.filter((_, i) => applied.results[i]!.status === 'applied'),
+      opContext,
+    });
     return { status: 'done', error: null, summary, ops: applied.results, version, cost };
   }
 
@@ -241,15 +361,25 @@ export class Reflector {
    * BEHAVIOUR §4.2 step 2: a changed Dockerfile is built before it is saved; when it does not build, the last applied
    * set_dockerfile is rejected with the build's error and the Dockerfile goes back to what it was.
    */
-  private async verifyDockerfile(doc: RunDoc, original: PlaybookContent, applied: { content: PlaybookContent; results: AppliedOp[] }): Promise<{ content: PlaybookContent; results: AppliedOp[]; image?: string | null }> {
+  private async verifyDockerfile(
+    doc: RunDoc,
+    original: PlaybookContent,
+    applied: { content: PlaybookContent; results: AppliedOp[] },
+  ): Promise<{ content: PlaybookContent; results: AppliedOp[]; image?: string | null }> {
     const dockerfile = applied.content.dockerfile;
     if (dockerfile === null || dockerfile === original.dockerfile) return applied;
     const last = applied.results.map((r) => r.op === 'set_dockerfile' && r.status === 'applied').lastIndexOf(true);
     if (last < 0) return applied;
-    const built = this.ports.buildImage ? await this.ports.buildImage(doc.workspaceId, doc.jobId, dockerfile) : { error: 'no sandbox backend of this service builds images (the docker backend does)' };
+    const built = this.ports.buildImage
+      ? await this.ports.buildImage(doc.workspaceId, doc.jobId, dockerfile)
+      : { error: 'no sandbox backend of this service builds images (the docker backend does)' };
     if (!('error' in built)) return { ...applied, image: built.ref };
     const results = [...applied.results];
-    results[last] = { ...results[last]!, status: 'rejected', reason: `the image did not build: ${built.error.slice(-2500)}` };
+    results[last] = {
+      ...results[last]!,
+      status: 'rejected',
+      reason: `the image did not build: ${built.error.slice(-2500)}`,
+    };
     return { content: { ...applied.content, dockerfile: original.dockerfile }, results };
   }
 
@@ -257,7 +387,14 @@ export class Reflector {
    * BEHAVIOUR §2.8: when main, verify, setup, the Dockerfile or a script changed and main exists, the shadow run's
    * result goes on the primary op; a failure rejects every applied main-related op and reverts those parts.
    */
-  private async verifyMain(doc: RunDoc, job: JobConfig, original: PlaybookContent, baseVersion: number, applied: { content: PlaybookContent; results: AppliedOp[]; image?: string | null }, facts: SkipFacts): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
+  private async verifyMain(
+    doc: RunDoc,
+    job: JobConfig,
+    original: PlaybookContent,
+    baseVersion: number,
+    applied: { content: PlaybookContent; results: AppliedOp[]; image?: string | null },
+    facts: SkipFacts,
+  ): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
     const unchanged = { content: applied.content, results: applied.results, output: null, cost: 0 };
     if (!shadowDue(original, applied.content)) return unchanged;
     const isApplied = (r: AppliedOp, ops: readonly string[]) => r.status === 'applied' && ops.includes(r.op);
@@ -267,26 +404,56 @@ export class Reflector {
     const results = [...applied.results];
     const skip = shadowSkipReason(applied.content, facts);
     if (skip || !this.ports.shadow) {
-      results[primary] = { ...results[primary]!, test: { status: 'skipped', detail: skip ?? 'no sandbox backend is available to run it' } };
+      results[primary] = {
+        ...results[primary]!,
+        test: { status: 'skipped', detail: skip ?? 'no sandbox backend is available to run it' },
+      };
       return { ...unchanged, results };
     }
     const outcome = await this.ports.shadow({
-      workspaceId: doc.workspaceId, jobId: doc.jobId, job, proposed: applied.content, baseVersion, dockerfileChanged: applied.content.dockerfile !== original.dockerfile, image: applied.image,
-      reflected: { number: doc.number, input: doc.input, instructions: doc.instructions, status: doc.status, finishedAt: doc.finishedAt, outputs: doc.outputs },
+      workspaceId: doc.workspaceId,
+      jobId: doc.jobId,
+      job,
+      proposed: applied.content,
+      baseVersion,
+      dockerfileChanged: applied.content.dockerfile !== original.dockerfile,
+      image: applied.image,
+      reflected: {
+        number: doc.number,
+        input: doc.input,
+        instructions: doc.instructions,
+        status: doc.status,
+        finishedAt: doc.finishedAt,
+        outputs: doc.outputs,
+      },
     });
     results[primary] = { ...results[primary]!, test: outcome.test };
-    if (outcome.test.status !== 'failed') return { content: applied.content, results, output: null, cost: outcome.cost };
+    if (outcome.test.status !== 'failed')
+      return { content: applied.content, results, output: null, cost: outcome.cost };
     const reason = `main failed its shadow run: ${outcome.test.detail}`;
-    for (let i = 0; i < results.length; i++) if (isApplied(results[i]!, mainRelatedOps)) results[i] = { ...results[i]!, status: 'rejected', reason };
-    const content = { ...applied.content, main: original.main, verify: original.verify, toolkit: original.toolkit, setup: original.setup, dockerfile: original.dockerfile };
+    for (let i = 0; i < results.length; i++)
+      if (isApplied(results[i]!, mainRelatedOps)) results[i] = { ...results[i]!, status: 'rejected', reason };
+    const content = {
+      ...applied.content,
+      main: original.main,
+      verify: original.verify,
+      toolkit: original.toolkit,
+      setup: original.setup,
+      dockerfile: original.dockerfile,
+    };
     return { content, results, output: outcome.test.output ?? null, cost: outcome.cost };
   }
 
   /** Setup and hand-install times of this run and the two before it (BEHAVIOUR §4.2 item 5). */
-  private async environment(doc: RunDoc, timeline: readonly RecordedEvent[], earlier: readonly RunDoc[]): Promise<EnvironmentTiming[]> {
+  private async environment(
+    doc: RunDoc,
+    timeline: readonly RecordedEvent[],
+    earlier: readonly RunDoc[],
+  ): Promise<EnvironmentTiming[]> {
     const out: EnvironmentTiming[] = [];
     for (const r of [doc, ...earlier]) {
-      const events = r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
+      const events =
+        r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
       const setup = events.find((e) => e.type === 'sandbox.setup');
       const commands = new Map<string, string>();
       let installMs = 0;
@@ -294,7 +461,12 @@ export class Reflector {
       for (const e of events) {
         const data = e.data as { payload?: Record<string, unknown>; ms?: number | null };
         const p = data.payload ?? {};
-        if (e.type === 'tool.call' && p.name === 'bash' && typeof (p.args as { command?: unknown })?.command === 'string') commands.set(String(p.callId), (p.args as { command: string }).command);
+        if (
+          e.type === 'tool.call' &&
+          p.name === 'bash' &&
+          typeof (p.args as { command?: unknown })?.command === 'string'
+        )
+          commands.set(String(p.callId), (p.args as { command: string }).command);
         if (e.type === 'tool.result' && p.name === 'bash') {
           const command = commands.get(String(p.callId));
           if (command && isInstallCommand(command)) {
@@ -303,15 +475,40 @@ export class Reflector {
           }
         }
       }
-      out.push({ number: r.number, setupMs: setup ? ((setup.data as { ms?: number | null }).ms ?? 0) : null, installMs, installs });
+      out.push({
+        number: r.number,
+        setupMs: setup ? ((setup.data as { ms?: number | null }).ms ?? 0) : null,
+        installMs,
+        installs,
+      });
     }
     return out;
   }
 
   /** Saves the version; when a hand edit came first, re-applies only the accepted ops to it, once. */
-  private async save(ctx: CommandContext, ws: string, doc: RunDoc, s: { content: PlaybookContent; results: AppliedOp[]; summary: string; baseVersion: number; acceptedOps: PlaybookOp[]; opContext: Parameters<typeof applyOps>[2] }): Promise<number> {
+  private async save(
+    ctx: CommandContext,
+    ws: string,
+    doc: RunDoc,
+    s: {
+      content: PlaybookContent;
+      results: AppliedOp[];
+      summary: string;
+      baseVersion: number;
+      acceptedOps: PlaybookOp[];
+      opContext: Parameters<typeof applyOps>[2];
+    },
+  ): Promise<number> {
     const proposedMain = s.results.some((r) => r.op === 'propose_main' && r.status === 'applied');
-    const request = { content: s.content, baseVersion: s.baseVersion, summary: s.summary, author: 'reflection' as const, sourceRunId: doc._id, ops: s.results, proposedMain };
+    const request = {
+      content: s.content,
+      baseVersion: s.baseVersion,
+      summary: s.summary,
+      author: 'reflection' as const,
+      sourceRunId: doc._id,
+      ops: s.results,
+      proposedMain,
+    };
     try {
       return await this.ports.playbooks.save(ctx, ws, doc.jobId, request);
     } catch (err) {
@@ -319,23 +516,38 @@ export class Reflector {
       const base = await this.ports.playbooks.latestVersion(doc.jobId);
       const current = (await versionContent(this.ports.events, ws, doc.jobId, base)) ?? emptyContent();
       const again = applyOps(current, s.acceptedOps, s.opContext);
-      return this.ports.playbooks.save(ctx, ws, doc.jobId, { ...request, content: again.content, baseVersion: base, ops: again.results });
+      return this.ports.playbooks.save(ctx, ws, doc.jobId, {
+        ...request,
+        content: again.content,
+        baseVersion: base,
+        ops: again.results,
+      });
     }
   }
 
   /** One structured call with the transient retries of BEHAVIOUR §4.2 (5 s, 20 s, 60 s). */
-  private async call(model: ReflectionModel, messages: Message[]): Promise<{ text: string; cost: number } | { error: string; cost: number }> {
+  private async call(
+    model: ReflectionModel,
+    messages: Message[],
+  ): Promise<{ text: string; cost: number } | { error: string; cost: number }> {
     const delays = this.ports.retryDelaysMs ?? [5000, 20_000, 60_000];
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await model.client.complete({
-          model: model.name, system: [reflectionSystem()], messages, tools: [], maxTokens: 16_000, effort: 'medium',
-          jsonSchema: { name: reflectionSchemaName, schema: reflectionSchema }, signal: AbortSignal.timeout(callTimeoutMs),
+          model: model.name,
+          system: [reflectionSystem()],
+          messages,
+          tools: [],
+          maxTokens: 16_000,
+          effort: 'medium',
+          jsonSchema: { name: reflectionSchemaName, schema: reflectionSchema },
+          signal: AbortSignal.timeout(callTimeoutMs),
         });
         return { text: res.text, cost: costOf(res.usage, model.price) };
       } catch (err) {
         const transient = err instanceof ModelError && err.transient;
-        if (!transient || attempt >= delays.length || this.stopped) return { error: `the reflection model call failed: ${(err as Error).message}`, cost: 0 };
+        if (!transient || attempt >= delays.length || this.stopped)
+          return { error: `the reflection model call failed: ${(err as Error).message}`, cost: 0 };
         await new Promise((r) => setTimeout(r, delays[attempt]));
       }
     }
@@ -343,7 +555,9 @@ export class Reflector {
 }
 
 function payloads(events: readonly RecordedEvent[], type: string): Array<Record<string, unknown>> {
-  return events.filter((e) => e.type === type).map((e) => ((e.data as { payload: Record<string, unknown> }).payload ?? {}));
+  return events
+    .filter((e) => e.type === type)
+    .map((e) => (e.data as { payload: Record<string, unknown> }).payload ?? {});
 }
 
 /** The tool calls of a run's timeline, in order, with bash commands (for graduation). */
@@ -359,7 +573,7 @@ export function toolCalls(events: readonly RecordedEvent[]): ToolCallRecord[] {
 function transcript(events: readonly RecordedEvent[]): string {
   const lines: string[] = [];
   const clip = (v: unknown, n: number) => {
-    const s = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+    const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
     return s.length <= n ? s : `${s.slice(0, n)}…`;
   };
   for (const e of events) {
@@ -387,5 +601,7 @@ function transcript(events: readonly RecordedEvent[]): string {
     }
   }
   const text = lines.join('\n');
-  return text.length <= transcriptChars ? text : `${text.slice(0, transcriptChars / 4)}\n[… ${text.length - transcriptChars} characters left out …]\n${text.slice(-(transcriptChars * 3) / 4)}`;
+  return text.length <= transcriptChars
+    ? text
+    : `${text.slice(0, transcriptChars / 4)}\n[… ${text.length - transcriptChars} characters left out …]\n${text.slice(-(transcriptChars * 3) / 4)}`;
 }

@@ -23,7 +23,14 @@ export interface ShadowRequest {
   dockerfileChanged: boolean;
   /** The image reflection built for a changed Dockerfile. */
   image?: string | null;
-  reflected: { number: number; input: unknown; instructions: string | null; status: string; finishedAt: number | null; outputs: Record<string, unknown> };
+  reflected: {
+    number: number;
+    input: unknown;
+    instructions: string | null;
+    status: string;
+    finishedAt: number | null;
+    outputs: Record<string, unknown>;
+  };
 }
 
 export interface ShadowOutcome {
@@ -54,7 +61,8 @@ export class ShadowRunner {
     const main = shadowMainTimeoutMs(limits.timeoutSeconds);
     const model = await this.ports.agentModel(ws, req.job.modelId);
     if (!model) return skipped('no model is configured, so the shadow run could not start');
-    if (req.dockerfileChanged && req.image === undefined) return skipped('the Dockerfile changed and its image was not built');
+    if (req.dockerfileChanged && req.image === undefined)
+      return skipped('the Dockerfile changed and its image was not built');
     const utility = (await this.ports.utilityModel(ws, req.job.modelId)) ?? model;
 
     const runId = `shadow-${randomUUID()}`;
@@ -65,21 +73,51 @@ export class ShadowRunner {
     let session: BrokerSession | null = null;
     let mcp: RunMcp | null = null;
     try {
-      const image = req.dockerfileChanged ? req.image ?? null : await this.ports.runImage({ workspaceId: ws, jobId: req.jobId, playbookVersion: req.baseVersion, fallback: req.job.image ?? settings.defaultImage, signal: controller.signal });
-      mcp = (await this.ports.mcp?.(ws, req.jobId, { shadow: true, runAsRoot: req.job.runAsRoot, timeline: () => undefined })) ?? null;
+      const image = req.dockerfileChanged
+        ? (req.image ?? null)
+        : await this.ports.runImage({
+            workspaceId: ws,
+            jobId: req.jobId,
+            playbookVersion: req.baseVersion,
+            fallback: req.job.image ?? settings.defaultImage,
+            signal: controller.signal,
+          });
+      mcp =
+        (await this.ports.mcp?.(ws, req.jobId, {
+          shadow: true,
+          runAsRoot: req.job.runAsRoot,
+          timeline: () => undefined,
+        })) ?? null;
       const opened = await this.ports.openSession({
-        runId, jobId: req.jobId, workspaceId: ws, token, costLimit: Math.round(limits.maxCostUsd * 1e6), timeline: discardedTimeline,
-        agentModel: model, utilityModel: utility, agentSpend: () => 0, mcp, stateOverlay: true,
-        egress: { network: req.job.network, allowedDomains: req.job.allowedDomains, allowPrivateNetwork: req.job.allowPrivateNetwork },
+        runId,
+        jobId: req.jobId,
+        workspaceId: ws,
+        token,
+        costLimit: Math.round(limits.maxCostUsd * 1e6),
+        timeline: discardedTimeline,
+        agentModel: model,
+        utilityModel: utility,
+        agentSpend: () => 0,
+        mcp,
+        stateOverlay: true,
+        egress: {
+          network: req.job.network,
+          allowedDomains: req.job.allowedDomains,
+          allowPrivateNetwork: req.job.allowPrivateNetwork,
+        },
       });
       session = opened.session;
       try {
         sandbox = await this.ports.backend.create({
-          id: runId, labels: { runId, jobId: req.jobId, workspaceId: ws }, image,
+          id: runId,
+          labels: { runId, jobId: req.jobId, workspaceId: ws },
+          image,
           limits: { cpus: limits.cpus, memoryMb: limits.memoryMb, pidsLimit: limits.pidsLimit, diskMb: limits.diskMb },
-          network: req.job.network, runAsRoot: req.job.runAsRoot,
+          network: req.job.network,
+          runAsRoot: req.job.runAsRoot,
           env: sandboxEnv(await this.ports.secretEnv(ws, req.jobId), token, runId, req.jobId, req.job.network),
-          brokerSocket: opened.brokerSocket, proxySocket: opened.proxySocket,
+          brokerSocket: opened.brokerSocket,
+          proxySocket: opened.proxySocket,
           ttlMs: main.ms + 10 * 60_000,
         });
       } catch (err) {
@@ -93,42 +131,83 @@ export class ShadowRunner {
         { path: '/svc/logs/.keep', content: '' },
       ]);
       if (req.proposed.setup !== null) {
-        const setup = await runSetup(sandbox, req.proposed.setup, req.job.runAsRoot ? 'root' : 'agent', controller.signal, main.ms);
-        if (setup.exitCode !== 0) return skipped(`inconclusive: the setup script failed with exit code ${setup.exitCode}`);
+        const setup = await runSetup(
+          sandbox,
+          req.proposed.setup,
+          req.job.runAsRoot ? 'root' : 'agent',
+          controller.signal,
+          main.ms,
+        );
+        if (setup.exitCode !== 0)
+          return skipped(`inconclusive: the setup script failed with exit code ${setup.exitCode}`);
       }
       await mcp?.connect(sandbox);
       const spec = req.job.spec as { outputs?: Array<{ name: string }>; successCriteria?: string[] };
       const declared = (spec.outputs ?? []).map((o) => o.name);
       const openSession = session;
       const result = await runScripted({
-        sandbox, user: req.job.runAsRoot ? 'root' : 'agent', timeline: discardedTimeline, session: openSession, signal: controller.signal, clock: this.clock,
+        sandbox,
+        user: req.job.runAsRoot ? 'root' : 'agent',
+        timeline: discardedTimeline,
+        session: openSession,
+        signal: controller.signal,
+        clock: this.clock,
         // runScripted gives main half of what remains: twice main's own time.
         remainingMs: () => main.ms * 2,
         stopReason: () => ({ status: 'timed_out', error: 'the shadow run exceeded its time limit' }),
-        declaredOutputs: declared, verify: req.proposed.verify, instruction: req.job.instruction, successCriteria: spec.successCriteria ?? [],
-        verdictModel: utility, onVerifying: async () => undefined,
+        declaredOutputs: declared,
+        verify: req.proposed.verify,
+        instruction: req.job.instruction,
+        successCriteria: spec.successCriteria ?? [],
+        verdictModel: utility,
+        onVerifying: async () => undefined,
       });
       // Nothing of the sandbox runs once main is judged: a process it left cannot change what is read back from it
       // (docs/security.md, "Reading back from sandboxes").
       await mcp?.close().catch(() => undefined);
       await sandbox.stopProcesses();
       const cost = openSession.llmSpend + (result.kind === 'stopped' ? 0 : result.verifyCost);
-      if ((mcp?.refused.length ?? 0) > 0) return skipped(`inconclusive: the main script called MCP tools with side effects (${mcp!.refused.map((r) => `${r.server}.${r.tool}`).join(', ')}), which a shadow run refuses`, cost);
+      if ((mcp?.refused.length ?? 0) > 0)
+        return skipped(
+          `inconclusive: the main script called MCP tools with side effects (${mcp!.refused.map((r) => `${r.server}.${r.tool}`).join(', ')}), which a shadow run refuses`,
+          cost,
+        );
       if (result.kind === 'stopped') return skipped('inconclusive: the shadow run ran out of time', cost);
       if (result.kind === 'fell_short') {
         if (/did not finish within/.test(result.reason)) {
           return main.capped
             ? skipped(`inconclusive: main did not finish within ${minutes(main.ms)} a shadow run allows`, cost)
-            : { test: { status: 'failed', detail: 'main did not finish within half of the run\'s time limit', output: result.output.slice(-3000) }, cost };
+            : {
+                test: {
+                  status: 'failed',
+                  detail: "main did not finish within half of the run's time limit",
+                  output: result.output.slice(-3000),
+                },
+                cost,
+              };
         }
         if (/^the verifier could not judge/.test(result.reason)) return skipped(`inconclusive: ${result.reason}`, cost);
         return { test: { status: 'failed', detail: result.reason, output: result.output.slice(-3000) }, cost };
       }
-      const recent = req.reflected.status === 'succeeded' && req.reflected.finishedAt !== null && this.clock() - req.reflected.finishedAt <= 60 * 60_000;
+      const recent =
+        req.reflected.status === 'succeeded' &&
+        req.reflected.finishedAt !== null &&
+        this.clock() - req.reflected.finishedAt <= 60 * 60_000;
       if (declared.length > 0 && recent) {
-        const mismatch = outputMismatch(declared, req.proposed.verify?.varies ?? [], { number: req.reflected.number, outputs: req.reflected.outputs }, result.outputs);
+        const mismatch = outputMismatch(
+          declared,
+          req.proposed.verify?.varies ?? [],
+          { number: req.reflected.number, outputs: req.reflected.outputs },
+          result.outputs,
+        );
         if (mismatch) return { test: { status: 'failed', detail: mismatch, output: '' }, cost };
-        return { test: { status: 'passed', detail: `main passed its shadow run, and its outputs matched run #${req.reflected.number}` }, cost };
+        return {
+          test: {
+            status: 'passed',
+            detail: `main passed its shadow run, and its outputs matched run #${req.reflected.number}`,
+          },
+          cost,
+        };
       }
       return { test: { status: 'passed', detail: 'main passed its shadow run (outputs not compared)' }, cost };
     } catch (err) {

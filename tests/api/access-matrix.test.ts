@@ -22,7 +22,18 @@ interface Caller {
 }
 
 let t: TestServer;
-let doc: { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: { type?: string } }[]; 'x-access': { role: string; session: boolean } }>> };
+let doc: {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: { name: string; in: string; schema: { type?: string } }[];
+        'x-access': { role: string; session: boolean };
+      }
+    >
+  >;
+};
 const callers: Record<string, Caller> = {};
 
 /** Polls until `client` is refused, the condition an expiring token is waited on. */
@@ -52,19 +63,46 @@ before(async () => {
 
   const none = { role: null, instanceAdmin: false, session: false } as const;
   callers['none'] = { client: new Client(t.url), ...none, refused: 'not_signed_in' };
-  callers['bad token'] = { client: new Client(t.url, { token: 'svc_not-a-real-token' }), ...none, refused: 'invalid_token' };
+  callers['bad token'] = {
+    client: new Client(t.url, { token: 'svc_not-a-real-token' }),
+    ...none,
+    refused: 'invalid_token',
+  };
   callers['not a bearer header'] = { client: new Client(t.url), ...none, refused: 'invalid_token' };
-  callers['forged session cookie'] = { client: new Client(t.url, { cookie: 'svc_session=eyJ1IjoiYWRtaW4ifQ.forged' }), ...none, refused: 'not_signed_in' };
+  callers['forged session cookie'] = {
+    client: new Client(t.url, { cookie: 'svc_session=eyJ1IjoiYWRtaW4ifQ.forged' }),
+    ...none,
+    refused: 'not_signed_in',
+  };
   callers['expired token'] = { client: expiring.client, ...none, refused: 'invalid_token' };
   callers['revoked token'] = { client: revoked.client, ...none, refused: 'invalid_token' };
-  callers['webhook token'] = { client: new Client(t.url, { token: hook.body.token }), ...none, refused: 'invalid_token' };
+  callers['webhook token'] = {
+    client: new Client(t.url, { token: hook.body.token }),
+    ...none,
+    refused: 'invalid_token',
+  };
   callers['member session'] = { client: member.client, role: 'member', instanceAdmin: false, session: true };
-  callers['member token'] = { client: (await createToken(member.client)).client, role: 'member', instanceAdmin: false, session: false };
+  callers['member token'] = {
+    client: (await createToken(member.client)).client,
+    role: 'member',
+    instanceAdmin: false,
+    session: false,
+  };
   callers['admin session'] = { client: admin.client, role: 'admin', instanceAdmin: false, session: true };
-  callers['admin token'] = { client: (await createToken(admin.client)).client, role: 'admin', instanceAdmin: false, session: false };
+  callers['admin token'] = {
+    client: (await createToken(admin.client)).client,
+    role: 'admin',
+    instanceAdmin: false,
+    session: false,
+  };
   callers['instance admin (owner) session'] = { client: iadmin, role: 'owner', instanceAdmin: true, session: true };
   // SPEC §5.2: an instance admin's token carries only the role of the membership, not instance admin rights.
-  callers['instance admin (owner) token'] = { client: (await createToken(iadmin)).client, role: 'owner', instanceAdmin: false, session: false };
+  callers['instance admin (owner) token'] = {
+    client: (await createToken(iadmin)).client,
+    role: 'owner',
+    instanceAdmin: false,
+    session: false,
+  };
   await untilRefused(expiring.client);
 
   doc = (await callers['none'].client.get('/api/openapi.json')).body;
@@ -97,12 +135,24 @@ function headersOf(name: string, client: Client): Record<string, string> {
   return h;
 }
 
-async function call(name: string, caller: Caller, key: string, method: string, path: string): Promise<{ status: number; code: string | undefined }> {
+async function call(
+  name: string,
+  caller: Caller,
+  key: string,
+  method: string,
+  path: string,
+): Promise<{ status: number; code: string | undefined }> {
   const headers = headersOf(name, caller.client);
   const abort = new AbortController();
   const hasBody = method !== 'GET' && method !== 'DELETE';
   if (hasBody) headers['content-type'] = 'application/json';
-  const res = await fetch(caller.client.base + path, { method, headers, body: hasBody ? '{}' : undefined, redirect: 'manual', signal: abort.signal });
+  const res = await fetch(caller.client.base + path, {
+    method,
+    headers,
+    body: hasBody ? '{}' : undefined,
+    redirect: 'manual',
+    signal: abort.signal,
+  });
   let code: string | undefined;
   if (res.headers.get('content-type')?.includes('json')) code = ((await res.json()) as { code?: string }).code;
   else if (!streaming.has(key)) await res.arrayBuffer();
@@ -120,7 +170,8 @@ describe('access matrix', () => {
         const key = `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`;
         const rule = accessTable[key];
         if (!rule) missing.push(`${key} has no row in api/access.ts`);
-        else if (op['x-access'].role !== rule.access || op['x-access'].session !== rule.session) missing.push(`${key}: the document says ${JSON.stringify(op['x-access'])}`);
+        else if (op['x-access'].role !== rule.access || op['x-access'].session !== rule.session)
+          missing.push(`${key}: the document says ${JSON.stringify(op['x-access'])}`);
       }
     }
     assert.ok(operations > 60, `only ${operations} operations in the document`);
@@ -138,17 +189,23 @@ describe('access matrix', () => {
         if (!rule) continue; // reported by the test above
         // Path parameters that exist nowhere: a handler that gets this far answers 404 or 400, never acts.
         const types = new Map((op.parameters ?? []).filter((p) => p.in === 'path').map((p) => [p.name, p.schema.type]));
-        const url = path.replace(/\{([^}]+)\}/g, (_m, name: string) => (types.get(name) === 'integer' ? '987654' : '00000000-0000-7000-8000-00000000beef'));
+        const url = path.replace(/\{([^}]+)\}/g, (_m, name: string) =>
+          types.get(name) === 'integer' ? '987654' : '00000000-0000-7000-8000-00000000beef',
+        );
         for (const [name, caller] of Object.entries(callers)) {
           if (key === endsSession && caller.role !== null) continue;
           calls++;
           const res = await call(name, caller, key, upper, url);
           const want = expected(rule, caller);
-          const refusal = res.code === 'not_signed_in' || res.code === 'forbidden' || (res.code === 'invalid_token' && !ownCredential.has(key));
+          const refusal =
+            res.code === 'not_signed_in' ||
+            res.code === 'forbidden' ||
+            (res.code === 'invalid_token' && !ownCredential.has(key));
           const got: Outcome = refusal ? (res.code as Outcome) : 'ok';
           if (got !== want) failures.push(`${key} as ${name}: expected ${want}, got ${res.status} ${res.code ?? ''}`);
           const status = { ok: null, not_signed_in: 401, invalid_token: 401, forbidden: 403 }[want];
-          if (status !== null && res.status !== status) failures.push(`${key} as ${name}: status ${res.status}, expected ${status}`);
+          if (status !== null && res.status !== status)
+            failures.push(`${key} as ${name}: status ${res.status}, expected ${status}`);
           if (want === 'ok' && res.status >= 500) failures.push(`${key} as ${name}: ${res.status}`);
         }
       }

@@ -8,7 +8,10 @@ import { adminSession, Client, createToken, startTestServer, userSession, type T
  * the dummy input (400, 404); what is checked is that authentication and authorization answer as the table says.
  */
 let t: TestServer;
-const callers: Record<string, { client: Client; role: 'member' | 'admin' | 'owner' | null; admin: boolean; session: boolean }> = {};
+const callers: Record<
+  string,
+  { client: Client; role: 'member' | 'admin' | 'owner' | null; admin: boolean; session: boolean }
+> = {};
 
 before(async () => {
   t = await startTestServer();
@@ -17,13 +20,33 @@ before(async () => {
   const admin = await userSession(t, owner, 'admin@example.com');
   assert.equal((await owner.patch(`/api/workspace/members/${admin.userId}`, { role: 'admin' })).status, 200);
   callers['none'] = { client: new Client(t.url), role: null, admin: false, session: false };
-  callers['bad token'] = { client: new Client(t.url, { token: 'svc_not-a-real-token' }), role: null, admin: false, session: false };
+  callers['bad token'] = {
+    client: new Client(t.url, { token: 'svc_not-a-real-token' }),
+    role: null,
+    admin: false,
+    session: false,
+  };
   callers['member session'] = { client: member.client, role: 'member', admin: false, session: true };
-  callers['member token'] = { client: (await createToken(member.client)).client, role: 'member', admin: false, session: false };
+  callers['member token'] = {
+    client: (await createToken(member.client)).client,
+    role: 'member',
+    admin: false,
+    session: false,
+  };
   callers['admin session'] = { client: admin.client, role: 'admin', admin: false, session: true };
-  callers['admin token'] = { client: (await createToken(admin.client)).client, role: 'admin', admin: false, session: false };
+  callers['admin token'] = {
+    client: (await createToken(admin.client)).client,
+    role: 'admin',
+    admin: false,
+    session: false,
+  };
   callers['instance admin session'] = { client: owner, role: 'owner', admin: true, session: true };
-  callers['instance admin token'] = { client: (await createToken(owner)).client, role: 'owner', admin: false, session: false };
+  callers['instance admin token'] = {
+    client: (await createToken(owner)).client,
+    role: 'owner',
+    admin: false,
+    session: false,
+  };
 });
 after(async () => t.stop());
 
@@ -34,7 +57,8 @@ const ownCredential = new Set(['/api/auth/link/:token', '/hooks/:jobId']);
 const streaming = new Set(['GET /api/runs/:id/stream', 'GET /api/events']);
 
 async function call(client: Client, key: string, method: string, path: string) {
-  if (!streaming.has(key)) return client.request(method, path, method === 'GET' || method === 'DELETE' ? undefined : {});
+  if (!streaming.has(key))
+    return client.request(method, path, method === 'GET' || method === 'DELETE' ? undefined : {});
   const headers: Record<string, string> = {};
   if (client.credential && 'cookie' in client.credential) headers.cookie = client.credential.cookie;
   if (client.credential && 'token' in client.credential) headers.authorization = `Bearer ${client.credential.token}`;
@@ -45,7 +69,11 @@ async function call(client: Client, key: string, method: string, path: string) {
   return { status: res.status, body };
 }
 
-function expected(rule: AccessRule, caller: (typeof callers)[string], name: string): 'ok' | 'not_signed_in' | 'invalid_token' | 'forbidden' {
+function expected(
+  rule: AccessRule,
+  caller: (typeof callers)[string],
+  name: string,
+): 'ok' | 'not_signed_in' | 'invalid_token' | 'forbidden' {
   if (rule.access === 'public') return 'ok';
   if (name === 'bad token') return 'invalid_token';
   if (caller.role === null) return 'not_signed_in';
@@ -73,14 +101,19 @@ describe('access table', () => {
       const path = url.replace(/:[A-Za-z]+/g, '00000000-0000-7000-8000-00000000beef');
       for (const [name, caller] of Object.entries(callers)) {
         const res = await call(caller.client, key, method, path);
-        const code: string | undefined = res.body && typeof res.body === 'object' ? (res.body as { code?: string }).code : undefined;
+        const code: string | undefined =
+          res.body && typeof res.body === 'object' ? (res.body as { code?: string }).code : undefined;
         const want = expected(rule, caller, name);
-        const got = code === 'not_signed_in' || code === 'forbidden' || (code === 'invalid_token' && !ownCredential.has(url)) ? code : 'ok';
+        const got =
+          code === 'not_signed_in' || code === 'forbidden' || (code === 'invalid_token' && !ownCredential.has(url))
+            ? code
+            : 'ok';
         if (got !== want) failures.push(`${key} as ${name}: expected ${want}, got ${res.status} ${code ?? ''}`);
         if (want === 'not_signed_in' || want === 'invalid_token') {
           if (res.status !== 401) failures.push(`${key} as ${name}: status ${res.status}, expected 401`);
         }
-        if (want === 'forbidden' && res.status !== 403) failures.push(`${key} as ${name}: status ${res.status}, expected 403`);
+        if (want === 'forbidden' && res.status !== 403)
+          failures.push(`${key} as ${name}: status ${res.status}, expected 403`);
       }
     }
     assert.deepEqual(failures, []);

@@ -28,13 +28,17 @@ function unbounded(schema: Json, where: string, out: string[], seen = new Set<Js
   const s = resolve(schema);
   if (seen.has(s)) return;
   seen.add(s);
-  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) for (const b of (s[key] ?? []) as Json[]) unbounded(b, where, out, seen);
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const)
+    for (const b of (s[key] ?? []) as Json[]) unbounded(b, where, out, seen);
   const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];
   if (types.includes('integer') || types.includes('number')) {
-    if (typeof s.minimum !== 'number' && typeof s.exclusiveMinimum !== 'number') out.push(`${where}: number without a minimum`);
-    if (typeof s.maximum !== 'number' && typeof s.exclusiveMaximum !== 'number') out.push(`${where}: number without a maximum`);
+    if (typeof s.minimum !== 'number' && typeof s.exclusiveMinimum !== 'number')
+      out.push(`${where}: number without a minimum`);
+    if (typeof s.maximum !== 'number' && typeof s.exclusiveMaximum !== 'number')
+      out.push(`${where}: number without a maximum`);
   }
-  if (types.includes('string') && typeof s.maxLength !== 'number' && !('const' in s) && !Array.isArray(s.enum)) out.push(`${where}: string without maxLength`);
+  if (types.includes('string') && typeof s.maxLength !== 'number' && !('const' in s) && !Array.isArray(s.enum))
+    out.push(`${where}: string without maxLength`);
   if (types.includes('array')) {
     if (typeof s.maxItems !== 'number') out.push(`${where}: array without maxItems`);
     if (s.items) unbounded(s.items, `${where}[]`, out, seen);
@@ -44,7 +48,8 @@ function unbounded(schema: Json, where: string, out: string[], seen = new Set<Js
     const open = s.patternProperties || (s.additionalProperties && typeof s.additionalProperties === 'object');
     if (open && typeof s.maxProperties !== 'number') out.push(`${where}: map without maxProperties`);
     for (const v of Object.values((s.patternProperties ?? {}) as Json)) unbounded(v, `${where}.*`, out, seen);
-    if (s.additionalProperties && typeof s.additionalProperties === 'object') unbounded(s.additionalProperties, `${where}.*`, out, seen);
+    if (s.additionalProperties && typeof s.additionalProperties === 'object')
+      unbounded(s.additionalProperties, `${where}.*`, out, seen);
   }
 }
 
@@ -92,8 +97,10 @@ describe('bounds', () => {
     const failures: string[] = [];
     for (const [method, path, body, field] of cases) {
       const res = await admin.request(method, path, body);
-      const named = Array.isArray(res.body?.fields) && res.body.fields.some((f: { field: string }) => f.field === field);
-      if (res.status !== 400 || res.body.code !== 'validation_failed' || !named) failures.push(`${method} ${path}: ${res.status} ${res.text.slice(0, 200)}`);
+      const named =
+        Array.isArray(res.body?.fields) && res.body.fields.some((f: { field: string }) => f.field === field);
+      if (res.status !== 400 || res.body.code !== 'validation_failed' || !named)
+        failures.push(`${method} ${path}: ${res.status} ${res.text.slice(0, 200)}`);
     }
     assert.deepEqual(failures, []);
   });

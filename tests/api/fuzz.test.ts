@@ -46,7 +46,16 @@ before(async () => {
   add('run', (await admin.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId);
   add('secret', (await admin.post<{ id: string }>('/api/secrets', { name: 'FUZZ_SECRET', value: 'v' })).body.id);
   // A reserved name (RFC 2606): resolvers answer at once that it does not exist, so testing it never waits on a network.
-  add('mcp', (await admin.post<{ id: string }>('/api/mcp-servers', { name: 'fuzz', transport: 'http', url: 'https://fuzz.invalid/mcp' })).body.id);
+  add(
+    'mcp',
+    (
+      await admin.post<{ id: string }>('/api/mcp-servers', {
+        name: 'fuzz',
+        transport: 'http',
+        url: 'https://fuzz.invalid/mcp',
+      })
+    ).body.id,
+  );
   add('user', (await admin.get<{ id: string }>('/api/users/me')).body.id);
   assert.equal((await admin.request('PUT', `/api/jobs/${job.body.id}/state/k`, { value: 'v' })).status, 200);
 });
@@ -64,14 +73,60 @@ function nest(depth: number, leaf: unknown, asObject: boolean): unknown {
 }
 
 const hostileStrings = [
-  '', ' ', 'NaN', 'Infinity', '-Infinity', '1e308', '-0', '1e20', '9007199254740993', '0x10', 'true', 'null', '[]', '{}',
-  '\u0000', '\ud800', '\udfff\ud800', '🙂'.repeat(50), '\u202e\u0644\u0627', 'e\u0301'.repeat(30), '../../../etc/passwd', '%2e%2e%2f%00',
-  '{{secret:FUZZ_SECRET}}', '<script>alert(1)</script>', "' OR 1=1 --", '__proto__', 'constructor', 'a'.repeat(10_000), 'ß'.repeat(70_000),
+  '',
+  ' ',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '1e308',
+  '-0',
+  '1e20',
+  '9007199254740993',
+  '0x10',
+  'true',
+  'null',
+  '[]',
+  '{}',
+  '\u0000',
+  '\ud800',
+  '\udfff\ud800',
+  '🙂'.repeat(50),
+  '\u202e\u0644\u0627',
+  'e\u0301'.repeat(30),
+  '../../../etc/passwd',
+  '%2e%2e%2f%00',
+  '{{secret:FUZZ_SECRET}}',
+  '<script>alert(1)</script>',
+  "' OR 1=1 --",
+  '__proto__',
+  'constructor',
+  'a'.repeat(10_000),
+  'ß'.repeat(70_000),
 ];
 
 /** Values that no schema asks for. */
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom<unknown>(1e308, -1e308, 1e20, -0, 0.5, -1, 2 ** 53, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 5e-324, true, false, null, {}, [], 0) },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom<unknown>(
+      1e308,
+      -1e308,
+      1e20,
+      -0,
+      0.5,
+      -1,
+      2 ** 53,
+      Number.MAX_SAFE_INTEGER,
+      Number.MIN_SAFE_INTEGER,
+      5e-324,
+      true,
+      false,
+      null,
+      {},
+      [],
+      0,
+    ),
+  },
   { weight: 4, arbitrary: fc.constantFrom(...hostileStrings) },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
@@ -98,31 +153,46 @@ function validish(raw: Json, depth: number, name: string): fc.Arbitrary<unknown>
   const s = resolve(raw);
   if ('const' in s) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
-  for (const key of ['anyOf', 'oneOf'] as const) if (Array.isArray(s[key])) return fc.oneof(...(s[key] as Json[]).map((b) => validish(b, depth, name)));
+  for (const key of ['anyOf', 'oneOf'] as const)
+    if (Array.isArray(s[key])) return fc.oneof(...(s[key] as Json[]).map((b) => validish(b, depth, name)));
   if (Array.isArray(s.allOf)) return validish(s.allOf[0] as Json, depth, name);
   const type = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (type) {
     case 'string': {
       const max = Math.min(s.maxLength ?? 50, 300);
       const min = Math.min(s.minLength ?? 0, max);
-      const options: fc.Arbitrary<string>[] = [fc.string({ minLength: min, maxLength: max }), fc.string({ unit: 'grapheme', minLength: min, maxLength: Math.min(max, 40) })];
-      if (typeof s.pattern === 'string') options.push(fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= min && v.length <= max));
+      const options: fc.Arbitrary<string>[] = [
+        fc.string({ minLength: min, maxLength: max }),
+        fc.string({ unit: 'grapheme', minLength: min, maxLength: Math.min(max, 40) }),
+      ];
+      if (typeof s.pattern === 'string')
+        options.push(fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length >= min && v.length <= max));
       if (idLike.test(name) && ids.any!.length > 0) options.push(fc.constantFrom(...ids.any!));
       const weighted = options.map((arbitrary) => ({ weight: 4, arbitrary }));
       // At the bound and one past it; megabyte strings are rarer, so the run stays fast.
-      if (typeof s.maxLength === 'number') weighted.push({ weight: s.maxLength > 10_000 ? 1 : 4, arbitrary: fc.constantFrom('x'.repeat(s.maxLength), 'x'.repeat(s.maxLength + 1)) });
+      if (typeof s.maxLength === 'number')
+        weighted.push({
+          weight: s.maxLength > 10_000 ? 1 : 4,
+          arbitrary: fc.constantFrom('x'.repeat(s.maxLength), 'x'.repeat(s.maxLength + 1)),
+        });
       return fc.oneof(...weighted);
     }
     case 'integer': {
       const lo = typeof s.minimum === 'number' ? s.minimum : -1_000_000;
       const hi = typeof s.maximum === 'number' ? s.maximum : 1_000_000;
-      const near = fc.integer({ min: Math.max(lo, -(2 ** 31)), max: Math.min(hi, 2 ** 31 - 1, Math.max(lo, -(2 ** 31)) + 1_000) });
+      const near = fc.integer({
+        min: Math.max(lo, -(2 ** 31)),
+        max: Math.min(hi, 2 ** 31 - 1, Math.max(lo, -(2 ** 31)) + 1_000),
+      });
       return fc.oneof(near, fc.constantFrom(lo, hi, lo - 1, hi + 1));
     }
     case 'number': {
       const lo = typeof s.minimum === 'number' ? s.minimum : -1e6;
       const hi = typeof s.maximum === 'number' ? s.maximum : 1e6;
-      return fc.oneof(fc.double({ min: lo, max: hi, noNaN: true, noDefaultInfinity: true }), fc.constantFrom(lo, hi, hi * 2 + 1));
+      return fc.oneof(
+        fc.double({ min: lo, max: hi, noNaN: true, noDefaultInfinity: true }),
+        fc.constantFrom(lo, hi, hi * 2 + 1),
+      );
     }
     case 'boolean':
       return fc.boolean();
@@ -140,10 +210,29 @@ function validish(raw: Json, depth: number, name: string): fc.Arbitrary<unknown>
       for (const [k, v] of Object.entries(props)) model[k] = valueOf(v, depth + 1, k);
       const required = ((s.required ?? []) as string[]).filter((k) => k in model);
       const record = fc.record(model, { requiredKeys: required });
-      const extra = s.patternProperties ? Object.values(s.patternProperties as Record<string, Json>)[0] : typeof s.additionalProperties === 'object' ? s.additionalProperties : null;
-      const withMap = extra ? fc.tuple(record, fc.dictionary(fc.string({ maxLength: 20 }), valueOf(extra as Json, depth + 1), { maxKeys: 3 })).map(([r, d]) => ({ ...d, ...r })) : record;
+      const extra = s.patternProperties
+        ? Object.values(s.patternProperties as Record<string, Json>)[0]
+        : typeof s.additionalProperties === 'object'
+          ? s.additionalProperties
+          : null;
+      const withMap = extra
+        ? fc
+            .tuple(
+              record,
+              fc.dictionary(fc.string({ maxLength: 20 }), valueOf(extra as Json, depth + 1), { maxKeys: 3 }),
+            )
+            .map(([r, d]) => ({ ...d, ...r }))
+        : record;
       // Now and then a field the schema does not know.
-      return fc.oneof({ weight: 5, arbitrary: withMap }, { weight: 1, arbitrary: fc.tuple(withMap, fc.string({ maxLength: 10 }), hostileValue).map(([r, k, v]) => ({ ...r, [`x_${k}`]: v })) });
+      return fc.oneof(
+        { weight: 5, arbitrary: withMap },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(withMap, fc.string({ maxLength: 10 }), hostileValue)
+            .map(([r, k, v]) => ({ ...r, [`x_${k}`]: v })),
+        },
+      );
     }
     default:
       return fc.jsonValue({ maxDepth: 3 });
@@ -164,15 +253,32 @@ interface FuzzRequest {
   contentType: string;
 }
 
-const rawBodies = ['', 'not json', '[', '{"a":', 'null', '"text"', '1e999', '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"polluted":true}}}', '\uFEFF{}'];
+const rawBodies = [
+  '',
+  'not json',
+  '[',
+  '{"a":',
+  'null',
+  '"text"',
+  '1e999',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"polluted":true}}}',
+  '\uFEFF{}',
+];
 
 function asText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+  return typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
 }
 
 /** Percent-encodes the UTF-8 bytes of `s`; a lone surrogate becomes U+FFFD, as a client's encoder would send it. */
 function encodeSegment(s: string): string {
-  return [...Buffer.from(s, 'utf8')].map((b) => (/[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(s, 'utf8')]
+    .map((b) =>
+      /[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
+    .join('');
 }
 
 function requestOf(op: Operation): fc.Arbitrary<FuzzRequest> {
@@ -189,14 +295,40 @@ function requestOf(op: Operation): fc.Arbitrary<FuzzRequest> {
     }),
   );
   const queryArb = fc.tuple(
-    ...query.map((p) => fc.option(fc.oneof({ weight: 4, arbitrary: validish(p.schema as Json, 0, p.name) }, { weight: 1, arbitrary: hostileValue }).map(asText), { nil: undefined })),
-    fc.option(fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom(...hostileStrings.slice(0, 20))), { nil: undefined }),
+    ...query.map((p) =>
+      fc.option(
+        fc
+          .oneof(
+            { weight: 4, arbitrary: validish(p.schema as Json, 0, p.name) },
+            { weight: 1, arbitrary: hostileValue },
+          )
+          .map(asText),
+        { nil: undefined },
+      ),
+    ),
+    fc.option(fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom(...hostileStrings.slice(0, 20))), {
+      nil: undefined,
+    }),
   );
   const bodyArb: fc.Arbitrary<{ text: string | undefined; contentType: string }> = op.body
     ? fc.oneof(
-        { weight: 12, arbitrary: valueOf(op.body, 0).map((v) => ({ text: JSON.stringify(v) ?? 'null', contentType: 'application/json' })) },
-        { weight: 1, arbitrary: fc.constantFrom(...rawBodies).map((text) => ({ text, contentType: 'application/json' })) },
-        { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1').map((contentType) => ({ text: 'a=1', contentType })) },
+        {
+          weight: 12,
+          arbitrary: valueOf(op.body, 0).map((v) => ({
+            text: JSON.stringify(v) ?? 'null',
+            contentType: 'application/json',
+          })),
+        },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom(...rawBodies).map((text) => ({ text, contentType: 'application/json' })),
+        },
+        {
+          weight: 1,
+          arbitrary: fc
+            .constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1')
+            .map((contentType) => ({ text: 'a=1', contentType })),
+        },
       )
     : fc.constant({ text: op.method === 'POST' ? '{}' : undefined, contentType: 'application/json' });
   return fc.tuple(pathArb, queryArb, bodyArb).map(([values, q, body]) => {
@@ -234,8 +366,17 @@ async function send(op: Operation, req: FuzzRequest, retried = false): Promise<s
   let requestIdHeader: string | null = null;
   try {
     // A DELETE of a fixture would leave the rest of the run with nothing to reach: deletes get unknown ids only.
-    const url = op.method === 'DELETE' ? req.url.replace(new RegExp(ids.any!.join('|') || '^$', 'g'), '00000000-0000-7000-8000-00000000beef') : req.url;
-    const res = await fetch(t.url + url, { method: op.method, headers, body: req.body, redirect: 'manual', signal: abort.signal });
+    const url =
+      op.method === 'DELETE'
+        ? req.url.replace(new RegExp(ids.any!.join('|') || '^$', 'g'), '00000000-0000-7000-8000-00000000beef')
+        : req.url;
+    const res = await fetch(t.url + url, {
+      method: op.method,
+      headers,
+      body: req.body,
+      redirect: 'manual',
+      signal: abort.signal,
+    });
     status = res.status;
     contentType = res.headers.get('content-type') ?? '';
     requestIdHeader = res.headers.get('x-request-id');
@@ -261,13 +402,17 @@ async function send(op: Operation, req: FuzzRequest, retried = false): Promise<s
     } catch {
       return `error ${status} is not JSON: ${text.slice(0, 200)}`;
     }
-    if (typeof body.code !== 'string' || typeof body.message !== 'string' || typeof body.requestId !== 'string') return `error ${status} lacks code, message or requestId: ${text.slice(0, 200)}`;
+    if (typeof body.code !== 'string' || typeof body.message !== 'string' || typeof body.requestId !== 'string')
+      return `error ${status} lacks code, message or requestId: ${text.slice(0, 200)}`;
     if (body.requestId !== requestIdHeader) return `error ${status} requestId differs from X-Request-ID`;
     const extra = Object.keys(body).filter((k) => !['code', 'message', 'fields', 'details', 'requestId'].includes(k));
     if (extra.length > 0) return `error ${status} has unknown members ${extra.join(', ')}`;
     if (body.code === 'validation_failed') {
-      if (!Array.isArray(body.fields) || body.fields.length === 0 || body.fields.length > 20) return `validation_failed with fields ${JSON.stringify(body.fields)?.slice(0, 200)}`;
-      for (const f of body.fields as Json[]) if (typeof f.field !== 'string' || typeof f.code !== 'string' || typeof f.message !== 'string') return `a field error is not {field, code, message}: ${JSON.stringify(f)}`;
+      if (!Array.isArray(body.fields) || body.fields.length === 0 || body.fields.length > 20)
+        return `validation_failed with fields ${JSON.stringify(body.fields)?.slice(0, 200)}`;
+      for (const f of body.fields as Json[])
+        if (typeof f.field !== 'string' || typeof f.code !== 'string' || typeof f.message !== 'string')
+          return `a field error is not {field, code, message}: ${JSON.stringify(f)}`;
     }
   }
   return null;
@@ -312,20 +457,30 @@ describe('fuzz', () => {
             const found = await send(op, req);
             if (found) {
               problem = `${op.key}: ${found}\n  request: ${op.method} ${req.url.slice(0, 300)} body (${req.body?.length ?? 0} characters) ${String(req.body).slice(0, 300)}`;
-              if (process.env.SVC_FUZZ_DUMP) writeFileSync(process.env.SVC_FUZZ_DUMP, JSON.stringify({ method: op.method, ...req }));
+              if (process.env.SVC_FUZZ_DUMP)
+                writeFileSync(process.env.SVC_FUZZ_DUMP, JSON.stringify({ method: op.method, ...req }));
               throw new Error(problem);
             }
           }),
           { seed: opSeed, numRuns: runsPerOperation, endOnFailure: true },
         );
       } catch (err) {
-        failures.push(`${problem ?? `${op.key}: ${(err as Error).message.slice(0, 500)}`}\n  replay: SVC_FUZZ_SEED=${seed} (this operation's fast-check seed: ${opSeed})`);
+        failures.push(
+          `${problem ?? `${op.key}: ${(err as Error).message.slice(0, 500)}`}\n  replay: SVC_FUZZ_SEED=${seed} (this operation's fast-check seed: ${opSeed})`,
+        );
       }
       durations.push([op.key, performance.now() - opStarted]);
     }
     durations.sort((a, b) => b[1] - a[1]);
-    tc.diagnostic(`slowest operations: ${durations.slice(0, 6).map(([k, ms]) => `${k} ${Math.round(ms)} ms`).join(', ')}`);
-    tc.diagnostic(`${cases} cases over ${ops.length} operations, seed ${seed}; ${noisy} slow answers were fast when sent again`);
+    tc.diagnostic(
+      `slowest operations: ${durations
+        .slice(0, 6)
+        .map(([k, ms]) => `${k} ${Math.round(ms)} ms`)
+        .join(', ')}`,
+    );
+    tc.diagnostic(
+      `${cases} cases over ${ops.length} operations, seed ${seed}; ${noisy} slow answers were fast when sent again`,
+    );
     if (!only) assert.ok(cases >= ops.length * Math.min(runsPerOperation, 10), `only ${cases} cases ran`);
     assert.equal(failures.length, 0, `seed ${seed}; ${failures.length} operations failed:\n${failures.join('\n')}`);
   });

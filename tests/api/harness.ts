@@ -46,7 +46,12 @@ export class Client {
     readonly credential: Credential = null,
   ) {}
 
-  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer<T>> {
     const h: Record<string, string> = { ...headers };
     if (this.credential && 'cookie' in this.credential) h.cookie = this.credential.cookie;
     if (this.credential && 'token' in this.credential) h.authorization = `Bearer ${this.credential.token}`;
@@ -97,7 +102,11 @@ export async function adminSession(t: TestServer, email = 'admin@example.com'): 
 }
 
 /** A session of an ordinary user, invited by the admin through the API. */
-export async function userSession(t: TestServer, admin: Client, email: string): Promise<{ client: Client; userId: string }> {
+export async function userSession(
+  t: TestServer,
+  admin: Client,
+  email: string,
+): Promise<{ client: Client; userId: string }> {
   const link = await admin.post<{ url: string }>('/api/admin/sign-in-links', { email });
   if (link.status !== 201) throw new Error(`could not create a sign-in link: ${link.status} ${link.text}`);
   const client = new Client(t.url, { cookie: await useSignInLink(link.body.url) });
@@ -105,19 +114,36 @@ export async function userSession(t: TestServer, admin: Client, email: string): 
   return { client, userId: me.body.id };
 }
 
-export async function createToken(session: Client, name = 'test token', expiresAt?: number): Promise<{ client: Client; token: string; id: string }> {
-  const res = await session.post<{ token: string; apiToken: { id: string } }>('/api/tokens', { name, ...(expiresAt ? { expiresAt } : {}) });
+export async function createToken(
+  session: Client,
+  name = 'test token',
+  expiresAt?: number,
+): Promise<{ client: Client; token: string; id: string }> {
+  const res = await session.post<{ token: string; apiToken: { id: string } }>('/api/tokens', {
+    name,
+    ...(expiresAt ? { expiresAt } : {}),
+  });
   if (res.status !== 201) throw new Error(`could not create a token: ${res.status} ${res.text}`);
-  return { client: new Client(session.base, { token: res.body.token }), token: res.body.token, id: res.body.apiToken.id };
+  return {
+    client: new Client(session.base, { token: res.body.token }),
+    token: res.body.token,
+    id: res.body.apiToken.id,
+  };
 }
 
 /** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */
-export async function spawnServer(dataDir: string): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+export async function spawnServer(
+  dataDir: string,
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   rmSync(join(dataDir, 'server.json'), { force: true });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir], {
-    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir],
+    {
+      env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -159,10 +185,16 @@ export function serverWithFakeModel(env: Record<string, string> = {}): RunnerSer
 export type TimelineEntry = { seq: number; type: string; payload: Record<string, any> };
 
 /** Waits until the run is final (and, with `reflection`, its reflection no longer pending); answers it and its timeline. */
-export async function finishedRun(api: Client, runId: string, options: { reflection?: boolean } = {}): Promise<{ run: Record<string, any>; events: TimelineEntry[] }> {
+export async function finishedRun(
+  api: Client,
+  runId: string,
+  options: { reflection?: boolean } = {},
+): Promise<{ run: Record<string, any>; events: TimelineEntry[] }> {
   for (let i = 0; i < 1200; i++) {
     const run = (await api.get(`/api/runs/${runId}`)).body;
-    const live = ['queued', 'provisioning', 'running', 'verifying'].includes(run.status) || (options.reflection === true && run.reflection === 'pending');
+    const live =
+      ['queued', 'provisioning', 'running', 'verifying'].includes(run.status) ||
+      (options.reflection === true && run.reflection === 'pending');
     if (!live) return { run, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as TimelineEntry[] };
     await new Promise((r) => setTimeout(r, 50));
   }

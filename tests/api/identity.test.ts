@@ -1,6 +1,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { adminSession, Client, createToken, startTestServer, userSession, useSignInLink, type TestServer } from './harness.js';
+import {
+  adminSession,
+  Client,
+  createToken,
+  startTestServer,
+  userSession,
+  useSignInLink,
+  type TestServer,
+} from './harness.js';
 
 let t: TestServer;
 let admin: Client;
@@ -67,7 +75,14 @@ describe('API tokens', () => {
     const res = await admin.post('/api/tokens', { name: 'ci' });
     assert.equal(res.status, 201);
     assert.match(res.body.token, /^svc_[A-Za-z0-9_-]{40,}$/);
-    assert.deepEqual(Object.keys(res.body.apiToken).sort(), ['createdAt', 'createdBy', 'expiresAt', 'id', 'lastUsedAt', 'name']);
+    assert.deepEqual(Object.keys(res.body.apiToken).sort(), [
+      'createdAt',
+      'createdBy',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'name',
+    ]);
     assert.equal(res.body.apiToken.createdBy, 'admin@example.com');
     assert.equal(res.body.apiToken.expiresAt, null);
     const list = await admin.get('/api/tokens?pageSize=100');
@@ -125,11 +140,20 @@ describe('API tokens', () => {
   it('validates names and expiry', async () => {
     const past = await admin.post('/api/tokens', { name: 'x', expiresAt: Date.now() - 1000 });
     assert.equal(past.status, 400);
-    assert.deepEqual(past.body.fields.map((f: { field: string }) => f.field), ['expiresAt']);
+    assert.deepEqual(
+      past.body.fields.map((f: { field: string }) => f.field),
+      ['expiresAt'],
+    );
     const blank = await admin.post('/api/tokens', { name: '   ' });
-    assert.deepEqual(blank.body.fields.map((f: { field: string }) => f.field), ['name']);
+    assert.deepEqual(
+      blank.body.fields.map((f: { field: string }) => f.field),
+      ['name'],
+    );
     const long = await admin.post('/api/tokens', { name: 'x'.repeat(101) });
-    assert.deepEqual(long.body.fields.map((f: { field: string }) => f.field), ['name']);
+    assert.deepEqual(
+      long.body.fields.map((f: { field: string }) => f.field),
+      ['name'],
+    );
   });
 
   it('shows members their own tokens and admins every token; a token follows its creator role', async () => {
@@ -139,7 +163,11 @@ describe('API tokens', () => {
     const seen = await mine.client.get('/api/tokens?pageSize=100');
     assert.ok(seen.body.items.every((x: { createdBy: string }) => x.createdBy === 'tokens-member@example.com'));
     assert.ok(seen.body.items.some((x: { id: string }) => x.id === mine.id));
-    assert.equal((await member.client.delete(`/api/tokens/${adminToken.id}`)).status, 404, 'a member cannot touch an admin token');
+    assert.equal(
+      (await member.client.delete(`/api/tokens/${adminToken.id}`)).status,
+      404,
+      'a member cannot touch an admin token',
+    );
     const all = await admin.get('/api/tokens?pageSize=100');
     assert.ok(all.body.items.some((x: { id: string }) => x.id === mine.id));
     // Promote the member: the same token now acts as an admin and sees every token.

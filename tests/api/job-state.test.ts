@@ -1,7 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
-import { adminSession, Client, createToken, startTestServer, userSession, type Answer, type TestServer } from './harness.js';
+import {
+  adminSession,
+  Client,
+  createToken,
+  startTestServer,
+  userSession,
+  type Answer,
+  type TestServer,
+} from './harness.js';
 
 /** A job's key/value state through the REST API (SPEC §8 job state limits, BEHAVIOUR §5.4). */
 let t: TestServer;
@@ -20,13 +28,17 @@ before(async () => {
 after(async () => t?.stop());
 
 async function job(client: Client = admin): Promise<string> {
-  const res = await client.post<{ id: string }>('/api/jobs', { name: `state job ${Math.random()}`, instruction: 'Keep state' });
+  const res = await client.post<{ id: string }>('/api/jobs', {
+    name: `state job ${Math.random()}`,
+    instruction: 'Keep state',
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.id;
 }
 
 const at = (jobId: string, key: string) => `/api/jobs/${jobId}/state/${encodeURIComponent(key)}`;
-const put = (client: Client, jobId: string, key: string, value: unknown) => client.request('PUT', at(jobId, key), { value });
+const put = (client: Client, jobId: string, key: string, value: unknown) =>
+  client.request('PUT', at(jobId, key), { value });
 
 /** Writes straight into the job's store, for filling a job up to a limit quickly. */
 async function seed(jobId: string, entries: Array<[string, string]>): Promise<void> {
@@ -56,13 +68,23 @@ describe('job state routes', () => {
     assert.equal(set.body.value, 'é');
     assert.equal(set.body.size, 4 + 2, 'bytes of key and value in UTF-8');
     assert.ok(set.body.updatedAt >= before && set.body.updatedAt <= Date.now());
-    for (const [k, v] of [['alpha', '1'], ['Beta', ''], ['a/b c?', 'slashes'], ['10', 'n'], ['9', 'n']]) assert.equal((await put(admin, id, k!, v)).status, 200, k);
+    for (const [k, v] of [
+      ['alpha', '1'],
+      ['Beta', ''],
+      ['a/b c?', 'slashes'],
+      ['10', 'n'],
+      ['9', 'n'],
+    ])
+      assert.equal((await put(admin, id, k!, v)).status, 200, k);
 
     const list = await memberToken.get(`/api/jobs/${id}/state`);
     assert.equal(list.status, 200, list.text);
     const keys = list.body.items.map((e: { key: string }) => e.key);
     assert.deepEqual(keys, ['10', '9', 'Beta', 'a/b c?', 'alpha', 'zeta'], 'sorted by key');
-    assert.deepEqual(list.body.items.find((e: { key: string }) => e.key === 'Beta'), { ...list.body.items.find((e: { key: string }) => e.key === 'Beta'), value: '', size: 4 });
+    assert.deepEqual(
+      list.body.items.find((e: { key: string }) => e.key === 'Beta'),
+      { ...list.body.items.find((e: { key: string }) => e.key === 'Beta'), value: '', size: 4 },
+    );
 
     const got = await member.get(at(id, 'a/b c?'));
     assert.equal(got.status, 200, got.text);
@@ -117,14 +139,21 @@ describe('job state routes', () => {
     assert.equal(full.body.size, 3 + MiB);
     assertInvalid(await put(admin, id, 'bigger', 'v'.repeat(MiB + 1)), 'value', 'too_large');
     assertInvalid(await put(admin, id, 'wide', 'é'.repeat(MiB / 2) + 'x'), 'value', 'too_large');
-    assert.equal((await put(admin, id, 'escaped', '\u0001'.repeat(MiB))).status, 200, 'a 1 MiB value that takes 6 MiB as JSON text');
+    assert.equal(
+      (await put(admin, id, 'escaped', '\u0001'.repeat(MiB))).status,
+      200,
+      'a 1 MiB value that takes 6 MiB as JSON text',
+    );
     assert.equal((await admin.get(at(id, 'bigger'))).status, 404);
     assert.equal((await admin.get(at(id, 'big'))).body.value.length, MiB);
   });
 
   it('keeps at most 1,000 keys: a new key is refused, existing keys stay writable', async () => {
     const id = await job();
-    await seed(id, Array.from({ length: 999 }, (_, i) => [`k${i}`, 'v'] as [string, string]));
+    await seed(
+      id,
+      Array.from({ length: 999 }, (_, i) => [`k${i}`, 'v'] as [string, string]),
+    );
     assert.equal((await put(admin, id, 'last', 'v')).status, 200, 'the 1,000th key');
     const refused = await put(admin, id, 'one-more', 'v');
     assertInvalid(refused, 'key', 'too_many_keys');
@@ -137,7 +166,10 @@ describe('job state routes', () => {
 
   it('keeps at most 16 MiB of keys and values: growing beyond fails, keeping or shrinking succeeds', async () => {
     const id = await job();
-    await seed(id, Array.from({ length: 15 }, (_, i) => [`b${String(i).padStart(2, '0')}`, 'v'.repeat(MiB)] as [string, string]));
+    await seed(
+      id,
+      Array.from({ length: 15 }, (_, i) => [`b${String(i).padStart(2, '0')}`, 'v'.repeat(MiB)] as [string, string]),
+    );
     const room = 16 * MiB - 15 * (3 + MiB);
     assert.equal((await put(admin, id, 'fill', 'x'.repeat(room - 4))).status, 200, 'exactly 16 MiB');
     assertInvalid(await put(admin, id, 'z', ''), 'value', 'too_large');
@@ -152,7 +184,12 @@ describe('job state routes', () => {
     await put(admin, id, 'k', 'v');
     for (const jobId of ['no-such-job', id]) {
       if (jobId === id) assert.equal((await admin.delete(`/api/jobs/${id}`)).status, 204);
-      for (const res of [await admin.get(`/api/jobs/${jobId}/state`), await admin.get(at(jobId, 'k')), await put(admin, jobId, 'k', 'v2'), await admin.delete(at(jobId, 'k'))]) {
+      for (const res of [
+        await admin.get(`/api/jobs/${jobId}/state`),
+        await admin.get(at(jobId, 'k')),
+        await put(admin, jobId, 'k', 'v2'),
+        await admin.delete(at(jobId, 'k')),
+      ]) {
         assert.equal(res.status, 404, `${jobId}: ${res.text}`);
         assert.equal(res.body.code, 'not_found');
         assert.match(res.body.message, /Job/);

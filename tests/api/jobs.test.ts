@@ -14,9 +14,32 @@ before(async () => {
 after(async () => t.stop());
 
 const jobKeys = [
-  'allowPrivateNetwork', 'allowedDomains', 'concurrency', 'createdAt', 'cron', 'demoted', 'enabled', 'graduatedVersion',
-  'hasWebhookToken', 'id', 'image', 'instruction', 'lastRun', 'limits', 'modePin', 'modelId', 'name', 'network', 'nextMode',
-  'nextRunAt', 'playbookVersion', 'runAsRoot', 'selfImprove', 'spec', 'timezone', 'updatedAt',
+  'allowPrivateNetwork',
+  'allowedDomains',
+  'concurrency',
+  'createdAt',
+  'cron',
+  'demoted',
+  'enabled',
+  'graduatedVersion',
+  'hasWebhookToken',
+  'id',
+  'image',
+  'instruction',
+  'lastRun',
+  'limits',
+  'modePin',
+  'modelId',
+  'name',
+  'network',
+  'nextMode',
+  'nextRunAt',
+  'playbookVersion',
+  'runAsRoot',
+  'selfImprove',
+  'spec',
+  'timezone',
+  'updatedAt',
 ];
 
 describe('jobs', () => {
@@ -41,7 +64,12 @@ describe('jobs', () => {
 
   it('patches only the fields present and clears optional text with an empty string', async () => {
     const created = await api.post('/api/jobs', {
-      name: 'Patch me', instruction: 'x', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', image: 'debian:12', modePin: 'assisted',
+      name: 'Patch me',
+      instruction: 'x',
+      cron: '0 9 * * 1-5',
+      timezone: 'Europe/Berlin',
+      image: 'debian:12',
+      modePin: 'assisted',
       limits: { timeoutSeconds: 60, maxTurns: 5 },
     });
     assert.equal(created.status, 201, created.text);
@@ -65,18 +93,32 @@ describe('jobs', () => {
   it('refuses bad input naming every failing field and saves nothing', async () => {
     const before = await api.get('/api/jobs?pageSize=100');
     const res = await api.post('/api/jobs', {
-      name: '', instruction: 'x'.repeat(20001), network: 'moon', limits: { timeoutSeconds: 10, cpus: 65, pidsLimit: 8 }, image: 'i'.repeat(501),
+      name: '',
+      instruction: 'x'.repeat(20001),
+      network: 'moon',
+      limits: { timeoutSeconds: 10, cpus: 65, pidsLimit: 8 },
+      image: 'i'.repeat(501),
     });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'validation_failed');
     const fields = res.body.fields.map((f: { field: string }) => f.field).sort();
-    assert.deepEqual(fields, ['image', 'instruction', 'limits.cpus', 'limits.pidsLimit', 'limits.timeoutSeconds', 'name', 'network']);
+    assert.deepEqual(fields, [
+      'image',
+      'instruction',
+      'limits.cpus',
+      'limits.pidsLimit',
+      'limits.timeoutSeconds',
+      'name',
+      'network',
+    ]);
     for (const f of res.body.fields) assert.ok(f.code && f.message, 'every field error has a code and a message');
     const missing = await api.post('/api/jobs', {});
     assert.deepEqual(missing.body.fields.map((f: { field: string }) => f.field).sort(), ['instruction', 'name']);
     const unknown = await api.post('/api/jobs', { name: 'a', instruction: 'b', colour: 'red' });
     assert.equal(unknown.status, 400);
-    assert.deepEqual(unknown.body.fields, [{ field: 'colour', code: 'unknown_field', message: 'is not a known field' }]);
+    assert.deepEqual(unknown.body.fields, [
+      { field: 'colour', code: 'unknown_field', message: 'is not a known field' },
+    ]);
     const wrongType = await api.post('/api/jobs', { name: 'a', instruction: 'b', enabled: 'true' });
     assert.equal(wrongType.status, 400, 'a JSON string is not a boolean');
     const blank = await api.post('/api/jobs', { name: '   ', instruction: 'ok' });
@@ -87,18 +129,38 @@ describe('jobs', () => {
   });
 
   it('applies the domain rules: domains, allow-list, cron and timezone', async () => {
-    const domains = await api.post('/api/jobs', { name: 'd', instruction: 'i', network: 'allowlist', allowedDomains: ['API.Example.com.', '*.example.org', 'api.example.com'] });
+    const domains = await api.post('/api/jobs', {
+      name: 'd',
+      instruction: 'i',
+      network: 'allowlist',
+      allowedDomains: ['API.Example.com.', '*.example.org', 'api.example.com'],
+    });
     assert.equal(domains.status, 201, domains.text);
     assert.deepEqual(domains.body.allowedDomains, ['api.example.com', '*.example.org']);
-    const bad = await api.post('/api/jobs', { name: 'd', instruction: 'i', allowedDomains: ['10.0.0.1', 'https://x.com/a'] });
+    const bad = await api.post('/api/jobs', {
+      name: 'd',
+      instruction: 'i',
+      allowedDomains: ['10.0.0.1', 'https://x.com/a'],
+    });
     assert.equal(bad.status, 400);
-    assert.deepEqual(bad.body.fields.map((f: { field: string }) => f.field), ['allowedDomains[0]', 'allowedDomains[1]']);
+    assert.deepEqual(
+      bad.body.fields.map((f: { field: string }) => f.field),
+      ['allowedDomains[0]', 'allowedDomains[1]'],
+    );
     const empty = await api.patch(`/api/jobs/${domains.body.id}`, { allowedDomains: [] });
     assert.equal(empty.status, 400);
     assert.equal(empty.body.fields[0].field, 'allowedDomains');
-    const tz = await api.post('/api/jobs', { name: 'd', instruction: 'i', cron: '0 9 * * *', timezone: 'Mars/Olympus' });
+    const tz = await api.post('/api/jobs', {
+      name: 'd',
+      instruction: 'i',
+      cron: '0 9 * * *',
+      timezone: 'Mars/Olympus',
+    });
     assert.equal(tz.status, 400);
-    assert.deepEqual(tz.body.fields.map((f: { field: string }) => f.field), ['timezone']);
+    assert.deepEqual(
+      tz.body.fields.map((f: { field: string }) => f.field),
+      ['timezone'],
+    );
     const cron = await api.post('/api/jobs', { name: 'd', instruction: 'i', cron: '61 * * * *' });
     assert.equal(cron.status, 400);
     assert.equal(cron.body.fields[0].field, 'cron');
@@ -124,7 +186,11 @@ describe('job list conventions', () => {
   const names = ['alpha', 'Bravo', 'charlie', 'delta 50%', 'echo_x', 'foxtrot', 'golf 500', 'echoax'];
   before(async () => {
     for (const [i, name] of names.entries()) {
-      const res = await api.post('/api/jobs', { name: `list ${name}`, instruction: `instruction ${i}`, enabled: i % 2 === 0 });
+      const res = await api.post('/api/jobs', {
+        name: `list ${name}`,
+        instruction: `instruction ${i}`,
+        enabled: i % 2 === 0,
+      });
       assert.equal(res.status, 201, res.text);
     }
   });
@@ -134,9 +200,29 @@ describe('job list conventions', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(Object.keys(res.body).sort(), ['items', 'page', 'pageSize', 'total']);
     assert.equal(res.body.total, names.length);
-    assert.deepEqual(res.body.items.map((j: { name: string }) => j.name), names.map((n) => `list ${n}`).sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())));
+    assert.deepEqual(
+      res.body.items.map((j: { name: string }) => j.name),
+      names.map((n) => `list ${n}`).sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())),
+    );
     const item = res.body.items[0];
-    assert.deepEqual(Object.keys(item).sort(), ['createdAt', 'cron', 'enabled', 'id', 'inputs', 'lastMode', 'lastRun', 'modePin', 'name', 'nextMode', 'nextRunAt', 'recentRuns', 'runCount', 'scheduleHuman', 'timezone', 'updatedAt']);
+    assert.deepEqual(Object.keys(item).sort(), [
+      'createdAt',
+      'cron',
+      'enabled',
+      'id',
+      'inputs',
+      'lastMode',
+      'lastRun',
+      'modePin',
+      'name',
+      'nextMode',
+      'nextRunAt',
+      'recentRuns',
+      'runCount',
+      'scheduleHuman',
+      'timezone',
+      'updatedAt',
+    ]);
     assert.equal(item.runCount, 0);
     assert.equal(item.recentRuns, null);
   });
@@ -157,20 +243,35 @@ describe('job list conventions', () => {
     const res = await api.get('/api/jobs?search=list%20&sort=-enabled,-name&pageSize=100');
     const got = res.body.items.map((j: { name: string; enabled: boolean }) => `${j.enabled}:${j.name}`);
     const expected = [...res.body.items]
-      .sort((a: { name: string; enabled: boolean }, b: { name: string; enabled: boolean }) => Number(b.enabled) - Number(a.enabled) || b.name.toLowerCase().localeCompare(a.name.toLowerCase()))
+      .sort(
+        (a: { name: string; enabled: boolean }, b: { name: string; enabled: boolean }) =>
+          Number(b.enabled) - Number(a.enabled) || b.name.toLowerCase().localeCompare(a.name.toLowerCase()),
+      )
       .map((j: { name: string; enabled: boolean }) => `${j.enabled}:${j.name}`);
     assert.deepEqual(got, expected);
   });
 
   it('searches literally and case-insensitively', async () => {
     const pct = await api.get('/api/jobs?search=50%25');
-    assert.deepEqual(pct.body.items.map((j: { name: string }) => j.name), ['list delta 50%']);
+    assert.deepEqual(
+      pct.body.items.map((j: { name: string }) => j.name),
+      ['list delta 50%'],
+    );
     const us = await api.get('/api/jobs?search=echo_');
-    assert.deepEqual(us.body.items.map((j: { name: string }) => j.name), ['list echo_x']);
+    assert.deepEqual(
+      us.body.items.map((j: { name: string }) => j.name),
+      ['list echo_x'],
+    );
     const ci = await api.get('/api/jobs?search=BRAVO');
-    assert.deepEqual(ci.body.items.map((j: { name: string }) => j.name), ['list Bravo']);
+    assert.deepEqual(
+      ci.body.items.map((j: { name: string }) => j.name),
+      ['list Bravo'],
+    );
     const instr = await api.get('/api/jobs?search=instruction 6');
-    assert.deepEqual(instr.body.items.map((j: { name: string }) => j.name), ['list golf 500']);
+    assert.deepEqual(
+      instr.body.items.map((j: { name: string }) => j.name),
+      ['list golf 500'],
+    );
   });
 
   it('filters on enabled', async () => {
@@ -198,7 +299,10 @@ describe('job list conventions', () => {
       const res = await api.get(path);
       assert.equal(res.status, 400, path);
       assert.equal(res.body.code, 'validation_failed', path);
-      assert.ok(res.body.fields.some((f: { field: string }) => f.field === field), `${path} names ${field}: ${res.text}`);
+      assert.ok(
+        res.body.fields.some((f: { field: string }) => f.field === field),
+        `${path} names ${field}: ${res.text}`,
+      );
     }
   });
 });

@@ -5,11 +5,26 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
-import { fitMessage, messageByteLimit, notificationBody, slackEscape, triggersFor, type NotifiedRun } from '../../domain/notification.js';
+import {
+  fitMessage,
+  messageByteLimit,
+  notificationBody,
+  slackEscape,
+  triggersFor,
+  type NotifiedRun,
+} from '../../domain/notification.js';
 import { notificationStreamId } from '../../domain/notification-stream.js';
 import type { NotificationBody } from '../../schemas/notification.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
-import { adminSession, finishedRun, serverWithFakeModel, startTestServer, userSession, type Client, type TestServer } from './harness.js';
+import {
+  adminSession,
+  finishedRun,
+  serverWithFakeModel,
+  startTestServer,
+  userSession,
+  type Client,
+  type TestServer,
+} from './harness.js';
 
 /**
  * Run notifications (BEHAVIOUR §9.3) end to end: real runs on the fake model, delivered by the runner's notifier to
@@ -39,7 +54,9 @@ class Receiver {
       req.on('end', () => {
         const answered = this.answers.shift() ?? 200;
         this.received.push({ headers: req.headers, raw, body: JSON.parse(raw) as NotificationBody, answered });
-        res.writeHead(answered, { 'content-type': 'text/plain' }).end(answered < 300 ? 'ok' : `refused with ${answered}`);
+        res
+          .writeHead(answered, { 'content-type': 'text/plain' })
+          .end(answered < 300 ? 'ok' : `refused with ${answered}`);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
@@ -62,7 +79,11 @@ let slowRun: { runId: string; jobName: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const got = await probe();
@@ -79,7 +100,10 @@ async function streamOf(runId: string): Promise<StreamEntry[]> {
   return events.map((e) => ({ type: e.type, data: e.data as StreamEntry['data'] }));
 }
 
-async function startRun(instruction: string, fields: Record<string, unknown> = {}): Promise<{ runId: string; jobName: string }> {
+async function startRun(
+  instruction: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ runId: string; jobName: string }> {
   const jobName = `notify ${Math.random().toString(36).slice(2, 8)}`;
   const job = await server.api.post('/api/jobs', { name: jobName, instruction, selfImprove: false, ...fields });
   assert.equal(job.status, 201, job.text);
@@ -94,7 +118,10 @@ describe('notifications', () => {
   before(async () => {
     await receiver.start();
     member = (await userSession(server.t, server.api, 'notify-member@example.com')).client;
-    assert.equal((await server.api.post('/api/secrets', { name: 'HOOK_KEY', value: 'webhook-signing-key' })).status, 201);
+    assert.equal(
+      (await server.api.post('/api/secrets', { name: 'HOOK_KEY', value: 'webhook-signing-key' })).status,
+      201,
+    );
     const saved = await server.api.patch('/api/settings', { notifyWebhookUrl: receiver.url, notifySecret: 'HOOK_KEY' });
     assert.equal(saved.status, 200, saved.text);
     assert.deepEqual(saved.body.notifyOn, ['run.failed', 'job.demoted'], 'the default triggers');
@@ -114,27 +141,67 @@ describe('notifications', () => {
       assert.equal(got!.headers['content-type'], 'application/json');
       assert.match(String(got!.headers['user-agent']), /^svc\/\S+$/);
       assert.equal(got!.headers['x-svc-event'], 'run.failed');
-      assert.equal(got!.headers['x-svc-signature'], sign('webhook-signing-key', got!.raw), 'HMAC-SHA256 of the exact body');
-      assert.deepEqual(Object.keys(got!.body).sort(), ['allowed_mentions', 'content', 'event', 'job', 'run', 'text', 'timestamp']);
+      assert.equal(
+        got!.headers['x-svc-signature'],
+        sign('webhook-signing-key', got!.raw),
+        'HMAC-SHA256 of the exact body',
+      );
+      assert.deepEqual(Object.keys(got!.body).sort(), [
+        'allowed_mentions',
+        'content',
+        'event',
+        'job',
+        'run',
+        'text',
+        'timestamp',
+      ]);
       assert.equal(got!.body.event, 'run.failed');
       assert.equal(got!.body.content, `svc: ${jobName} run #1 failed: ${run.error}\n${url}`);
       assert.equal(got!.body.text, got!.body.content, 'nothing to escape here');
       assert.deepEqual(got!.body.job, { id: run.jobId, name: jobName });
-      assert.deepEqual(got!.body.run, { id: runId, number: 1, status: 'failed', mode: run.mode, trigger: 'manual', fellBack: false, error: run.error, url });
+      assert.deepEqual(got!.body.run, {
+        id: runId,
+        number: 1,
+        status: 'failed',
+        mode: run.mode,
+        trigger: 'manual',
+        fellBack: false,
+        error: run.error,
+        url,
+      });
       assert.equal(got!.body.timestamp, new Date(run.finishedAt).toISOString());
       assert.deepEqual(got!.body.allowed_mentions, { parse: [] });
 
-      await until('the delivery to be recorded', async () => (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'));
+      await until('the delivery to be recorded', async () =>
+        (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'),
+      );
       await sleep(1500);
       assert.equal(receiver.forRun(runId).length, 1, 'sent once');
-      assert.deepEqual((await streamOf(runId)).map((e) => e.type), ['NotificationQueued', 'RunNotificationsChecked', 'NotificationAttemptStarted', 'NotificationDelivered']);
+      assert.deepEqual(
+        (await streamOf(runId)).map((e) => e.type),
+        ['NotificationQueued', 'RunNotificationsChecked', 'NotificationAttemptStarted', 'NotificationDelivered'],
+      );
     });
 
     it('posts run.fell_back for a scripted run that fell back, and job.demoted once the job is demoted', async () => {
-      assert.equal((await server.api.patch('/api/settings', { notifyOn: ['run.fell_back', 'job.demoted'] })).status, 200);
+      assert.equal(
+        (await server.api.patch('/api/settings', { notifyOn: ['run.fell_back', 'job.demoted'] })).status,
+        200,
+      );
       try {
-        const job = await server.api.post('/api/jobs', { name: `fallback ${Math.random().toString(36).slice(2, 8)}`, instruction: 'Report it with `svc output set answer 42`.', selfImprove: false });
-        assert.equal((await server.api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { main: '#!/bin/sh\nexit 3\n' } })).status, 200);
+        const job = await server.api.post('/api/jobs', {
+          name: `fallback ${Math.random().toString(36).slice(2, 8)}`,
+          instruction: 'Report it with `svc output set answer 42`.',
+          selfImprove: false,
+        });
+        assert.equal(
+          (
+            await server.api.request('PUT', `/api/jobs/${job.body.id}/playbook`, {
+              content: { main: '#!/bin/sh\nexit 3\n' },
+            })
+          ).status,
+          200,
+        );
         await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [], reset: true });
         const runs: string[] = [];
         for (let i = 0; i < 2; i++) {
@@ -143,9 +210,18 @@ describe('notifications', () => {
           assert.equal(run.fellBack, true);
           runs.push(runId);
         }
-        const first = await until('the first run\'s notification', () => receiver.forRun(runs[0]!).length > 0 && receiver.forRun(runs[0]!));
-        assert.deepEqual(first.map((r) => r.body.event), ['run.fell_back']);
-        const second = await until('the second run\'s notifications', () => receiver.forRun(runs[1]!).length > 1 && receiver.forRun(runs[1]!));
+        const first = await until(
+          "the first run's notification",
+          () => receiver.forRun(runs[0]!).length > 0 && receiver.forRun(runs[0]!),
+        );
+        assert.deepEqual(
+          first.map((r) => r.body.event),
+          ['run.fell_back'],
+        );
+        const second = await until(
+          "the second run's notifications",
+          () => receiver.forRun(runs[1]!).length > 1 && receiver.forRun(runs[1]!),
+        );
         assert.deepEqual(second.map((r) => r.body.event).sort(), ['job.demoted', 'run.fell_back']);
         assert.equal(second.find((r) => r.body.event === 'job.demoted')!.headers['x-svc-event'], 'job.demoted');
       } finally {
@@ -158,7 +234,9 @@ describe('notifications', () => {
       try {
         const { runId } = await startRun('Fail with `exit 3`.');
         await finishedRun(server.api, runId);
-        const checked = await until('the trigger check', async () => (await streamOf(runId)).find((e) => e.type === 'RunNotificationsChecked'));
+        const checked = await until('the trigger check', async () =>
+          (await streamOf(runId)).find((e) => e.type === 'RunNotificationsChecked'),
+        );
         assert.deepEqual(checked.data.events, [], 'a failure is not listed, so nothing is queued');
         await sleep(1000);
         assert.equal(receiver.forRun(runId).length, 0);
@@ -172,9 +250,14 @@ describe('notifications', () => {
       const { runId } = await startRun('Fail with `exit 3`.');
       await finishedRun(server.api, runId);
       const got = await until('the second attempt', () => receiver.forRun(runId).length >= 2 && receiver.forRun(runId));
-      assert.deepEqual(got.map((r) => r.answered), [503, 200]);
+      assert.deepEqual(
+        got.map((r) => r.answered),
+        [503, 200],
+      );
       assert.equal(got[0]!.raw, got[1]!.raw, 'the same body both times');
-      await until('the delivery to be recorded', async () => (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'));
+      await until('the delivery to be recorded', async () =>
+        (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'),
+      );
       const failed = (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed')!;
       assert.match(String(failed.data.error), /HTTP 503: refused with 503/);
       assert.ok(typeof failed.data.retryAt === 'number', 'a retry was planned');
@@ -186,7 +269,9 @@ describe('notifications', () => {
       receiver.answers = [400];
       const { runId } = await startRun('Fail with `exit 3`.');
       await finishedRun(server.api, runId);
-      const failed = await until('the failed attempt', async () => (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed'));
+      const failed = await until('the failed attempt', async () =>
+        (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed'),
+      );
       assert.equal(failed.data.retryAt, null, 'permanent');
       assert.match(String(failed.data.error), /HTTP 400/);
       await sleep(3000); // longer than the first retry delay
@@ -194,8 +279,14 @@ describe('notifications', () => {
     });
 
     it('keeps secret values out of the body: the run error is stored redacted', async () => {
-      assert.equal((await server.api.post('/api/secrets', { name: 'LEAKY', value: 'hunter2-very-secret-value' })).status, 201);
-      const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, { responses: [{ error: 'key hunter2-very-secret-value was refused', errorStatus: 401 }], reset: true });
+      assert.equal(
+        (await server.api.post('/api/secrets', { name: 'LEAKY', value: 'hunter2-very-secret-value' })).status,
+        201,
+      );
+      const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, {
+        responses: [{ error: 'key hunter2-very-secret-value was refused', errorStatus: 401 }],
+        reset: true,
+      });
       assert.equal(pushed.status, 200, pushed.text);
       const { runId } = await startRun('Anything.');
       const { run } = await finishedRun(server.api, runId);
@@ -210,10 +301,16 @@ describe('notifications', () => {
     it('posts run.failed for a timed-out run, worded "timed out"', async () => {
       const { run } = await finishedRun(server.api, slowRun.runId);
       assert.equal(run.status, 'timed_out');
-      const [got] = await until('the notification', () => receiver.forRun(slowRun.runId).length > 0 && receiver.forRun(slowRun.runId));
+      const [got] = await until(
+        'the notification',
+        () => receiver.forRun(slowRun.runId).length > 0 && receiver.forRun(slowRun.runId),
+      );
       assert.equal(got!.body.event, 'run.failed');
       assert.equal(got!.body.run?.status, 'timed_out');
-      assert.ok(got!.body.content.startsWith(`svc: ${slowRun.jobName} run #1 timed out: ${run.error}\n`), got!.body.content);
+      assert.ok(
+        got!.body.content.startsWith(`svc: ${slowRun.jobName} run #1 timed out: ${run.error}\n`),
+        got!.body.content,
+      );
     });
   });
 
@@ -238,7 +335,10 @@ describe('notifications', () => {
       const res = await server.api.post('/api/settings/notifications/test');
       assert.equal(res.status, 502);
       assert.equal(res.body.code, 'webhook_error');
-      assert.match(res.body.message, /^The webhook did not accept the notification: the webhook answered HTTP 500: refused with 500$/);
+      assert.match(
+        res.body.message,
+        /^The webhook did not accept the notification: the webhook answered HTTP 500: refused with 500$/,
+      );
       assert.equal(receiver.received.length, before + 1);
     });
 
@@ -251,7 +351,10 @@ describe('notifications', () => {
         assert.equal(res.status, 502);
         assert.match(res.body.message, /signing secret HOOK_KEY cannot be read/);
       } finally {
-        assert.equal((await server.api.post('/api/secrets', { name: 'HOOK_KEY', value: 'webhook-signing-key' })).status, 201);
+        assert.equal(
+          (await server.api.post('/api/secrets', { name: 'HOOK_KEY', value: 'webhook-signing-key' })).status,
+          201,
+        );
       }
     });
 
@@ -276,7 +379,11 @@ describe('notifications', () => {
 
   describe('the webhook URL and the egress guard', () => {
     it('refuses link-local and metadata addresses at save, even with private targets allowed', async () => {
-      for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/hook', 'http://0.0.0.0:8080/hook']) {
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data',
+        'http://[fe80::1]/hook',
+        'http://0.0.0.0:8080/hook',
+      ]) {
         const res = await server.api.patch('/api/settings', { notifyWebhookUrl: url });
         assert.equal(res.status, 400, url);
         assert.equal(res.body.fields[0].field, 'notifyWebhookUrl');
@@ -301,21 +408,35 @@ describe('notifications', () => {
       after(async () => guarded?.stop());
 
       it('refuses loopback and private addresses at save, and takes names', async () => {
-        for (const url of [receiver.url, 'http://localhost:9/hook', 'http://[::1]/hook', 'http://10.1.2.3/hook', 'http://192.168.0.10/hook']) {
+        for (const url of [
+          receiver.url,
+          'http://localhost:9/hook',
+          'http://[::1]/hook',
+          'http://10.1.2.3/hook',
+          'http://192.168.0.10/hook',
+        ]) {
           const res = await admin.patch('/api/settings', { notifyWebhookUrl: url });
           assert.equal(res.status, 400, url);
           assert.equal(res.body.fields[0].code, 'not_allowed');
           assert.match(res.body.fields[0].message, /SVC_ALLOW_PRIVATE_NETWORK_TARGETS=true/);
         }
-        assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: 'https://hooks.example.com/T1' })).status, 200, 'a name is judged when it is dialled');
+        assert.equal(
+          (await admin.patch('/api/settings', { notifyWebhookUrl: 'https://hooks.example.com/T1' })).status,
+          200,
+          'a name is judged when it is dialled',
+        );
       });
 
       it('refuses, when dialling, a name that resolves to loopback', async (t) => {
         const name = hostname().toLowerCase();
         const resolved = await lookup(name).catch(() => null);
-        if (!resolved || !resolved.address.startsWith('127.')) return t.skip(`${name} does not resolve to a loopback address here`);
+        if (!resolved || !resolved.address.startsWith('127.'))
+          return t.skip(`${name} does not resolve to a loopback address here`);
         const port = new URL(receiver.url).port;
-        assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: `http://${name}:${port}/hook` })).status, 200);
+        assert.equal(
+          (await admin.patch('/api/settings', { notifyWebhookUrl: `http://${name}:${port}/hook` })).status,
+          200,
+        );
         const before = receiver.received.length;
         const res = await admin.post('/api/settings/notifications/test');
         assert.equal(res.status, 502);
@@ -328,22 +449,50 @@ describe('notifications', () => {
 
 describe('notification messages', () => {
   const run: NotifiedRun = {
-    id: 'r1', workspaceId: 'w1', jobId: 'j1', jobName: 'Backup <prod> & co', number: 7, status: 'failed', mode: 'scripted', trigger: 'schedule',
-    fellBack: true, error: 'disk full', fallbackReason: 'main exited 2', finishedAt: Date.UTC(2025, 0, 2, 3, 4, 5),
+    id: 'r1',
+    workspaceId: 'w1',
+    jobId: 'j1',
+    jobName: 'Backup <prod> & co',
+    number: 7,
+    status: 'failed',
+    mode: 'scripted',
+    trigger: 'schedule',
+    fellBack: true,
+    error: 'disk full',
+    fallbackReason: 'main exited 2',
+    finishedAt: Date.UTC(2025, 0, 2, 3, 4, 5),
   };
 
   it('raises run.failed, run.fell_back and job.demoted only as BEHAVIOUR §9.3 says', () => {
-    const all = { notifyWebhookUrl: 'https://hooks.example.com/x', notifyOn: ['run.failed', 'run.fell_back', 'job.demoted'] as const };
-    assert.deepEqual(triggersFor({ status: 'failed', fellBack: true, demotedAfter: true }, all), ['run.failed', 'run.fell_back', 'job.demoted']);
-    assert.deepEqual(triggersFor({ status: 'timed_out', fellBack: false, demotedAfter: true }, all), ['run.failed'], 'demotion is looked at only after a fallback');
+    const all = {
+      notifyWebhookUrl: 'https://hooks.example.com/x',
+      notifyOn: ['run.failed', 'run.fell_back', 'job.demoted'] as const,
+    };
+    assert.deepEqual(triggersFor({ status: 'failed', fellBack: true, demotedAfter: true }, all), [
+      'run.failed',
+      'run.fell_back',
+      'job.demoted',
+    ]);
+    assert.deepEqual(
+      triggersFor({ status: 'timed_out', fellBack: false, demotedAfter: true }, all),
+      ['run.failed'],
+      'demotion is looked at only after a fallback',
+    );
     assert.deepEqual(triggersFor({ status: 'succeeded', fellBack: true, demotedAfter: false }, all), ['run.fell_back']);
     assert.deepEqual(triggersFor({ status: 'cancelled', fellBack: false, demotedAfter: false }, all), []);
-    assert.deepEqual(triggersFor({ status: 'failed', fellBack: true, demotedAfter: true }, { ...all, notifyWebhookUrl: null }), [], 'no URL, nothing');
+    assert.deepEqual(
+      triggersFor({ status: 'failed', fellBack: true, demotedAfter: true }, { ...all, notifyWebhookUrl: null }),
+      [],
+      'no URL, nothing',
+    );
   });
 
   it('escapes &<> for Slack only, and cuts long messages to 2000 bytes with an ellipsis, keeping the link', () => {
     const body = notificationBody('run.fell_back', run, 'https://svc.example.com/');
-    assert.equal(body.content, 'svc: Backup <prod> & co run #7 fell back to the agent: its main script fell short (main exited 2)\nhttps://svc.example.com/runs/r1?workspace=w1');
+    assert.equal(
+      body.content,
+      'svc: Backup <prod> & co run #7 fell back to the agent: its main script fell short (main exited 2)\nhttps://svc.example.com/runs/r1?workspace=w1',
+    );
     assert.equal(body.text, slackEscape(body.content));
     assert.ok(body.text.includes('Backup &lt;prod&gt; &amp; co'));
     assert.equal(body.timestamp, '2025-01-02T03:04:05.000Z');

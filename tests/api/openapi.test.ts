@@ -18,7 +18,9 @@ before(async () => {
 after(async () => t.stop());
 
 async function cli(...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return stdout;
 }
 
@@ -39,23 +41,45 @@ describe('OpenAPI document', () => {
   it('validates as OpenAPI 3.1', async () => {
     const json = await anonymous.get('/api/openapi.json');
     const validator = new Validator();
-    const result = await validator.validate(json.body as Parameters<Validator["validate"]>[0]);
+    const result = await validator.validate(json.body as Parameters<Validator['validate']>[0]);
     assert.deepEqual(result.errors ?? [], []);
     assert.equal(result.valid, true);
     assert.equal(validator.version, '3.1');
   });
 
   it('names the records as SPEC §2 does, closed to unknown properties', async () => {
-    const doc = (await anonymous.get('/api/openapi.json')).body as { components: { schemas: Record<string, { additionalProperties?: boolean; type?: string }> } };
-    for (const name of ['JobDto', 'JobListDto', 'LastRun', 'IOField', 'LimitOverrides', 'Limits', 'ApiTokenDto', 'FieldError', 'ErrorBody', 'JobFields', 'JobPatch', 'Spec', 'InfoOutputBody', 'CreateInputBody', 'CreateOutputBody', 'MemberDto']) {
+    const doc = (await anonymous.get('/api/openapi.json')).body as {
+      components: { schemas: Record<string, { additionalProperties?: boolean; type?: string }> };
+    };
+    for (const name of [
+      'JobDto',
+      'JobListDto',
+      'LastRun',
+      'IOField',
+      'LimitOverrides',
+      'Limits',
+      'ApiTokenDto',
+      'FieldError',
+      'ErrorBody',
+      'JobFields',
+      'JobPatch',
+      'Spec',
+      'InfoOutputBody',
+      'CreateInputBody',
+      'CreateOutputBody',
+      'MemberDto',
+    ]) {
       const schema = doc.components.schemas[name];
       assert.ok(schema, `${name} is a component`);
-      if (schema.type === 'object') assert.equal(schema.additionalProperties, false, `${name} has additionalProperties: false`);
+      if (schema.type === 'object')
+        assert.equal(schema.additionalProperties, false, `${name} has additionalProperties: false`);
     }
   });
 
   it('documents every route of the access table with its rule', async () => {
-    const doc = (await anonymous.get('/api/openapi.json')).body as { paths: Record<string, Record<string, { 'x-access': { role: string; session: boolean } }>> };
+    const doc = (await anonymous.get('/api/openapi.json')).body as {
+      paths: Record<string, Record<string, { 'x-access': { role: string; session: boolean } }>>;
+    };
     for (const [key, rule] of Object.entries(accessTable)) {
       const [method, url] = key.split(' ') as [string, string];
       if (!url.startsWith('/api/')) continue;

@@ -53,12 +53,19 @@ describe('a failing read model', () => {
   it('lists every projection as healthy at first', async () => {
     const list = await projections(admin);
     assert.ok(list.length >= 10, JSON.stringify(list));
-    for (const p of list) assert.deepEqual({ healthy: p.healthy, lastError: p.lastError, retries: p.retries }, { healthy: true, lastError: null, retries: 0 }, p.name);
+    for (const p of list)
+      assert.deepEqual(
+        { healthy: p.healthy, lastError: p.lastError, retries: p.retries },
+        { healthy: true, lastError: null, retries: 0 },
+        p.name,
+      );
     assert.ok(list.some((p) => p.name === 'jobs'));
   });
 
   it('answers the write it cannot show with 503 naming the read model, serves other writes, and recovers on its own', async () => {
-    db.exec(`CREATE TRIGGER refuse_jobs BEFORE INSERT ON doc_jobs BEGIN SELECT RAISE(ABORT, 'jobs table refused by the test'); END;`);
+    db.exec(
+      `CREATE TRIGGER refuse_jobs BEFORE INSERT ON doc_jobs BEGIN SELECT RAISE(ABORT, 'jobs table refused by the test'); END;`,
+    );
     const created = await admin.post('/api/jobs', { name: 'written while jobs fail', instruction: 'x' });
     assert.equal(created.status, 503, created.text);
     const body = created.body as { code: string; message: string; requestId: string };
@@ -86,7 +93,10 @@ describe('a failing read model', () => {
     // The cause goes away: the projector catches up by itself and the stored job appears, once.
     db.exec('DROP TRIGGER refuse_jobs');
     await until('the jobs projector to recover', async () => (await jobs(admin)).healthy);
-    assert.deepEqual({ lastError: (await jobs(admin)).lastError, retries: (await jobs(admin)).retries }, { lastError: null, retries: 0 });
+    assert.deepEqual(
+      { lastError: (await jobs(admin)).lastError, retries: (await jobs(admin)).retries },
+      { lastError: null, retries: 0 },
+    );
     const list = await admin.get<{ items: Array<{ name: string }> }>('/api/jobs?pageSize=100');
     assert.equal(list.body.items.filter((j) => j.name === 'written while jobs fail').length, 1, list.text);
     assert.equal((await admin.post('/api/jobs', { name: 'after recovery', instruction: 'x' })).status, 201);

@@ -31,7 +31,8 @@ describe('crash safety', () => {
   it('prints a sign-in link on first start, keeps everything across SIGKILL, and rebuilds read models', async () => {
     const first = await serve();
     const deadline = Date.now() + 10_000;
-    while (!/\/api\/auth\/link\//.test(first.stdout()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!/\/api\/auth\/link\//.test(first.stdout()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const link = /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.stdout())?.[1];
     assert.ok(link, `the first start prints a sign-in link: ${first.stdout()}`);
     const session = new Client(first.url, { cookie: await useSignInLink(link) });
@@ -61,7 +62,17 @@ describe('crash safety', () => {
     assert.equal((await api.get(`/api/jobs/${ids[4]}`)).status, 404);
 
     // `svc admin sign-in-link` works beside the running server, on the same data directory.
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'admin', 'sign-in-link', '--data-dir', dataDir, '--email', 'second@example.com']);
+    const { stdout } = await run(process.execPath, [
+      '--import',
+      'tsx',
+      'cli/main.ts',
+      'admin',
+      'sign-in-link',
+      '--data-dir',
+      dataDir,
+      '--email',
+      'second@example.com',
+    ]);
     const url = stdout.trim();
     assert.ok(url.startsWith(`${second.url}/api/auth/link/`), url);
     const other = new Client(second.url, { cookie: await useSignInLink(url) });
@@ -72,13 +83,24 @@ describe('crash safety', () => {
     rmSync(join(dataDir, 'read.db'), { force: true });
     rmSync(join(dataDir, 'read.db-wal'), { force: true });
     rmSync(join(dataDir, 'read.db-shm'), { force: true });
-    const rebuilt = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'admin', 'rebuild-projections', '--data-dir', dataDir]);
+    const rebuilt = await run(process.execPath, [
+      '--import',
+      'tsx',
+      'cli/main.ts',
+      'admin',
+      'rebuild-projections',
+      '--data-dir',
+      dataDir,
+    ]);
     assert.match(rebuilt.stdout, /rebuilt .*jobs/);
     const third = await serve();
     api = new Client(third.url, { token });
     const again = await api.get('/api/jobs?pageSize=100');
     assert.equal(again.body.total, 25);
-    assert.deepEqual(again.body.items.map((j: { id: string }) => j.id).sort(), list.body.items.map((j: { id: string }) => j.id).sort());
+    assert.deepEqual(
+      again.body.items.map((j: { id: string }) => j.id).sort(),
+      list.body.items.map((j: { id: string }) => j.id).sort(),
+    );
     await killHard(third.child);
   });
 });

@@ -20,7 +20,11 @@ before(async () => {
 after(async () => t.stop());
 
 async function job(fields: Record<string, unknown> = {}): Promise<string> {
-  const res = await session.post<{ id: string }>('/api/jobs', { name: `job ${Math.random()}`, instruction: 'Do it', ...fields });
+  const res = await session.post<{ id: string }>('/api/jobs', {
+    name: `job ${Math.random()}`,
+    instruction: 'Do it',
+    ...fields,
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.id;
 }
@@ -49,7 +53,10 @@ describe('runs: trigger path', () => {
     assert.equal(runA.reflection, 'skipped');
     const list = (await session.get(`/api/jobs`)).body.items.find((j: { id: string }) => j.id === id);
     assert.equal(list.runCount, 2);
-    assert.deepEqual(list.recentRuns.map((r: { number: number }) => r.number), [2, 1]);
+    assert.deepEqual(
+      list.recentRuns.map((r: { number: number }) => r.number),
+      [2, 1],
+    );
     assert.equal(list.lastRun.id, b.body.runId);
     assert.equal(list.lastMode, 'explore');
     assert.equal((await session.get(`/api/jobs/${id}`)).body.lastRun.number, 2);
@@ -58,10 +65,15 @@ describe('runs: trigger path', () => {
   it('keeps at most ten recent runs, newest first', async () => {
     const id = await job({ concurrency: 'parallel' });
     for (let i = 0; i < 12; i++) await session.post(`/api/jobs/${id}/runs`, {});
-    const entry = (await session.get(`/api/jobs?search=${encodeURIComponent((await session.get(`/api/jobs/${id}`)).body.name)}`)).body.items[0];
+    const entry = (
+      await session.get(`/api/jobs?search=${encodeURIComponent((await session.get(`/api/jobs/${id}`)).body.name)}`)
+    ).body.items[0];
     assert.equal(entry.runCount, 12);
     assert.equal(entry.recentRuns.length, 10);
-    assert.deepEqual(entry.recentRuns.map((r: { number: number }) => r.number), [12, 11, 10, 9, 8, 7, 6, 5, 4, 3]);
+    assert.deepEqual(
+      entry.recentRuns.map((r: { number: number }) => r.number),
+      [12, 11, 10, 9, 8, 7, 6, 5, 4, 3],
+    );
   });
 
   it('skips a run while another is active under skip', async () => {
@@ -95,9 +107,14 @@ describe('runs: trigger path', () => {
   it('runs in parallel under parallel', async () => {
     const id = await job({ concurrency: 'parallel' });
     const answers = await Promise.all([1, 2, 3, 4].map(() => session.post(`/api/jobs/${id}/runs`, {})));
-    assert.deepEqual(answers.map((a) => a.body.status), ['queued', 'queued', 'queued', 'queued']);
+    assert.deepEqual(
+      answers.map((a) => a.body.status),
+      ['queued', 'queued', 'queued', 'queued'],
+    );
     assert.equal((await admission(id)).active.length, 4);
-    const numbers = await Promise.all(answers.map(async (a) => (await session.get(`/api/runs/${a.body.runId}`)).body.number));
+    const numbers = await Promise.all(
+      answers.map(async (a) => (await session.get(`/api/runs/${a.body.runId}`)).body.number),
+    );
     assert.deepEqual([...numbers].sort(), [1, 2, 3, 4], 'concurrent triggers get distinct numbers');
   });
 
@@ -164,13 +181,28 @@ describe('runs: list', () => {
     const both = `job=${a},${b}`;
     const all = (await session.get(`/api/runs?${both}`)).body;
     assert.equal(all.total, 3);
-    assert.deepEqual(all.items.map((r: { id: string }) => r.id), [rb2, rb1, ra], 'default sort -queuedAt');
-    assert.deepEqual((await session.get(`/api/runs?${both}&status=skipped`)).body.items.map((r: { id: string }) => r.id), [rb2]);
+    assert.deepEqual(
+      all.items.map((r: { id: string }) => r.id),
+      [rb2, rb1, ra],
+      'default sort -queuedAt',
+    );
+    assert.deepEqual(
+      (await session.get(`/api/runs?${both}&status=skipped`)).body.items.map((r: { id: string }) => r.id),
+      [rb2],
+    );
     assert.equal((await session.get(`/api/runs?${both}&trigger=api`)).body.total, 0);
     assert.equal((await session.get(`/api/runs?${both}&mode=explore&trigger=manual`)).body.total, 3);
-    assert.deepEqual((await session.get(`/api/runs?${both}&search=100%25`)).body.items.map((r: { id: string }) => r.id), [ra], 'search is literal');
+    assert.deepEqual(
+      (await session.get(`/api/runs?${both}&search=100%25`)).body.items.map((r: { id: string }) => r.id),
+      [ra],
+      'search is literal',
+    );
     assert.equal((await session.get(`/api/runs?${both}&search=o_r`)).body.total, 2);
-    assert.equal((await session.get(`/api/runs?${both}&search=still%20active`)).body.total, 1, 'search covers the error');
+    assert.equal(
+      (await session.get(`/api/runs?${both}&search=still%20active`)).body.total,
+      1,
+      'search covers the error',
+    );
     const byJob = (await session.get(`/api/runs?${both}&sort=job,-number`)).body.items.map((r: { id: string }) => r.id);
     assert.deepEqual(byJob, [ra, rb2, rb1]);
     const first = (await session.get(`/api/runs?${both}`)).body.items[0].queuedAt;
@@ -196,7 +228,11 @@ describe('webhooks', () => {
     assert.equal(created.body.url, `/hooks/${id}`);
     assert.equal((await session.get(`/api/jobs/${id}`)).body.hasWebhookToken, true);
     const hook = (body: string | undefined, tok: string, type = 'application/json') =>
-      fetch(`${t.url}/hooks/${id}`, { method: 'POST', headers: { authorization: `Bearer ${tok}`, ...(body !== undefined ? { 'content-type': type } : {}) }, body });
+      fetch(`${t.url}/hooks/${id}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tok}`, ...(body !== undefined ? { 'content-type': type } : {}) },
+        body,
+      });
     const ok = await hook('{"order": 7}', created.body.token);
     assert.equal(ok.status, 200);
     const answer = (await ok.json()) as { runId: string; status: string };
@@ -250,7 +286,11 @@ describe('schedules', () => {
     const log = { error: () => {} };
     const schedulers = [1, 2, 3].map(() => new Scheduler(s.bus, s.stores.docs, s.engine, s.runs, log, clock));
     const fired = await Promise.all(schedulers.map((x) => x.tick()));
-    assert.equal(fired.reduce((a, b) => a + b, 0), 1, 'one scheduler fired it');
+    assert.equal(
+      fired.reduce((a, b) => a + b, 0),
+      1,
+      'one scheduler fired it',
+    );
     const runs = (await session.get(`/api/runs?job=${id}`)).body;
     assert.equal(runs.total, 1);
     assert.equal(runs.items[0].trigger, 'schedule');
@@ -278,7 +318,10 @@ describe('instance events', () => {
   it('streams a run message per status change of the workspace', async () => {
     const id = await job();
     const abort = new AbortController();
-    const res = await fetch(`${t.url}/api/events`, { headers: { cookie: (session.credential as { cookie: string }).cookie }, signal: abort.signal });
+    const res = await fetch(`${t.url}/api/events`, {
+      headers: { cookie: (session.credential as { cookie: string }).cookie },
+      signal: abort.signal,
+    });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     assert.ok(res.headers.get('x-request-id'));
@@ -288,7 +331,10 @@ describe('instance events', () => {
     let text = '';
     while (!text.includes('"status":"cancelled"')) text += new TextDecoder().decode((await reader.read()).value);
     abort.abort();
-    assert.match(text, new RegExp(`event: run\\ndata: \\{"kind":"run","runId":"${run}","jobId":"${id}","status":"queued"\\}`));
+    assert.match(
+      text,
+      new RegExp(`event: run\\ndata: \\{"kind":"run","runId":"${run}","jobId":"${id}","status":"queued"\\}`),
+    );
     assert.match(text, /"status":"cancelled"/);
   });
 });

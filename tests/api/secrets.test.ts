@@ -34,17 +34,26 @@ function dataFiles(dir: string): Array<{ path: string; bytes: Buffer }> {
 }
 
 function assertStored(text: string) {
-  assert.ok(dataFiles(t.dataDir).some((f) => f.bytes.includes(text)), `${text} is written somewhere (the scan reads what the stores write)`);
+  assert.ok(
+    dataFiles(t.dataDir).some((f) => f.bytes.includes(text)),
+    `${text} is written somewhere (the scan reads what the stores write)`,
+  );
 }
 
 function assertNotStored(value: string) {
   const files = dataFiles(t.dataDir);
-  assert.ok(files.some((f) => /\.(db|sqlite)/.test(f.path)), `the data directory holds the databases: ${files.map((f) => f.path).join(', ')}`);
+  assert.ok(
+    files.some((f) => /\.(db|sqlite)/.test(f.path)),
+    `the data directory holds the databases: ${files.map((f) => f.path).join(', ')}`,
+  );
   for (const f of files) assert.ok(!f.bytes.includes(value), `${f.path} holds the plaintext value`);
 }
 
 async function createJob(client: Client): Promise<string> {
-  const res = await client.post('/api/jobs', { name: `job ${Math.random()}`, instruction: 'Print the date with `date`' });
+  const res = await client.post('/api/jobs', {
+    name: `job ${Math.random()}`,
+    instruction: 'Print the date with `date`',
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.id as string;
 }
@@ -61,10 +70,18 @@ describe('secrets', () => {
     const list = await memberToken.get('/api/secrets?sort=-name');
     assert.equal(list.status, 200);
     assert.equal(list.body.total, 2);
-    assert.deepEqual(list.body.items.map((s: { name: string }) => s.name), ['GITHUB_TOKEN', 'db.password-2'].sort().reverse());
-    for (const item of list.body.items) assert.deepEqual(Object.keys(item).sort(), ['createdAt', 'id', 'name', 'updatedAt']);
+    assert.deepEqual(
+      list.body.items.map((s: { name: string }) => s.name),
+      ['GITHUB_TOKEN', 'db.password-2'].sort().reverse(),
+    );
+    for (const item of list.body.items)
+      assert.deepEqual(Object.keys(item).sort(), ['createdAt', 'id', 'name', 'updatedAt']);
     assert.ok(!list.text.includes(value));
-    assert.equal((await member.get('/api/secrets?search=github')).body.total, 1, 'search matches names, case-insensitively');
+    assert.equal(
+      (await member.get('/api/secrets?search=github')).body.total,
+      1,
+      'search matches names, case-insensitively',
+    );
     assert.equal((await member.get('/api/secrets?sort=value')).body.code, 'validation_failed', 'value is no sort key');
 
     await new Promise((r) => setTimeout(r, 5));
@@ -74,7 +91,10 @@ describe('secrets', () => {
     assert.equal(changed.body.name, 'GITHUB_TOKEN');
     assert.ok(changed.body.updatedAt > changed.body.createdAt);
     assert.ok(!('value' in changed.body));
-    assert.deepEqual(await t.server.services.secrets.valuesFor(defaultWorkspaceId).then((v) => v.sort()), ['hunter2-hunter2', newValue].sort());
+    assert.deepEqual(
+      await t.server.services.secrets.valuesFor(defaultWorkspaceId).then((v) => v.sort()),
+      ['hunter2-hunter2', newValue].sort(),
+    );
 
     assertStored('GITHUB_TOKEN');
     assertNotStored(value);
@@ -84,8 +104,15 @@ describe('secrets', () => {
     assert.equal((await member.delete(`/api/secrets/${created.body.id}`)).status, 204);
     assert.equal((await member.delete(`/api/secrets/${created.body.id}`)).status, 404);
     assert.equal((await member.request('PUT', `/api/secrets/${created.body.id}`, { value: 'x' })).status, 404);
-    assert.deepEqual((await member.get('/api/secrets')).body.items.map((s: { name: string }) => s.name), ['db.password-2']);
-    assert.equal((await member.post('/api/secrets', { name: 'GITHUB_TOKEN', value: 'again' })).status, 201, 'a deleted name can be used again');
+    assert.deepEqual(
+      (await member.get('/api/secrets')).body.items.map((s: { name: string }) => s.name),
+      ['db.password-2'],
+    );
+    assert.equal(
+      (await member.post('/api/secrets', { name: 'GITHUB_TOKEN', value: 'again' })).status,
+      201,
+      'a deleted name can be used again',
+    );
   });
 
   it('refuses a name in use, bad names and oversized values', async () => {
@@ -101,7 +128,11 @@ describe('secrets', () => {
       assert.equal(bad.body.code, 'validation_failed');
       assert.equal(bad.body.fields[0].field, 'name');
     }
-    assert.equal((await member.post('/api/secrets', { name: 'x'.repeat(100), value: 'v' })).status, 201, '100 characters are allowed');
+    assert.equal(
+      (await member.post('/api/secrets', { name: 'x'.repeat(100), value: 'v' })).status,
+      201,
+      '100 characters are allowed',
+    );
     const big = await member.post('/api/secrets', { name: 'BIG', value: 'v'.repeat(65_537) });
     assert.equal(big.status, 400);
     assert.equal(big.body.fields[0].field, 'value');
@@ -111,11 +142,25 @@ describe('secrets', () => {
 
   it('takes over a name whose claim no secret stands behind (a crash between the two appends)', async () => {
     const bus = t.server.services.bus;
-    const claim = (name: string, now: number) => bus.execute(secretNameStreamId(defaultWorkspaceId, name), secretNameDecider, { type: 'Claim', secretId: `ghost-${name}`, name, now }, systemContext);
+    const claim = (name: string, now: number) =>
+      bus.execute(
+        secretNameStreamId(defaultWorkspaceId, name),
+        secretNameDecider,
+        { type: 'Claim', secretId: `ghost-${name}`, name, now },
+        systemContext,
+      );
     await claim('STALE', Date.now() - 10 * 60_000);
-    assert.equal((await member.post('/api/secrets', { name: 'STALE', value: 'v' })).status, 201, 'an old claim of a secret that never appeared is taken over');
+    assert.equal(
+      (await member.post('/api/secrets', { name: 'STALE', value: 'v' })).status,
+      201,
+      'an old claim of a secret that never appeared is taken over',
+    );
     await claim('FRESH', Date.now());
-    assert.equal((await member.post('/api/secrets', { name: 'FRESH', value: 'v' })).status, 409, 'a fresh claim may be a create in flight');
+    assert.equal(
+      (await member.post('/api/secrets', { name: 'FRESH', value: 'v' })).status,
+      409,
+      'a fresh claim may be a create in flight',
+    );
   });
 
   it('maps secrets into a job: replace, duplicate variables, unknown and foreign secrets, deleted secrets drop out', async () => {
@@ -124,15 +169,30 @@ describe('secrets', () => {
     const b = (await member.post('/api/secrets', { name: 'MAP_B', value: 'value-of-b' })).body.id as string;
     assert.deepEqual((await member.get(`/api/jobs/${jobId}/secrets`)).body, []);
 
-    const put = await memberToken.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: a, envName: 'A_TOKEN' }, { secretId: b, envName: 'B_TOKEN' }]);
+    const put = await memberToken.request('PUT', `/api/jobs/${jobId}/secrets`, [
+      { secretId: a, envName: 'A_TOKEN' },
+      { secretId: b, envName: 'B_TOKEN' },
+    ]);
     assert.equal(put.status, 200, put.text);
-    assert.deepEqual(put.body, [{ secretId: a, envName: 'A_TOKEN', secretName: 'MAP_A' }, { secretId: b, envName: 'B_TOKEN', secretName: 'MAP_B' }]);
+    assert.deepEqual(put.body, [
+      { secretId: a, envName: 'A_TOKEN', secretName: 'MAP_A' },
+      { secretId: b, envName: 'B_TOKEN', secretName: 'MAP_B' },
+    ]);
     assert.deepEqual((await member.get(`/api/jobs/${jobId}/secrets`)).body, put.body);
 
-    const replaced = await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: b, envName: 'ONLY_B', secretName: 'ignored' }]);
-    assert.deepEqual(replaced.body, [{ secretId: b, envName: 'ONLY_B', secretName: 'MAP_B' }], 'a PUT replaces the whole set');
+    const replaced = await member.request('PUT', `/api/jobs/${jobId}/secrets`, [
+      { secretId: b, envName: 'ONLY_B', secretName: 'ignored' },
+    ]);
+    assert.deepEqual(
+      replaced.body,
+      [{ secretId: b, envName: 'ONLY_B', secretName: 'MAP_B' }],
+      'a PUT replaces the whole set',
+    );
 
-    const twice = await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: a, envName: 'SAME' }, { secretId: b, envName: 'SAME' }]);
+    const twice = await member.request('PUT', `/api/jobs/${jobId}/secrets`, [
+      { secretId: a, envName: 'SAME' },
+      { secretId: b, envName: 'SAME' },
+    ]);
     assert.equal(twice.status, 400);
     assert.equal(twice.body.code, 'validation_failed');
     assert.match(twice.body.message, /SAME is mapped twice/);
@@ -141,26 +201,66 @@ describe('secrets', () => {
     assert.equal(badName.status, 400);
     assert.equal(badName.body.fields[0].field, '[0].envName');
 
-    const foreign = await t.server.services.secrets.create(systemContext, 'another-workspace', 'FOREIGN', 'foreign-value');
+    const foreign = await t.server.services.secrets.create(
+      systemContext,
+      'another-workspace',
+      'FOREIGN',
+      'foreign-value',
+    );
     const other = await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: foreign, envName: 'X' }]);
     assert.equal(other.status, 404, 'a secret of another workspace is not found');
-    assert.equal((await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: 'no-such-secret', envName: 'X' }])).status, 404);
+    assert.equal(
+      (await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: 'no-such-secret', envName: 'X' }]))
+        .status,
+      404,
+    );
     assert.equal((await member.request('PUT', '/api/jobs/no-such-job/secrets', [])).status, 404);
-    assert.deepEqual((await member.get(`/api/jobs/${jobId}/secrets`)).body, replaced.body, 'refused PUTs changed nothing');
+    assert.deepEqual(
+      (await member.get(`/api/jobs/${jobId}/secrets`)).body,
+      replaced.body,
+      'refused PUTs changed nothing',
+    );
 
-    await member.request('PUT', `/api/jobs/${jobId}/secrets`, [{ secretId: a, envName: 'A_TOKEN' }, { secretId: b, envName: 'B_TOKEN' }]);
+    await member.request('PUT', `/api/jobs/${jobId}/secrets`, [
+      { secretId: a, envName: 'A_TOKEN' },
+      { secretId: b, envName: 'B_TOKEN' },
+    ]);
     assert.equal((await member.delete(`/api/secrets/${a}`)).status, 204);
-    assert.deepEqual((await member.get(`/api/jobs/${jobId}/secrets`)).body, [{ secretId: b, envName: 'B_TOKEN', secretName: 'MAP_B' }]);
-    assert.deepEqual(await t.server.services.secrets.envFor(defaultWorkspaceId, jobId), { B_TOKEN: 'value-of-b' }, 'the next run no longer gets it');
+    assert.deepEqual((await member.get(`/api/jobs/${jobId}/secrets`)).body, [
+      { secretId: b, envName: 'B_TOKEN', secretName: 'MAP_B' },
+    ]);
+    assert.deepEqual(
+      await t.server.services.secrets.envFor(defaultWorkspaceId, jobId),
+      { B_TOKEN: 'value-of-b' },
+      'the next run no longer gets it',
+    );
   });
 
   it('gives a run its variables, dropping SVC_ and proxy names', async () => {
     const jobId = await createJob(member);
     const id = (await member.post('/api/secrets', { name: 'ENV_TEST', value: 'env-test-value' })).body.id as string;
-    const names = ['API_KEY', 'SVC_TOKEN', 'SVC_BROKER_URL', 'HTTP_PROXY', 'https_proxy', 'NO_PROXY', 'NODE_USE_ENV_PROXY', 'ALL_PROXY', 'all_proxy', 'SVCX'];
-    const put = await member.request('PUT', `/api/jobs/${jobId}/secrets`, names.map((envName) => ({ secretId: id, envName })));
+    const names = [
+      'API_KEY',
+      'SVC_TOKEN',
+      'SVC_BROKER_URL',
+      'HTTP_PROXY',
+      'https_proxy',
+      'NO_PROXY',
+      'NODE_USE_ENV_PROXY',
+      'ALL_PROXY',
+      'all_proxy',
+      'SVCX',
+    ];
+    const put = await member.request(
+      'PUT',
+      `/api/jobs/${jobId}/secrets`,
+      names.map((envName) => ({ secretId: id, envName })),
+    );
     assert.equal(put.status, 200, 'reserved names are accepted in the mapping and dropped when a run starts');
-    assert.deepEqual(await t.server.services.secrets.envFor(defaultWorkspaceId, jobId), { API_KEY: 'env-test-value', SVCX: 'env-test-value' });
+    assert.deepEqual(await t.server.services.secrets.envFor(defaultWorkspaceId, jobId), {
+      API_KEY: 'env-test-value',
+      SVCX: 'env-test-value',
+    });
     assert.deepEqual(await t.server.services.secrets.envFor('another-workspace', jobId), {}, 'scoped by workspace');
   });
 });

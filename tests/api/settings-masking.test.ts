@@ -35,7 +35,8 @@ describe('settings: webhook URL masking', () => {
 
   it('shows admins the whole URL, by session and by API token', async () => {
     const token = await createToken(admin, 'admin token');
-    for (const client of [admin, token.client]) assert.equal((await client.get('/api/settings')).body.notifyWebhookUrl, hook);
+    for (const client of [admin, token.client])
+      assert.equal((await client.get('/api/settings')).body.notifyWebhookUrl, hook);
   });
 
   it('follows the role: a member made admin sees it whole, made member again sees it masked', async () => {
@@ -48,13 +49,19 @@ describe('settings: webhook URL masking', () => {
   });
 
   it('gives members no other way to the URL: no change, no test send', async () => {
-    assert.equal((await member.client.patch('/api/settings', { notifyWebhookUrl: 'https://other.example.test/' })).status, 403);
+    assert.equal(
+      (await member.client.patch('/api/settings', { notifyWebhookUrl: 'https://other.example.test/' })).status,
+      403,
+    );
     assert.equal((await member.client.post('/api/settings/notifications/test', {})).status, 403);
     assert.equal((await admin.get('/api/settings')).body.notifyWebhookUrl, hook, 'unchanged');
   });
 
   it('masks user info, ports and odd URLs to the origin, never more', () => {
-    assert.equal(maskedWebhookUrl('https://user:pass@hooks.example.test:8443/a/b?c=d'), 'https://hooks.example.test:8443/…');
+    assert.equal(
+      maskedWebhookUrl('https://user:pass@hooks.example.test:8443/a/b?c=d'),
+      'https://hooks.example.test:8443/…',
+    );
     assert.equal(maskedWebhookUrl('http://hooks.example.test'), 'http://hooks.example.test/…');
     assert.equal(maskedWebhookUrl('not a url'), '…');
     assert.equal(maskedWebhookUrl('data:text/plain,secret'), '…');

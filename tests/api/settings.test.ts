@@ -23,7 +23,15 @@ const defaults = {
   utilityModelId: null,
   reflectionModelId: null,
   defaultImage: null,
-  defaultLimits: { timeoutSeconds: 900, maxTurns: 60, maxCostUsd: 2, cpus: 1, memoryMb: 1024, pidsLimit: 256, diskMb: 4096 },
+  defaultLimits: {
+    timeoutSeconds: 900,
+    maxTurns: 60,
+    maxCostUsd: 2,
+    cpus: 1,
+    memoryMb: 1024,
+    pidsLimit: 256,
+    diskMb: 4096,
+  },
   dailySpendLimitUsd: 0,
   retentionDays: 90,
   notifyWebhookUrl: null,
@@ -33,8 +41,24 @@ const defaults = {
 
 async function fakeModels(name: string): Promise<{ providerId: string; modelIds: string[] }> {
   const providerId = (await admin.post('/api/providers', { name, kind: 'fake' })).body.id as string;
-  const second = await admin.post('/api/models', { providerId, model: 'fake-second', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100_000 } });
-  const models = (await admin.get(`/api/models?provider=${providerId}&sort=model`)).body.items as Array<{ id: string; model: string }>;
+  const second = await admin.post('/api/models', {
+    providerId,
+    model: 'fake-second',
+    price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 },
+    caps: {
+      tools: true,
+      parallelTools: true,
+      reasoning: false,
+      jsonSchema: true,
+      promptCache: false,
+      vision: false,
+      context: 100_000,
+    },
+  });
+  const models = (await admin.get(`/api/models?provider=${providerId}&sort=model`)).body.items as Array<{
+    id: string;
+    model: string;
+  }>;
   assert.equal(second.status, 201);
   return { providerId, modelIds: models.map((m) => m.id) };
 }
@@ -55,40 +79,86 @@ describe('settings', () => {
 
   it('refuses values out of bounds, naming every field', async () => {
     const res = await admin.patch('/api/settings', {
-      retentionDays: 0, dailySpendLimitUsd: -1, defaultLimits: { cpus: 100, memoryMb: 10, timeoutSeconds: 5 }, notifyOn: ['run.failed', 'run.exploded'], notifyWebhookUrl: 'x'.repeat(2001),
+      retentionDays: 0,
+      dailySpendLimitUsd: -1,
+      defaultLimits: { cpus: 100, memoryMb: 10, timeoutSeconds: 5 },
+      notifyOn: ['run.failed', 'run.exploded'],
+      notifyWebhookUrl: 'x'.repeat(2001),
     });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'validation_failed');
     const fields = (res.body.fields as Array<{ field: string }>).map((f) => f.field).sort();
-    assert.deepEqual(fields, ['dailySpendLimitUsd', 'defaultLimits.cpus', 'defaultLimits.memoryMb', 'defaultLimits.timeoutSeconds', 'notifyOn[1]', 'notifyWebhookUrl', 'retentionDays']);
+    assert.deepEqual(fields, [
+      'dailySpendLimitUsd',
+      'defaultLimits.cpus',
+      'defaultLimits.memoryMb',
+      'defaultLimits.timeoutSeconds',
+      'notifyOn[1]',
+      'notifyWebhookUrl',
+      'retentionDays',
+    ]);
     assert.equal((await admin.patch('/api/settings', { retentionDays: 3651 })).body.fields[0].field, 'retentionDays');
     assert.equal((await admin.patch('/api/settings', { colour: 'blue' })).body.fields[0].code, 'unknown_field');
     assert.deepEqual((await admin.get('/api/settings')).body, defaults, 'nothing changed');
   });
 
   it('changes fields one by one, as events carrying only what changed', async () => {
-    const a = await admin.patch('/api/settings', { retentionDays: 30, dailySpendLimitUsd: 12.5, defaultImage: '  alpine:3.20 ' });
+    const a = await admin.patch('/api/settings', {
+      retentionDays: 30,
+      dailySpendLimitUsd: 12.5,
+      defaultImage: '  alpine:3.20 ',
+    });
     assert.equal(a.status, 200, a.text);
     assert.deepEqual(a.body, { ...defaults, retentionDays: 30, dailySpendLimitUsd: 12.5, defaultImage: 'alpine:3.20' });
-    const b = await admin.patch('/api/settings', { defaultLimits: { maxTurns: 10, cpus: 2.5 }, notifyOn: ['job.demoted', 'run.fell_back', 'job.demoted'] });
-    assert.deepEqual(b.body.defaultLimits, { ...defaults.defaultLimits, maxTurns: 10, cpus: 2.5 }, 'limits merge field by field');
+    const b = await admin.patch('/api/settings', {
+      defaultLimits: { maxTurns: 10, cpus: 2.5 },
+      notifyOn: ['job.demoted', 'run.fell_back', 'job.demoted'],
+    });
+    assert.deepEqual(
+      b.body.defaultLimits,
+      { ...defaults.defaultLimits, maxTurns: 10, cpus: 2.5 },
+      'limits merge field by field',
+    );
     assert.deepEqual(b.body.notifyOn, ['run.fell_back', 'job.demoted'], 'deduplicated, in a fixed order');
     assert.equal(b.body.retentionDays, 30, 'other fields keep their values');
-    assert.equal((await admin.patch('/api/settings', { defaultImage: '' })).body.defaultImage, null, 'an empty image resets to the server default');
+    assert.equal(
+      (await admin.patch('/api/settings', { defaultImage: '' })).body.defaultImage,
+      null,
+      'an empty image resets to the server default',
+    );
     assert.deepEqual((await admin.patch('/api/settings', { notifyOn: [] })).body.notifyOn, []);
 
     const events = await t.server.services.stores.events.readStream(settingsStreamId(defaultWorkspaceId));
     const changes = events.map((e) => Object.keys((e.data as { changes: object }).changes).sort());
-    assert.deepEqual(changes.slice(0, 4), [['dailySpendLimitUsd', 'defaultImage', 'retentionDays'], ['defaultLimits', 'notifyOn'], ['defaultImage'], ['notifyOn']]);
+    assert.deepEqual(changes.slice(0, 4), [
+      ['dailySpendLimitUsd', 'defaultImage', 'retentionDays'],
+      ['defaultLimits', 'notifyOn'],
+      ['defaultImage'],
+      ['notifyOn'],
+    ]);
     const before = events.length;
     await admin.patch('/api/settings', { retentionDays: 30 });
-    assert.equal((await t.server.services.stores.events.readStream(settingsStreamId(defaultWorkspaceId))).length, before, 'a patch that changes nothing appends nothing');
+    assert.equal(
+      (await t.server.services.stores.events.readStream(settingsStreamId(defaultWorkspaceId))).length,
+      before,
+      'a patch that changes nothing appends nothing',
+    );
   });
 
   it('checks the notification URL and that the signing secret exists', async () => {
-    assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: 'ftp://example.com/hook' })).body.fields[0].field, 'notifyWebhookUrl');
-    assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: 'https://hooks.example.com/T1' })).body.notifyWebhookUrl, 'https://hooks.example.com/T1');
-    assert.equal((await admin.patch('/api/settings', { notifyWebhookUrl: '' })).body.notifyWebhookUrl, null, 'empty turns notifications off');
+    assert.equal(
+      (await admin.patch('/api/settings', { notifyWebhookUrl: 'ftp://example.com/hook' })).body.fields[0].field,
+      'notifyWebhookUrl',
+    );
+    assert.equal(
+      (await admin.patch('/api/settings', { notifyWebhookUrl: 'https://hooks.example.com/T1' })).body.notifyWebhookUrl,
+      'https://hooks.example.com/T1',
+    );
+    assert.equal(
+      (await admin.patch('/api/settings', { notifyWebhookUrl: '' })).body.notifyWebhookUrl,
+      null,
+      'empty turns notifications off',
+    );
 
     const missing = await admin.patch('/api/settings', { notifySecret: 'HOOK_KEY' });
     assert.equal(missing.status, 400);
@@ -99,27 +169,74 @@ describe('settings', () => {
   });
 
   it('takes only enabled, listed models of the workspace as defaults', async () => {
-    const { modelIds: [fakeModel, second] } = await fakeModels('Settings fake');
+    const {
+      modelIds: [fakeModel, second],
+    } = await fakeModels('Settings fake');
     const unknown = await admin.patch('/api/settings', { agentModelId: 'no-such-model', reflectionModelId: fakeModel });
     assert.equal(unknown.status, 400);
-    assert.deepEqual(unknown.body.fields.map((f: { field: string }) => f.field), ['agentModelId']);
+    assert.deepEqual(
+      unknown.body.fields.map((f: { field: string }) => f.field),
+      ['agentModelId'],
+    );
     assert.equal((await admin.get('/api/settings')).body.reflectionModelId, null, 'a refused patch changes nothing');
 
     await admin.patch(`/api/models/${second}`, { enabled: false });
-    assert.equal((await admin.patch('/api/settings', { utilityModelId: second })).body.fields[0].field, 'utilityModelId', 'a disabled model cannot be picked');
+    assert.equal(
+      (await admin.patch('/api/settings', { utilityModelId: second })).body.fields[0].field,
+      'utilityModelId',
+      'a disabled model cannot be picked',
+    );
 
     const foreignId = 'foreign-provider';
-    const foreign = await t.server.services.bus.execute(providerStreamId(foreignId), providerDecider, {
-      type: 'CreateProvider', providerId: foreignId, workspaceId: 'another-workspace', name: 'Theirs', kind: 'fake', baseUrl: null, apiKeySealed: null, now: Date.now(),
-      models: [{ modelId: 'foreign-model', model: 'fake-model', label: null, price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: true, jsonSchema: true, promptCache: true, vision: true, context: 1000 }, synced: false, followCatalog: false }],
-    }, systemContext);
+    const foreign = await t.server.services.bus.execute(
+      providerStreamId(foreignId),
+      providerDecider,
+      {
+        type: 'CreateProvider',
+        providerId: foreignId,
+        workspaceId: 'another-workspace',
+        name: 'Theirs',
+        kind: 'fake',
+        baseUrl: null,
+        apiKeySealed: null,
+        now: Date.now(),
+        models: [
+          {
+            modelId: 'foreign-model',
+            model: 'fake-model',
+            label: null,
+            price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 },
+            caps: {
+              tools: true,
+              parallelTools: true,
+              reasoning: true,
+              jsonSchema: true,
+              promptCache: true,
+              vision: true,
+              context: 1000,
+            },
+            synced: false,
+            followCatalog: false,
+          },
+        ],
+      },
+      systemContext,
+    );
     await t.server.services.engine.waitFor(foreign.position);
-    assert.equal((await admin.patch('/api/settings', { agentModelId: 'foreign-model' })).status, 400, 'a model of another workspace cannot be picked');
+    assert.equal(
+      (await admin.patch('/api/settings', { agentModelId: 'foreign-model' })).status,
+      400,
+      'a model of another workspace cannot be picked',
+    );
 
     const ok = await admin.patch('/api/settings', { agentModelId: fakeModel, reflectionModelId: fakeModel });
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.body.agentModelId, fakeModel);
-    assert.equal((await admin.patch('/api/settings', { reflectionModelId: null })).body.reflectionModelId, null, 'null unsets');
+    assert.equal(
+      (await admin.patch('/api/settings', { reflectionModelId: null })).body.reflectionModelId,
+      null,
+      'null unsets',
+    );
     assert.equal((await admin.patch('/api/settings', { agentModelId: null })).body.agentModelId, null);
   });
 });
@@ -127,9 +244,16 @@ describe('settings', () => {
 describe('model resolution on the host', () => {
   it('picks the job model, then the workspace defaults, with the provider key opened', async () => {
     const models = t.server.services.models;
-    const { providerId, modelIds: [fakeModel, second] } = await fakeModels('Resolver fake');
+    const {
+      providerId,
+      modelIds: [fakeModel, second],
+    } = await fakeModels('Resolver fake');
     await admin.patch(`/api/models/${second}`, { enabled: true });
-    const claude = await admin.post('/api/providers', { name: 'Claude', kind: 'anthropic', apiKey: 'sk-ant-resolver-key' });
+    const claude = await admin.post('/api/providers', {
+      name: 'Claude',
+      kind: 'anthropic',
+      apiKey: 'sk-ant-resolver-key',
+    });
     const claudeModel = (await admin.get(`/api/models?provider=${claude.body.id}&search=haiku`)).body.items[0];
 
     await admin.patch('/api/settings', { agentModelId: null, utilityModelId: null, reflectionModelId: null });
@@ -146,8 +270,16 @@ describe('model resolution on the host', () => {
     assert.equal(job!.model.model, claudeModel.model, "the job's own model first");
     assert.equal(job!.provider.apiKey, 'sk-ant-resolver-key', 'the key is opened for the call');
     assert.ok(job!.model.price.in > 0);
-    assert.equal((await models.resolveModel(defaultWorkspaceId, 'utility', claudeModel.id))!.model.id, claudeModel.id, 'utility falls back to the run model');
-    assert.equal((await models.resolveModel(defaultWorkspaceId, 'reflection', null))!.model.id, fakeModel, 'reflection falls back to the agent model');
+    assert.equal(
+      (await models.resolveModel(defaultWorkspaceId, 'utility', claudeModel.id))!.model.id,
+      claudeModel.id,
+      'utility falls back to the run model',
+    );
+    assert.equal(
+      (await models.resolveModel(defaultWorkspaceId, 'reflection', null))!.model.id,
+      fakeModel,
+      'reflection falls back to the agent model',
+    );
 
     await admin.patch('/api/settings', { utilityModelId: second, reflectionModelId: second });
     assert.equal((await models.resolveModel(defaultWorkspaceId, 'utility', claudeModel.id))!.model.id, second);
@@ -155,7 +287,11 @@ describe('model resolution on the host', () => {
     assert.equal((await models.resolveModel(defaultWorkspaceId, 'agent', claudeModel.id))!.model.id, claudeModel.id);
 
     await admin.patch(`/api/models/${claudeModel.id}`, { enabled: false });
-    assert.equal((await models.resolveModel(defaultWorkspaceId, 'agent', claudeModel.id))!.model.id, fakeModel, 'a disabled job model falls back to the workspace agent model');
+    assert.equal(
+      (await models.resolveModel(defaultWorkspaceId, 'agent', claudeModel.id))!.model.id,
+      fakeModel,
+      'a disabled job model falls back to the workspace agent model',
+    );
     assert.equal(await models.resolveModel('another-workspace', 'agent', fakeModel), null, 'scoped by workspace');
 
     const resolved = await models.resolve(defaultWorkspaceId, 'agent', null);

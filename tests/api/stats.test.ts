@@ -11,9 +11,15 @@ before(async () => {
   t = await startTestServer();
   api = await adminSession(t);
   const provider = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
-  const model = (await api.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+  const model = (await api.get('/api/models')).body.items.find(
+    (m: { providerId: string }) => m.providerId === provider,
+  ).id;
   // A nominal price, so runs cost something: one micro-USD per token.
-  assert.equal((await api.patch(`/api/models/${model}`, { price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 } })).status, 200);
+  assert.equal(
+    (await api.patch(`/api/models/${model}`, { price: { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 } }))
+      .status,
+    200,
+  );
   assert.equal((await api.patch('/api/settings', { agentModelId: model })).status, 200);
 });
 after(async () => t?.stop());
@@ -29,13 +35,23 @@ async function finished(runId: string): Promise<Record<string, any>> {
 
 describe('job stats', () => {
   it('summarizes non-skipped runs with learning costs, and marks playbook versions', async () => {
-    const id = (await api.post('/api/jobs', { name: `stats ${Math.random()}`, instruction: 'Say it: `echo ok`', selfImprove: false })).body.id as string;
+    const id = (
+      await api.post('/api/jobs', {
+        name: `stats ${Math.random()}`,
+        instruction: 'Say it: `echo ok`',
+        selfImprove: false,
+      })
+    ).body.id as string;
     const first = await api.post(`/api/jobs/${id}/runs`, {});
     const skipped = await api.post(`/api/jobs/${id}/runs`, {});
     assert.equal(skipped.body.status, 'skipped');
     const r1 = await finished(first.body.runId);
     assert.equal(r1.status, 'succeeded', JSON.stringify(r1));
-    assert.equal((await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { learnings: [{ text: 'It says ok' }] } })).status, 200);
+    assert.equal(
+      (await api.request('PUT', `/api/jobs/${id}/playbook`, { content: { learnings: [{ text: 'It says ok' }] } }))
+        .status,
+      200,
+    );
     assert.equal((await api.patch(`/api/jobs/${id}`, { instruction: 'Fail: `false`' })).status, 200);
     const r2 = await finished((await api.post(`/api/jobs/${id}/runs`, {})).body.runId);
     assert.equal(r2.status, 'failed', JSON.stringify(r2));
@@ -45,9 +61,20 @@ describe('job stats', () => {
     assert.equal(res.status, 200, res.text);
     const s = res.body;
     assert.deepEqual(Object.keys(s).sort(), ['avgCost', 'p50Ms', 'runs', 'successRate', 'versions']);
-    assert.deepEqual(s.runs.map((p: { number: number }) => p.number), [1, 3]);
+    assert.deepEqual(
+      s.runs.map((p: { number: number }) => p.number),
+      [1, 3],
+    );
     const point = (r: Record<string, any>) => ({
-      runId: r.id, number: r.number, queuedAt: r.queuedAt, status: r.status, mode: r.mode, cost: r.cost + r.reflectionCost + r.verifyCost, msTotal: r.msTotal, turns: r.turns, playbookVersion: r.playbookVersion,
+      runId: r.id,
+      number: r.number,
+      queuedAt: r.queuedAt,
+      status: r.status,
+      mode: r.mode,
+      cost: r.cost + r.reflectionCost + r.verifyCost,
+      msTotal: r.msTotal,
+      turns: r.turns,
+      playbookVersion: r.playbookVersion,
     });
     assert.deepEqual(s.runs, [point(r1), point(r2)]);
     assert.equal(s.runs[1].playbookVersion, 1);
@@ -62,8 +89,15 @@ describe('job stats', () => {
   });
 
   it('answers zeros for a job without runs, 400 for other ranges, 404 and 401 as everywhere', async () => {
-    const id = (await api.post('/api/jobs', { name: `idle ${Math.random()}`, instruction: 'Nothing' })).body.id as string;
-    assert.deepEqual((await api.get(`/api/jobs/${id}/stats`)).body, { runs: [], versions: [], successRate: 0, avgCost: 0, p50Ms: 0 });
+    const id = (await api.post('/api/jobs', { name: `idle ${Math.random()}`, instruction: 'Nothing' })).body
+      .id as string;
+    assert.deepEqual((await api.get(`/api/jobs/${id}/stats`)).body, {
+      runs: [],
+      versions: [],
+      successRate: 0,
+      avgCost: 0,
+      p50Ms: 0,
+    });
     for (const range of ['24h', '1y', '']) {
       const bad = await api.get(`/api/jobs/${id}/stats?range=${range}`);
       assert.equal(bad.status, 400, `${range}: ${bad.text}`);
@@ -75,12 +109,29 @@ describe('job stats', () => {
 });
 
 describe('job stats rules', () => {
-  const run = (n: number, status: string, msTotal: number | null, cost = 10) => ({
-    _id: `r${n}`, number: n, queuedAt: n, status, mode: 'explore', cost, reflectionCost: 1, verifyCost: 2, msTotal, turns: 1, playbookVersion: 0,
-  }) as Parameters<typeof summarizeJobRuns>[0][number];
+  const run = (n: number, status: string, msTotal: number | null, cost = 10) =>
+    ({
+      _id: `r${n}`,
+      number: n,
+      queuedAt: n,
+      status,
+      mode: 'explore',
+      cost,
+      reflectionCost: 1,
+      verifyCost: 2,
+      msTotal,
+      turns: 1,
+      playbookVersion: 0,
+    }) as Parameters<typeof summarizeJobRuns>[0][number];
 
   it('counts timed out runs as failures, leaves cancelled and live ones out of the rate, and takes the lower median', () => {
-    const s = summarizeJobRuns([run(1, 'succeeded', 400), run(2, 'timed_out', 100), run(3, 'cancelled', 300), run(4, 'running', null), run(5, 'succeeded', 200)]);
+    const s = summarizeJobRuns([
+      run(1, 'succeeded', 400),
+      run(2, 'timed_out', 100),
+      run(3, 'cancelled', 300),
+      run(4, 'running', null),
+      run(5, 'succeeded', 200),
+    ]);
     assert.equal(s.successRate, 2 / 3);
     assert.equal(s.avgCost, 13);
     // Sorted 100, 200, 300, 400: offset ⌊(4 − 1) / 2⌋ = 1.

@@ -36,26 +36,118 @@ function bigObject(value: string, bytes = 950_000): string {
   return `{${Array.from({ length: n }, (_, i) => `"k${i}":${value}`).join(',')}}`;
 }
 
-type Hostile = { name: string; method: string; path: () => string; body: string; code: 'validation_failed' | 'invalid_request_body'; webhook?: boolean };
+type Hostile = {
+  name: string;
+  method: string;
+  path: () => string;
+  body: string;
+  code: 'validation_failed' | 'invalid_request_body';
+  webhook?: boolean;
+};
 
 const hostile: Hostile[] = [
   // The body of the report: 50,000 grants whose tool list is a number. Too many objects to parse.
-  { name: 'job MCP grants, wrong type in every item', method: 'PUT', path: () => `/api/jobs/${jobId}/mcp-servers`, body: bigArray('{"allowedTools":1}'), code: 'invalid_request_body' },
+  {
+    name: 'job MCP grants, wrong type in every item',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/mcp-servers`,
+    body: bigArray('{"allowedTools":1}'),
+    code: 'invalid_request_body',
+  },
   // The same within the parser's limits: refused by maxItems before any item is looked at.
-  { name: '19,000 job MCP grants', method: 'PUT', path: () => `/api/jobs/${jobId}/mcp-servers`, body: bigArray('{"allowedTools":1}', 19_000 * 19), code: 'validation_failed' },
-  { name: 'job MCP grants, empty objects', method: 'PUT', path: () => `/api/jobs/${jobId}/mcp-servers`, body: bigArray('{}'), code: 'invalid_request_body' },
-  { name: 'job secrets, numbers', method: 'PUT', path: () => `/api/jobs/${jobId}/secrets`, body: bigArray('1'), code: 'invalid_request_body' },
-  { name: 'job secrets, 99,000 numbers', method: 'PUT', path: () => `/api/jobs/${jobId}/secrets`, body: bigArray('1', 99_000 * 2), code: 'validation_failed' },
-  { name: 'job allowed domains, numbers', method: 'POST', path: () => '/api/jobs', body: `{"name":1,"instruction":2,"allowedDomains":${bigArray('1', 190_000)}}`, code: 'validation_failed' },
-  { name: 'MCP server env, numbers', method: 'POST', path: () => '/api/mcp-servers', body: `{"name":"x","transport":"stdio","env":${bigObject('1', 9_000)}}`, code: 'validation_failed' },
-  { name: 'job, unknown fields', method: 'PATCH', path: () => `/api/jobs/${jobId}`, body: bigObject('1', 9_000), code: 'validation_failed' },
-  { name: 'object with 90,000 fields', method: 'PATCH', path: () => `/api/jobs/${jobId}`, body: bigObject('1'), code: 'invalid_request_body' },
-  { name: 'playbook learnings, wrong types', method: 'PUT', path: () => `/api/jobs/${jobId}/playbook`, body: `{"content":{"learnings":${bigArray('{"text":1,"hits":-1}', 19_000 * 21)}}}`, code: 'validation_failed' },
+  {
+    name: '19,000 job MCP grants',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/mcp-servers`,
+    body: bigArray('{"allowedTools":1}', 19_000 * 19),
+    code: 'validation_failed',
+  },
+  {
+    name: 'job MCP grants, empty objects',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/mcp-servers`,
+    body: bigArray('{}'),
+    code: 'invalid_request_body',
+  },
+  {
+    name: 'job secrets, numbers',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/secrets`,
+    body: bigArray('1'),
+    code: 'invalid_request_body',
+  },
+  {
+    name: 'job secrets, 99,000 numbers',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/secrets`,
+    body: bigArray('1', 99_000 * 2),
+    code: 'validation_failed',
+  },
+  {
+    name: 'job allowed domains, numbers',
+    method: 'POST',
+    path: () => '/api/jobs',
+    body: `{"name":1,"instruction":2,"allowedDomains":${bigArray('1', 190_000)}}`,
+    code: 'validation_failed',
+  },
+  {
+    name: 'MCP server env, numbers',
+    method: 'POST',
+    path: () => '/api/mcp-servers',
+    body: `{"name":"x","transport":"stdio","env":${bigObject('1', 9_000)}}`,
+    code: 'validation_failed',
+  },
+  {
+    name: 'job, unknown fields',
+    method: 'PATCH',
+    path: () => `/api/jobs/${jobId}`,
+    body: bigObject('1', 9_000),
+    code: 'validation_failed',
+  },
+  {
+    name: 'object with 90,000 fields',
+    method: 'PATCH',
+    path: () => `/api/jobs/${jobId}`,
+    body: bigObject('1'),
+    code: 'invalid_request_body',
+  },
+  {
+    name: 'playbook learnings, wrong types',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/playbook`,
+    body: `{"content":{"learnings":${bigArray('{"text":1,"hits":-1}', 19_000 * 21)}}}`,
+    code: 'validation_failed',
+  },
   // Within every size bound, yet 90,000 wrong values: listing them all would cost a second.
-  { name: 'playbook sources, 90,000 numbers', method: 'PUT', path: () => `/api/jobs/${jobId}/playbook`, body: `{"content":{"learnings":${bigArray(`{"text":"x","sources":${bigArray('1', 180)}}`, 1000 * 190)}}}`, code: 'validation_failed' },
-  { name: 'playbook script args, numbers', method: 'PUT', path: () => `/api/jobs/${jobId}/playbook`, body: `{"content":{"toolkit":[{"name":"a","content":"x","args":${bigObject('1', 9_000)}}]}}`, code: 'validation_failed' },
-  { name: 'deep nesting', method: 'POST', path: () => `/api/jobs/${jobId}/runs`, body: `{"input":${'['.repeat(400_000)}${']'.repeat(400_000)}}`, code: 'invalid_request_body' },
-  { name: 'deep nesting in a webhook', method: 'POST', path: () => `/hooks/${jobId}`, body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`, code: 'invalid_request_body', webhook: true },
+  {
+    name: 'playbook sources, 90,000 numbers',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/playbook`,
+    body: `{"content":{"learnings":${bigArray(`{"text":"x","sources":${bigArray('1', 180)}}`, 1000 * 190)}}}`,
+    code: 'validation_failed',
+  },
+  {
+    name: 'playbook script args, numbers',
+    method: 'PUT',
+    path: () => `/api/jobs/${jobId}/playbook`,
+    body: `{"content":{"toolkit":[{"name":"a","content":"x","args":${bigObject('1', 9_000)}}]}}`,
+    code: 'validation_failed',
+  },
+  {
+    name: 'deep nesting',
+    method: 'POST',
+    path: () => `/api/jobs/${jobId}/runs`,
+    body: `{"input":${'['.repeat(400_000)}${']'.repeat(400_000)}}`,
+    code: 'invalid_request_body',
+  },
+  {
+    name: 'deep nesting in a webhook',
+    method: 'POST',
+    path: () => `/hooks/${jobId}`,
+    body: `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`,
+    code: 'invalid_request_body',
+    webhook: true,
+  },
 ];
 
 interface Run {
@@ -66,7 +158,8 @@ interface Run {
   others: number;
 }
 
-const describeRun = (m: Run) => `answered in ${m.ms.toFixed(0)} ms; event loop stalled at most ${m.maxStallMs.toFixed(0)} ms; other requests: ${m.others}, slowest ${m.slowest.toFixed(0)} ms`;
+const describeRun = (m: Run) =>
+  `answered in ${m.ms.toFixed(0)} ms; event loop stalled at most ${m.maxStallMs.toFixed(0)} ms; other requests: ${m.others}, slowest ${m.slowest.toFixed(0)} ms`;
 
 /** Sends the hostile request while another stream of requests runs and a 2 ms tick watches the event loop. */
 async function measure(h: Hostile): Promise<Run> {
@@ -92,7 +185,12 @@ async function measure(h: Hostile): Promise<Run> {
   }, 2);
   const started = performance.now();
   const caller = h.webhook ? new Client(t.url) : admin;
-  const res = await caller.request<ErrorBody>(h.method, h.path(), h.body, h.webhook ? { authorization: `Bearer ${hookToken}` } : {});
+  const res = await caller.request<ErrorBody>(
+    h.method,
+    h.path(),
+    h.body,
+    h.webhook ? { authorization: `Bearer ${hookToken}` } : {},
+  );
   const ms = performance.now() - started;
   clearInterval(tick);
   stop = true;
@@ -114,7 +212,10 @@ describe('validation cost', () => {
       assert.equal(res.status, 400, `${h.name}: ${res.text.slice(0, 300)}`);
       assert.equal(res.body.code, h.code, res.text.slice(0, 300));
       if (h.code === 'validation_failed') {
-        assert.ok(Array.isArray(res.body.fields) && res.body.fields.length >= 1 && res.body.fields.length <= 20, `fields: ${res.body.fields?.length}`);
+        assert.ok(
+          Array.isArray(res.body.fields) && res.body.fields.length >= 1 && res.body.fields.length <= 20,
+          `fields: ${res.body.fields?.length}`,
+        );
       }
       assert.equal(typeof res.body.requestId, 'string');
       tc.diagnostic(describeRun(m));
@@ -126,7 +227,11 @@ describe('validation cost', () => {
   }
 
   it('reports the first 20 fields of many and counts them all', async () => {
-    const res = await admin.request('PUT', `/api/jobs/${jobId}/mcp-servers`, bigArray('{"allowedTools":1,"serverId":"x"}', 10_000));
+    const res = await admin.request(
+      'PUT',
+      `/api/jobs/${jobId}/mcp-servers`,
+      bigArray('{"allowedTools":1,"serverId":"x"}', 10_000),
+    );
     assert.equal(res.status, 400);
     assert.equal(res.body.fields.length, 1, 'an array over its maxItems is refused as a whole, before its items');
     assert.equal(res.body.fields[0].field, 'body');
@@ -136,7 +241,11 @@ describe('validation cost', () => {
     const many = await admin.request('PUT', `/api/jobs/${jobId}/mcp-servers`, fifty);
     assert.equal(many.status, 400);
     assert.equal(many.body.fields.length, 20);
-    assert.deepEqual(many.body.fields[0], { field: '[0].allowedTools', code: 'invalid', message: 'has an invalid value' });
+    assert.deepEqual(many.body.fields[0], {
+      field: '[0].allowedTools',
+      code: 'invalid',
+      message: 'has an invalid value',
+    });
     assert.equal(many.body.details?.fieldCount, '50', 'the count of every failing field');
     assert.equal(many.body.details?.truncated, 'true');
     assert.match(many.body.message, /50 invalid fields/);

@@ -25,7 +25,10 @@ export interface BrokerFixture {
  * A real Broker on a Unix socket in a fresh directory, with in-memory stores and a JobStateStore, started before the
  * suite and stopped after it. `extra` starts and stops what a suite adds (the egress proxy).
  */
-export function brokerFixture(name: string, extra: { start?(f: BrokerFixture): Promise<void>; stop?(): Promise<void> } = {}): BrokerFixture {
+export function brokerFixture(
+  name: string,
+  extra: { start?(f: BrokerFixture): Promise<void>; stop?(): Promise<void> } = {},
+): BrokerFixture {
   const sockets = new Map<string, string>();
   const f = {
     broker: new Broker(),

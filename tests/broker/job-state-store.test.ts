@@ -25,7 +25,10 @@ const newJob = () => `job-${randomUUID()}`;
 async function refused(p: Promise<unknown>, field: string, code: string): Promise<void> {
   await assert.rejects(p, (err: { code?: string; fields?: Array<{ field: string; code: string }> }) => {
     assert.equal(err.code, 'validation_failed');
-    assert.deepEqual(err.fields?.map((f) => [f.field, f.code]), [[field, code]]);
+    assert.deepEqual(
+      err.fields?.map((f) => [f.field, f.code]),
+      [[field, code]],
+    );
     return true;
   });
 }
@@ -38,29 +41,48 @@ describe('job state store', () => {
     assert.deepEqual({ key: set.key, value: set.value, size: set.size }, { key: 'zeta', value: 'last', size: 8 });
     await store.set(ctx, ws, job, 'alpha', 'é');
     await store.set(ctx, ws, job, 'mid', '');
-    assert.deepEqual((await store.list(ws, job)).map((e) => [e.key, e.value, e.size]), [['alpha', 'é', 7], ['mid', '', 3], ['zeta', 'last', 8]]);
+    assert.deepEqual(
+      (await store.list(ws, job)).map((e) => [e.key, e.value, e.size]),
+      [
+        ['alpha', 'é', 7],
+        ['mid', '', 3],
+        ['zeta', 'last', 8],
+      ],
+    );
     assert.equal((await store.get(ws, job, 'mid'))?.value, '', 'an empty value is a value');
     assert.equal(await store.get(ws, job, 'nope'), null);
     assert.deepEqual(await store.usage(ws, job), { keys: 3, bytes: 18 });
 
     const doc = await stores.docs.collection(jobStateCollection).findOne({ _id: `${job}:alpha` });
-    assert.deepEqual([doc?.workspaceId, doc?.jobId, doc?.key, doc?.value, doc?.size, doc?.updatedBy], [ws, job, 'alpha', 'é', 7, { type: 'user', id: 'u1' }]);
+    assert.deepEqual(
+      [doc?.workspaceId, doc?.jobId, doc?.key, doc?.value, doc?.size, doc?.updatedBy],
+      [ws, job, 'alpha', 'é', 7, { type: 'user', id: 'u1' }],
+    );
 
     assert.equal(await store.delete(ctx, ws, job, 'mid'), true);
     assert.equal(await store.delete(ctx, ws, job, 'mid'), false, 'a missing key is not deleted twice');
     assert.equal(await store.get(ws, job, 'mid'), null);
-    assert.deepEqual((await store.list(ws, job)).map((e) => e.key), ['alpha', 'zeta']);
+    assert.deepEqual(
+      (await store.list(ws, job)).map((e) => e.key),
+      ['alpha', 'zeta'],
+    );
     assert.deepEqual(await store.usage(ws, job), { keys: 2, bytes: 15 });
 
     const events = await stores.events.readStream(jobStateStreamId(job));
-    assert.deepEqual(events.map((e) => [e.type, e.data]), [
-      ['JobStateSet', { key: 'zeta', value: 'last', size: 8, keys: 1, bytes: 8 }],
-      ['JobStateSet', { key: 'alpha', value: 'é', size: 7, keys: 2, bytes: 15 }],
-      ['JobStateSet', { key: 'mid', value: '', size: 3, keys: 3, bytes: 18 }],
-      ['JobStateDeleted', { key: 'mid', keys: 2, bytes: 15 }],
-    ]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data]),
+      [
+        ['JobStateSet', { key: 'zeta', value: 'last', size: 8, keys: 1, bytes: 8 }],
+        ['JobStateSet', { key: 'alpha', value: 'é', size: 7, keys: 2, bytes: 15 }],
+        ['JobStateSet', { key: 'mid', value: '', size: 3, keys: 3, bytes: 18 }],
+        ['JobStateDeleted', { key: 'mid', keys: 2, bytes: 15 }],
+      ],
+    );
     const m = events[0]!.metadata;
-    assert.deepEqual([m.workspaceId, m.actor, m.requestId, m.correlationId, typeof m.ts], [ws, { type: 'user', id: 'u1' }, 'req-1', 'req-1', 'number']);
+    assert.deepEqual(
+      [m.workspaceId, m.actor, m.requestId, m.correlationId, typeof m.ts],
+      [ws, { type: 'user', id: 'u1' }, 'req-1', 'req-1', 'number'],
+    );
   });
 
   it('answers nothing to another workspace', async () => {
@@ -121,7 +143,10 @@ describe('job state store', () => {
     await Promise.all(Array.from({ length: 60 }, (_, i) => store.set(ctx, ws, job, `k${i % 20}`, 'x'.repeat(i))));
     const events = await stores.events.readStream(jobStateStreamId(job));
     assert.equal(events.length, 60);
-    assert.deepEqual(events.map((e) => e.revision), Array.from({ length: 60 }, (_, i) => i));
+    assert.deepEqual(
+      events.map((e) => e.revision),
+      Array.from({ length: 60 }, (_, i) => i),
+    );
     const list = await store.list(ws, job);
     assert.equal(list.length, 20);
     assert.deepEqual(await store.usage(ws, job), { keys: 20, bytes: list.reduce((s, e) => s + e.size, 0) });
@@ -140,7 +165,10 @@ describe('job state store', () => {
     assert.equal(failures.length, 10, 'exactly the keys beyond 1,000 are refused');
     for (const f of failures) assert.equal((f as PromiseRejectedResult).reason.fields[0].code, 'too_many_keys');
     assert.equal((await store.list(ws, job)).length, 1000);
-    assert.deepEqual(await other.usage(ws, job), { keys: 1000, bytes: (await store.list(ws, job)).reduce((s, e) => s + e.size, 0) });
+    assert.deepEqual(await other.usage(ws, job), {
+      keys: 1000,
+      bytes: (await store.list(ws, job)).reduce((s, e) => s + e.size, 0),
+    });
     const events = await stores.events.readStream(jobStateStreamId(job));
     assert.equal(events.length, 1000);
   });
@@ -148,17 +176,38 @@ describe('job state store', () => {
   it('applies events another process appended but did not apply (a crash) before deciding the next write', async () => {
     const job = newJob();
     await store.set(ctx, ws, job, 'a', '1');
-    const meta = { workspaceId: ws, actor: { type: 'run' as const, id: 'r1' }, requestId: null, correlationId: null, causationId: null, ts: 5 };
-    await stores.events.append(jobStateStreamId(job), [
-      { type: 'JobStateSet', data: { key: 'ghost', value: 'boo', size: 8, keys: 2, bytes: 10 }, metadata: meta },
-      { type: 'JobStateSet', data: { key: 'gone', value: 'x', size: 5, keys: 3, bytes: 15 }, metadata: meta },
-      { type: 'JobStateDeleted', data: { key: 'gone', keys: 2, bytes: 10 }, metadata: meta },
-    ], 0);
+    const meta = {
+      workspaceId: ws,
+      actor: { type: 'run' as const, id: 'r1' },
+      requestId: null,
+      correlationId: null,
+      causationId: null,
+      ts: 5,
+    };
+    await stores.events.append(
+      jobStateStreamId(job),
+      [
+        { type: 'JobStateSet', data: { key: 'ghost', value: 'boo', size: 8, keys: 2, bytes: 10 }, metadata: meta },
+        { type: 'JobStateSet', data: { key: 'gone', value: 'x', size: 5, keys: 3, bytes: 15 }, metadata: meta },
+        { type: 'JobStateDeleted', data: { key: 'gone', keys: 2, bytes: 10 }, metadata: meta },
+      ],
+      0,
+    );
     assert.equal(await store.get(ws, job, 'ghost'), null, 'not applied yet');
     await store.set(ctx, ws, job, 'b', '2');
-    assert.deepEqual((await store.list(ws, job)).map((e) => [e.key, e.value]), [['a', '1'], ['b', '2'], ['ghost', 'boo']]);
+    assert.deepEqual(
+      (await store.list(ws, job)).map((e) => [e.key, e.value]),
+      [
+        ['a', '1'],
+        ['b', '2'],
+        ['ghost', 'boo'],
+      ],
+    );
     assert.deepEqual(await store.usage(ws, job), { keys: 3, bytes: 12 });
-    assert.deepEqual((await stores.docs.collection(jobStateCollection).findOne({ _id: `${job}:ghost` }))?.updatedBy, { type: 'run', id: 'r1' });
+    assert.deepEqual((await stores.docs.collection(jobStateCollection).findOne({ _id: `${job}:ghost` }))?.updatedBy, {
+      type: 'run',
+      id: 'r1',
+    });
     assert.equal((await stores.events.readStream(jobStateStreamId(job))).length, 5);
   });
 });

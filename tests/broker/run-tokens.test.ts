@@ -37,9 +37,19 @@ async function liveRun(owner: number | null = null, runsDir = join(fixture.dir, 
   const token = randomUUID();
   const model = { client: new FakeClient(`fake-${runId}`), name: 'fake-model', price };
   const session = fixture.broker.open({
-    runId, jobId, workspaceId: ws, token, costLimit: 0, jobState: fixture.jobState,
+    runId,
+    jobId,
+    workspaceId: ws,
+    token,
+    costLimit: 0,
+    jobState: fixture.jobState,
     egress: { network: 'allowlist', allowedDomains: [`${jobId}.test.invalid`], allowPrivateNetwork: false },
-    hooks: runSessionHooks({ timeline: new TimelineWriter(fixture.stores.events, runId, ws), agentModel: model, utilityModel: model, agentSpend: () => 0 }),
+    hooks: runSessionHooks({
+      timeline: new TimelineWriter(fixture.stores.events, runId, ws),
+      agentModel: model,
+      utilityModel: model,
+      agentSpend: () => 0,
+    }),
   });
   const sockets = await serveRun(fixture.broker, proxy, session, runsDir, true, owner);
   return { session, token, jobId, ...sockets };
@@ -50,11 +60,25 @@ type Reach = { status: number; code: string } | { unreachable: string };
 function brokerCall(socketPath: string, token: string, method: string, path: string, body?: unknown): Promise<Reach> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
-    const req = httpRequest({ socketPath, method, path, agent: false, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: res.statusCode === 200 ? 'ok' : (JSON.parse(text) as { code: string }).code }));
-    });
+    const req = httpRequest(
+      {
+        socketPath,
+        method,
+        path,
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            code: res.statusCode === 200 ? 'ok' : (JSON.parse(text) as { code: string }).code,
+          }),
+        );
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ unreachable: err.code ?? err.message }));
     req.end(payload);
   });
@@ -67,7 +91,12 @@ function proxyConnect(socketPath: string, token: string, host: string): Promise<
     let text = '';
     socket.on('data', (c: Buffer) => (text += c.toString()));
     socket.on('error', (err: NodeJS.ErrnoException) => resolve({ unreachable: err.code ?? err.message }));
-    socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), code: /"code":"([a-z_]+)"/.exec(text)?.[1] ?? '' }));
+    socket.on('close', () =>
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0),
+        code: /"code":"([a-z_]+)"/.exec(text)?.[1] ?? '',
+      }),
+    );
     const auth = Buffer.from(`svc:${token}`).toString('base64');
     socket.write(`CONNECT ${host}:443 HTTP/1.1\r\nHost: ${host}:443\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`);
   });
@@ -90,16 +119,34 @@ describe('run tokens: bound to their run', () => {
   it("refuses run A's token on run B's broker socket, and writes nothing to B", async () => {
     const a = await liveRun();
     const b = await liveRun();
-    assert.deepEqual(await brokerCall(a.brokerSocket, a.token, 'PUT', '/v1/state/k', { value: 'a' }), { status: 200, code: 'ok' }, 'A on its own socket');
-    for (const [method, path, body] of [['GET', '/v1/state', undefined], ['PUT', '/v1/state/k', { value: 'from A' }], ['POST', '/v1/output', { key: 'o', value: 'from A' }], ['POST', '/v1/summary', { summary: 'from A' }], ['POST', '/v1/fail', { reason: 'from A' }]] as const) {
-      assert.deepEqual(await brokerCall(b.brokerSocket, a.token, method, path, body), { status: 401, code: 'invalid_token' }, `${method} ${path}`);
+    assert.deepEqual(
+      await brokerCall(a.brokerSocket, a.token, 'PUT', '/v1/state/k', { value: 'a' }),
+      { status: 200, code: 'ok' },
+      'A on its own socket',
+    );
+    for (const [method, path, body] of [
+      ['GET', '/v1/state', undefined],
+      ['PUT', '/v1/state/k', { value: 'from A' }],
+      ['POST', '/v1/output', { key: 'o', value: 'from A' }],
+      ['POST', '/v1/summary', { summary: 'from A' }],
+      ['POST', '/v1/fail', { reason: 'from A' }],
+    ] as const) {
+      assert.deepEqual(
+        await brokerCall(b.brokerSocket, a.token, method, path, body),
+        { status: 401, code: 'invalid_token' },
+        `${method} ${path}`,
+      );
     }
     assert.equal(await fixture.jobState.get(ws, b.jobId, 'k'), null, "B's state is untouched");
     assert.deepEqual(b.session.outputs, {});
     assert.equal(b.session.summary, null);
     assert.equal(b.session.failReason, null);
     assert.equal(b.session.calls, 0, 'refused calls are not even recorded on B');
-    assert.deepEqual(await brokerCall(b.brokerSocket, b.token, 'GET', '/v1/state'), { status: 200, code: 'ok' }, 'B still works for B');
+    assert.deepEqual(
+      await brokerCall(b.brokerSocket, b.token, 'GET', '/v1/state'),
+      { status: 200, code: 'ok' },
+      'B still works for B',
+    );
     a.session.close();
     b.session.close();
   });
@@ -108,16 +155,27 @@ describe('run tokens: bound to their run', () => {
     const a = await liveRun();
     const b = await liveRun();
     const bHost = `${b.jobId}.test.invalid`;
-    assert.equal((await proxyConnect(b.proxySocket!, b.token, bHost) as { status: number }).status, 502, "B's own token passes B's allow-list (and fails only to resolve)");
+    assert.equal(
+      ((await proxyConnect(b.proxySocket!, b.token, bHost)) as { status: number }).status,
+      502,
+      "B's own token passes B's allow-list (and fails only to resolve)",
+    );
     assert.deepEqual(await proxyConnect(b.proxySocket!, a.token, bHost), { status: 407, code: 'invalid_token' });
-    assert.deepEqual(await proxyConnect(a.proxySocket!, a.token, bHost), { status: 403, code: 'forbidden' }, "A's own proxy holds A's allow-list");
+    assert.deepEqual(
+      await proxyConnect(a.proxySocket!, a.token, bHost),
+      { status: 403, code: 'forbidden' },
+      "A's own proxy holds A's allow-list",
+    );
     a.session.close();
     b.session.close();
   });
 
   it('refuses every token on the socket of no run', async () => {
     const a = await liveRun();
-    assert.deepEqual(await brokerCall(fixture.socket, a.token, 'GET', '/v1/state'), { status: 401, code: 'invalid_token' });
+    assert.deepEqual(await brokerCall(fixture.socket, a.token, 'GET', '/v1/state'), {
+      status: 401,
+      code: 'invalid_token',
+    });
     a.session.close();
   });
 
@@ -133,7 +191,11 @@ describe('run tokens: bound to their run', () => {
     await cut;
     for (let i = 0; i < 50 && existsSync(dirname(a.brokerSocket)); i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(existsSync(dirname(a.brokerSocket)), false, "the run's socket directory is removed");
-    const after = [await brokerCall(a.brokerSocket, a.token, 'GET', '/v1/state'), await proxyConnect(a.proxySocket!, a.token, `${a.jobId}.test.invalid`), await brokerCall(b.brokerSocket, a.token, 'GET', '/v1/state')];
+    const after = [
+      await brokerCall(a.brokerSocket, a.token, 'GET', '/v1/state'),
+      await proxyConnect(a.proxySocket!, a.token, `${a.jobId}.test.invalid`),
+      await brokerCall(b.brokerSocket, a.token, 'GET', '/v1/state'),
+    ];
     for (const r of after) assert.ok(refused(r), JSON.stringify(r));
     assert.equal(fixture.broker.sessionFor(a.token), null);
     b.session.close();
@@ -142,9 +204,19 @@ describe('run tokens: bound to their run', () => {
   it('closes a run whose sockets could not be opened, leaving nothing listening', async () => {
     const model = { client: new FakeClient('fake-bad'), name: 'fake-model', price };
     const session = fixture.broker.open({
-      runId: '../escape', jobId: 'j', workspaceId: ws, token: randomUUID(), costLimit: 0, jobState: fixture.jobState,
+      runId: '../escape',
+      jobId: 'j',
+      workspaceId: ws,
+      token: randomUUID(),
+      costLimit: 0,
+      jobState: fixture.jobState,
       egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
-      hooks: runSessionHooks({ timeline: new TimelineWriter(fixture.stores.events, 'bad', ws), agentModel: model, utilityModel: model, agentSpend: () => 0 }),
+      hooks: runSessionHooks({
+        timeline: new TimelineWriter(fixture.stores.events, 'bad', ws),
+        agentModel: model,
+        utilityModel: model,
+        agentSpend: () => 0,
+      }),
     });
     await assert.rejects(serveRun(fixture.broker, proxy, session, join(fixture.dir, 'runs'), false), /not a run id/);
     assert.equal(session.isClosed, true);
@@ -171,7 +243,11 @@ describe('run tokens: bound to their run', () => {
       // A real process under each uid tries to connect: only the owner gets through.
       const tryAs = (uid: number, socket: string) => {
         const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); });`;
-        const r = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', script], { encoding: 'utf8' });
+        const r = spawnSync(
+          'setpriv',
+          [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', script],
+          { encoding: 'utf8' },
+        );
         assert.equal(r.status, 0, r.stderr);
         return r.stdout.trim();
       };

@@ -37,14 +37,27 @@ async function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Pro
   const token = randomUUID();
   const provider = `fake-${randomUUID()}`;
   const timeline = new TimelineWriter(fixture.stores.events, runId, ws);
-  const model = { client: createModelClient({ id: provider, kind: 'fake', apiKey: null, baseUrl: null }), name: 'fake-model', price };
+  const model = {
+    client: createModelClient({ id: provider, kind: 'fake', apiKey: null, baseUrl: null }),
+    name: 'fake-model',
+    price,
+  };
   const session = broker.open({
-    runId, jobId, workspaceId: ws, token, costLimit, jobState: fixture.jobState, egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
+    runId,
+    jobId,
+    workspaceId: ws,
+    token,
+    costLimit,
+    jobState: fixture.jobState,
+    egress: { network: 'none', allowedDomains: null, allowPrivateNetwork: false },
     hooks: { ...runSessionHooks({ timeline, agentModel: model, utilityModel: model, agentSpend: () => 0 }), ...extra },
   });
   await fixture.serve(session, token);
   return {
-    session, token, jobId, provider,
+    session,
+    token,
+    jobId,
+    provider,
     call: (method, path, body) => send(method, path, body, token),
     async entries() {
       await timeline.flush();
@@ -56,14 +69,30 @@ async function openRun(extra: Partial<RunSessionHooks> = {}, costLimit = 0): Pro
   };
 }
 
-function send(method: string, path: string, body: unknown, token: string, signal?: AbortSignal): Promise<{ status: number; body: any }> {
+function send(
+  method: string,
+  path: string,
+  body: unknown,
+  token: string,
+  signal?: AbortSignal,
+): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ socketPath: fixture.socketFor(token), method, path, agent: false, signal, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
-    });
+    const req = httpRequest(
+      {
+        socketPath: fixture.socketFor(token),
+        method,
+        path,
+        agent: false,
+        signal,
+        headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+      },
+    );
     req.on('error', reject);
     req.end(payload ?? undefined);
   });
@@ -78,8 +107,16 @@ const mcp: Partial<RunSessionHooks> = {
   async mcpCall(server, tool, args) {
     const t = tools.find((x) => x.server === server && x.name === tool);
     if (!t) throw DomainError.notFound(`MCP tool ${tool} on server ${server}`);
-    if (tool === 'write' && (args as { refuse?: boolean }).refuse) throw new DomainError('forbidden', "A shadow run of the main script can't call MCP tools that may have side effects");
-    return { output: `${tool}:${JSON.stringify(args)}${'.'.repeat((args as { pad?: number }).pad ?? 0)}`, isError: tool === 'read' && (args as { fail?: boolean }).fail === true, readOnly: t.readOnly };
+    if (tool === 'write' && (args as { refuse?: boolean }).refuse)
+      throw new DomainError(
+        'forbidden',
+        "A shadow run of the main script can't call MCP tools that may have side effects",
+      );
+    return {
+      output: `${tool}:${JSON.stringify(args)}${'.'.repeat((args as { pad?: number }).pad ?? 0)}`,
+      isError: tool === 'read' && (args as { fail?: boolean }).fail === true,
+      readOnly: t.readOnly,
+    };
   },
 };
 
@@ -96,18 +133,29 @@ describe('run session: lifecycle', () => {
     assert.deepEqual(run.session.close(), { llmSpend: 0 });
     assert.equal(broker.sessionFor(run.token), null);
     const after = await run.call('GET', '/v1/state').catch((err: NodeJS.ErrnoException) => err.code);
-    assert.ok(after === 'ENOENT' || after === 'ECONNREFUSED' || (typeof after === 'object' && after.status === 401), `after close: ${JSON.stringify(after)}`);
+    assert.ok(
+      after === 'ENOENT' || after === 'ECONNREFUSED' || (typeof after === 'object' && after.status === 401),
+      `after close: ${JSON.stringify(after)}`,
+    );
     assert.deepEqual(run.session.close(), { llmSpend: 0 }, 'closing twice is harmless');
-    await assert.rejects(run.session.llm({ which: 'utility', system: null, prompt: 'p', schema: null, maxTokens: 10 }), (err: Error) => err.message === costLimitMessage);
+    await assert.rejects(
+      run.session.llm({ which: 'utility', system: null, prompt: 'p', schema: null, maxTokens: 10 }),
+      (err: Error) => err.message === costLimitMessage,
+    );
   });
 
   it('drops a request whose client gives up while waiting for one of the 8 slots', async () => {
     const run = await openRun();
-    fakeScripts.push(run.provider, Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })));
+    fakeScripts.push(
+      run.provider,
+      Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })),
+    );
     const busy = Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' }));
     await new Promise((r) => setTimeout(r, 50));
     const gaveUp = new AbortController();
-    const dropped = send('PUT', '/v1/state/dropped', { value: 'never' }, run.token, gaveUp.signal).catch((err: Error) => err.name);
+    const dropped = send('PUT', '/v1/state/dropped', { value: 'never' }, run.token, gaveUp.signal).catch(
+      (err: Error) => err.name,
+    );
     const waiting = run.call('PUT', '/v1/state/waited', { value: 'yes' });
     await new Promise((r) => setTimeout(r, 50));
     gaveUp.abort();
@@ -115,7 +163,11 @@ describe('run session: lifecycle', () => {
     assert.equal((await waiting).status, 200);
     assert.ok((await Promise.all(busy)).every((a) => a.status === 200));
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(await fixture.jobState.get(ws, run.jobId, 'dropped'), null, 'the request that gave up was never handled');
+    assert.equal(
+      await fixture.jobState.get(ws, run.jobId, 'dropped'),
+      null,
+      'the request that gave up was never handled',
+    );
     assert.equal((await fixture.jobState.get(ws, run.jobId, 'waited'))?.value, 'yes');
     assert.equal(run.session.calls, 9);
   });
@@ -150,14 +202,23 @@ describe('run session: svc llm through the hooks', () => {
     assert.equal((await run.call('POST', '/v1/llm', { prompt: 'p'.repeat(10), maxTokens: 100 })).status, 502);
     assert.equal(run.session.llmSpend, 105, 'a call that never started costs nothing');
     const calls = (await run.entries()).filter((e) => e.type === 'broker.call');
-    assert.deepEqual(calls.map((e) => [e.payload.ok, e.payload.cost]), [[false, 105], [false, 0]]);
+    assert.deepEqual(
+      calls.map((e) => [e.payload.ok, e.payload.cost]),
+      [
+        [false, 105],
+        [false, 0],
+      ],
+    );
   });
 });
 
 describe('run session: MCP through the hooks', () => {
   it('answers 404 naming the missing MCP servers when the runner gives no MCP hooks', async () => {
     const run = await openRun();
-    for (const res of [await run.call('GET', '/v1/mcp/tools'), await run.call('POST', '/v1/mcp/call', { server: 's', tool: 't' })]) {
+    for (const res of [
+      await run.call('GET', '/v1/mcp/tools'),
+      await run.call('POST', '/v1/mcp/call', { server: 's', tool: 't' }),
+    ]) {
       assert.equal(res.status, 404);
       assert.deepEqual([res.body.code, res.body.message], ['not_found', 'This job has no MCP servers']);
     }
@@ -167,44 +228,91 @@ describe('run session: MCP through the hooks', () => {
     const run = await openRun(mcp);
     assert.deepEqual((await run.call('GET', '/v1/mcp/tools')).body, tools);
     assert.deepEqual((await run.call('GET', '/v1/mcp/tools?server=nope')).body, []);
-    assert.deepEqual((await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', argumentsText: '{"path":"/a"}' })).body, { output: 'read:{"path":"/a"}', isError: false });
-    assert.deepEqual((await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', arguments: { fail: true } })).body, { output: 'read:{"fail":true}', isError: true });
-    assert.deepEqual((await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write' })).body, { output: 'write:{}', isError: false }, 'no arguments: {}');
+    assert.deepEqual(
+      (await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', argumentsText: '{"path":"/a"}' })).body,
+      { output: 'read:{"path":"/a"}', isError: false },
+    );
+    assert.deepEqual(
+      (await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', arguments: { fail: true } })).body,
+      { output: 'read:{"fail":true}', isError: true },
+    );
+    assert.deepEqual(
+      (await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write' })).body,
+      { output: 'write:{}', isError: false },
+      'no arguments: {}',
+    );
     const bad = await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', argumentsText: '{"path":' });
     assert.equal(bad.status, 400);
-    assert.deepEqual(bad.body.fields.map((f: { field: string; code: string }) => [f.field, f.code]), [['arguments', 'invalid_json']]);
+    assert.deepEqual(
+      bad.body.fields.map((f: { field: string; code: string }) => [f.field, f.code]),
+      [['arguments', 'invalid_json']],
+    );
     const unknown = await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'delete' });
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.message, 'MCP tool delete on server files not found');
-    const refused = await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write', arguments: { refuse: true } });
+    const refused = await run.call('POST', '/v1/mcp/call', {
+      server: 'files',
+      tool: 'write',
+      arguments: { refuse: true },
+    });
     assert.equal(refused.status, 403);
-    assert.equal((await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', arguments: { pad: 5000 } })).status, 200);
+    assert.equal(
+      (await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read', arguments: { pad: 5000 } })).status,
+      200,
+    );
 
     const calls = (await run.entries()).filter((e) => e.type === 'broker.call').map((e) => e.payload);
     assert.deepEqual(calls.slice(0, 5), [
       { endpoint: 'GET /v1/mcp/tools', ok: true },
       { endpoint: 'GET /v1/mcp/tools', ok: true, server: 'nope' },
-      { endpoint: 'POST /v1/mcp/call', ok: true, server: 'files', tool: 'read', isError: false, result: 'read:{"path":"/a"}' },
-      { endpoint: 'POST /v1/mcp/call', ok: true, server: 'files', tool: 'read', isError: true, result: 'read:{"fail":true}' },
+      {
+        endpoint: 'POST /v1/mcp/call',
+        ok: true,
+        server: 'files',
+        tool: 'read',
+        isError: false,
+        result: 'read:{"path":"/a"}',
+      },
+      {
+        endpoint: 'POST /v1/mcp/call',
+        ok: true,
+        server: 'files',
+        tool: 'read',
+        isError: true,
+        result: 'read:{"fail":true}',
+      },
       { endpoint: 'POST /v1/mcp/call', ok: true, server: 'files', tool: 'write', isError: false, result: 'write:{}' },
     ]);
     assert.equal(calls[7]!.ok, false);
-    assert.deepEqual([calls[7]!.server, calls[7]!.tool], ['files', 'write'], 'a refused call is recorded with its tool');
+    assert.deepEqual(
+      [calls[7]!.server, calls[7]!.tool],
+      ['files', 'write'],
+      'a refused call is recorded with its tool',
+    );
     assert.equal((calls[8]!.result as string).length, 4000, 'results are cut to 4,000 characters');
   });
 
   it('keeps up to 200 non-read-only MCP calls on the timeline past the first 1,000 calls; read-only ones are left out', async () => {
     const run = await openRun(mcp);
-    for (let i = 0; i < 1000; i += 8) await Promise.all(Array.from({ length: Math.min(8, 1000 - i) }, () => run.call('GET', '/v1/state/k')));
+    for (let i = 0; i < 1000; i += 8)
+      await Promise.all(Array.from({ length: Math.min(8, 1000 - i) }, () => run.call('GET', '/v1/state/k')));
     await run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'read' });
-    for (let i = 0; i < 201; i += 8) await Promise.all(Array.from({ length: Math.min(8, 201 - i) }, () => run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write' })));
+    for (let i = 0; i < 201; i += 8)
+      await Promise.all(
+        Array.from({ length: Math.min(8, 201 - i) }, () =>
+          run.call('POST', '/v1/mcp/call', { server: 'files', tool: 'write' }),
+        ),
+      );
     await run.call('POST', '/v1/step', { name: 'marker' });
     const entries = await run.entries();
     const calls = entries.filter((e) => e.type === 'broker.call');
     assert.equal(calls.length, 1200);
     assert.ok(calls.slice(1000).every((e) => e.payload.tool === 'write'));
     assert.equal(entries.filter((e) => e.type === 'log').length, 1);
-    assert.deepEqual(entries.filter((e) => e.type === 'script.step').map((e) => e.payload), [{ name: 'marker' }]);
+    assert.deepEqual(
+      entries.filter((e) => e.type === 'script.step').map((e) => e.payload),
+      [{ name: 'marker' }],
+    );
     assert.equal(run.session.calls, 1203);
   });
 });

@@ -1,7 +1,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DuplicateKeyError, type Collection, type Doc, type DocumentStore, type Filter } from '../../store/document-store.js';
+import {
+  DuplicateKeyError,
+  type Collection,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+} from '../../store/document-store.js';
 
 interface Item extends Doc {
   name: string;
@@ -35,7 +41,8 @@ export function documentStoreContract(name: string, open: () => Promise<Document
       for (const item of items) await c.insertOne(item);
       return c;
     }
-    const ids = async (c: Collection<Item>, filter: Filter, sort: Array<[string, 1 | -1]> = [['_id', 1]]) => (await c.find(filter, { sort })).map((d) => d._id);
+    const ids = async (c: Collection<Item>, filter: Filter, sort: Array<[string, 1 | -1]> = [['_id', 1]]) =>
+      (await c.find(filter, { sort })).map((d) => d._id);
 
     it('matches equality, null and missing fields as MongoDB does', async () => {
       const c = await seeded();
@@ -76,18 +83,52 @@ export function documentStoreContract(name: string, open: () => Promise<Document
 
     it('sorts on up to three keys with nulls and missing values last in both directions', async () => {
       const c = await seeded();
-      assert.deepEqual(await ids(c, {}, [['n', 1], ['_id', 1]]), ['a', 'b', 'f', 'c', 'd', 'e']);
-      assert.deepEqual(await ids(c, {}, [['n', -1], ['_id', 1]]), ['c', 'b', 'f', 'a', 'd', 'e']);
-      assert.deepEqual(await ids(c, {}, [['tag', -1], ['n', 1], ['_id', -1]]), ['e', 'b', 'a', 'd', 'f', 'c'], 'null and missing tie, then n decides');
-      assert.deepEqual(await ids(c, {}, [['nested.level', 1], ['n', -1], ['name', 1]]), ['a', 'b', 'e', 'c', 'f', 'd'], 'missing level last; then n descending with null last');
+      assert.deepEqual(
+        await ids(c, {}, [
+          ['n', 1],
+          ['_id', 1],
+        ]),
+        ['a', 'b', 'f', 'c', 'd', 'e'],
+      );
+      assert.deepEqual(
+        await ids(c, {}, [
+          ['n', -1],
+          ['_id', 1],
+        ]),
+        ['c', 'b', 'f', 'a', 'd', 'e'],
+      );
+      assert.deepEqual(
+        await ids(c, {}, [
+          ['tag', -1],
+          ['n', 1],
+          ['_id', -1],
+        ]),
+        ['e', 'b', 'a', 'd', 'f', 'c'],
+        'null and missing tie, then n decides',
+      );
+      assert.deepEqual(
+        await ids(c, {}, [
+          ['nested.level', 1],
+          ['n', -1],
+          ['name', 1],
+        ]),
+        ['a', 'b', 'e', 'c', 'f', 'd'],
+        'missing level last; then n descending with null last',
+      );
       assert.deepEqual(await ids(c, {}, [['name', 1]]), ['a', 'c', 'b', 'd', 'e', 'f'], 'binary order: capitals first');
     });
 
     it('pages with skip and limit, and counts', async () => {
       const c = await seeded();
       const page = (skip: number) => c.find({}, { sort: [['_id', 1]], skip, limit: 2 });
-      assert.deepEqual((await page(0)).map((d) => d._id), ['a', 'b']);
-      assert.deepEqual((await page(4)).map((d) => d._id), ['e', 'f']);
+      assert.deepEqual(
+        (await page(0)).map((d) => d._id),
+        ['a', 'b'],
+      );
+      assert.deepEqual(
+        (await page(4)).map((d) => d._id),
+        ['e', 'f'],
+      );
       assert.deepEqual(await page(6), []);
       assert.equal(await c.count({}), 6);
       assert.equal(await c.count({ on: true }), 4);
@@ -97,7 +138,8 @@ export function documentStoreContract(name: string, open: () => Promise<Document
 
     it('searches case-insensitively for literal text, % and _ included', async () => {
       const c = await seeded();
-      const search = async (text: string, fields = ['name']) => (await c.find({}, { sort: [['_id', 1]], search: { fields, text } })).map((d) => d._id);
+      const search = async (text: string, fields = ['name']) =>
+        (await c.find({}, { sort: [['_id', 1]], search: { fields, text } })).map((d) => d._id);
       assert.deepEqual(await search('ALPHA'), ['a']);
       assert.deepEqual(await search('50%'), ['c'], '50% does not match 500');
       assert.deepEqual(await search('a_1'), ['d'], '_ is not a wildcard');
@@ -111,10 +153,16 @@ export function documentStoreContract(name: string, open: () => Promise<Document
 
     it('updates with $set $unset $inc $push, one or many', async () => {
       const c = await seeded();
-      const one = await c.updateOne({ _id: 'a' }, { $set: { name: 'A2', 'nested.label': 'uno' }, $unset: { tag: 1 }, $inc: { n: 5 }, $push: { list: 'z' } });
+      const one = await c.updateOne(
+        { _id: 'a' },
+        { $set: { name: 'A2', 'nested.label': 'uno' }, $unset: { tag: 1 }, $inc: { n: 5 }, $push: { list: 'z' } },
+      );
       assert.deepEqual([one.matched, one.modified, one.upsertedId], [1, 1, null]);
       const a = await c.findOne({ _id: 'a' });
-      assert.deepEqual({ ...a }, { _id: 'a', name: 'A2', n: 6, on: true, nested: { level: 1, label: 'uno' }, list: ['z'] });
+      assert.deepEqual(
+        { ...a },
+        { _id: 'a', name: 'A2', n: 6, on: true, nested: { level: 1, label: 'uno' }, list: ['z'] },
+      );
       await c.updateOne({ _id: 'f' }, { $push: { list: 'r' }, $inc: { missing: 2 } });
       const f = await c.findOne({ _id: 'f' });
       assert.deepEqual(f?.list, ['p', 'q', 'r']);
@@ -128,10 +176,18 @@ export function documentStoreContract(name: string, open: () => Promise<Document
 
     it('upserts from the filter, applying $setOnInsert only when inserting', async () => {
       const c = await seeded();
-      const inserted = await c.updateOne({ _id: 'new', tag: 'fresh' }, { $set: { name: 'New' }, $setOnInsert: { n: 100 } }, { upsert: true });
+      const inserted = await c.updateOne(
+        { _id: 'new', tag: 'fresh' },
+        { $set: { name: 'New' }, $setOnInsert: { n: 100 } },
+        { upsert: true },
+      );
       assert.equal(inserted.upsertedId, 'new');
       assert.deepEqual({ ...(await c.findOne({ _id: 'new' })) }, { _id: 'new', tag: 'fresh', name: 'New', n: 100 });
-      const again = await c.updateOne({ _id: 'new', tag: 'fresh' }, { $set: { name: 'Newer' }, $setOnInsert: { n: 0 } }, { upsert: true });
+      const again = await c.updateOne(
+        { _id: 'new', tag: 'fresh' },
+        { $set: { name: 'Newer' }, $setOnInsert: { n: 0 } },
+        { upsert: true },
+      );
       assert.deepEqual([again.matched, again.upsertedId], [1, null]);
       assert.equal((await c.findOne({ _id: 'new' }))?.n, 100, '$setOnInsert is ignored on update');
       assert.equal(await c.count({}), 7);

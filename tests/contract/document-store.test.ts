@@ -17,5 +17,9 @@ if (url) {
   documentStoreContract('mongodb', async () => openMongoDocumentStore(url, 'svc_contract'));
 } else {
   console.log('[contract] document store adapters: sqlite ONLY (mongodb SKIPPED: SVC_TEST_MONGO_URL is not set)');
-  it('document store contract: mongodb', { skip: 'SVC_TEST_MONGO_URL is not set; start compose.yaml and set it to run this adapter' }, () => {});
+  it(
+    'document store contract: mongodb',
+    { skip: 'SVC_TEST_MONGO_URL is not set; start compose.yaml and set it to run this adapter' },
+    () => {},
+  );
 }

@@ -2,7 +2,13 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { firstValueFrom, take, toArray, filter as rxFilter, type Observable } from 'rxjs';
-import { WrongExpectedRevisionError, type EventMetadata, type EventStore, type NewEvent, type RecordedEvent } from '../../store/event-store.js';
+import {
+  WrongExpectedRevisionError,
+  type EventMetadata,
+  type EventStore,
+  type NewEvent,
+  type RecordedEvent,
+} from '../../store/event-store.js';
 
 const meta = (n = 0): EventMetadata => ({
   workspaceId: 'ws-1',
@@ -13,18 +19,28 @@ const meta = (n = 0): EventMetadata => ({
   ts: 1_700_000_000_000 + n,
   v: 1,
 });
-const ev = (type: string, n: number): NewEvent => ({ type, data: { n, nested: { list: [1, 'two', null], flag: true } }, metadata: meta(n) });
+const ev = (type: string, n: number): NewEvent => ({
+  type,
+  data: { n, nested: { list: [1, 'two', null], flag: true } },
+  metadata: meta(n),
+});
 const unique = (prefix: string) => `${prefix}-${randomUUID()}`;
 
 function collect(source: Observable<RecordedEvent>, count: number, timeoutMs = 5000): Promise<RecordedEvent[]> {
   return Promise.race([
     firstValueFrom(source.pipe(take(count), toArray())),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out waiting for ${count} events`)), timeoutMs)),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`timed out waiting for ${count} events`)), timeoutMs),
+    ),
   ]);
 }
 
 /** The one contract every event store adapter passes. `open` gives a store on a shared backend. */
-export function eventStoreContract(name: string, open: () => Promise<EventStore>, openSecond?: () => Promise<EventStore>): void {
+export function eventStoreContract(
+  name: string,
+  open: () => Promise<EventStore>,
+  openSecond?: () => Promise<EventStore>,
+): void {
   describe(`event store contract: ${name}`, () => {
     let store: EventStore;
     before(async () => {
@@ -37,7 +53,13 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       const r = await store.append(s, [ev('Placed', 1), ev('Paid', 2)], 'no_stream');
       assert.equal(r.revision, 1);
       const read = await store.readStream(s);
-      assert.deepEqual(read.map((e) => [e.revision, e.type, e.streamId]), [[0, 'Placed', s], [1, 'Paid', s]]);
+      assert.deepEqual(
+        read.map((e) => [e.revision, e.type, e.streamId]),
+        [
+          [0, 'Placed', s],
+          [1, 'Paid', s],
+        ],
+      );
       assert.deepEqual(read[0]!.data, { n: 1, nested: { list: [1, 'two', null], flag: true } });
       assert.deepEqual(read[1]!.metadata, meta(2));
       assert.equal(read[1]!.position, r.position);
@@ -49,10 +71,19 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     it('checks expected revisions: any, no_stream, exact; a conflict is one typed error', async () => {
       const s = unique('acct');
       await store.append(s, [ev('Opened', 0)], 'no_stream');
-      await assert.rejects(store.append(s, [ev('Opened', 0)], 'no_stream'), (e: unknown) => e instanceof WrongExpectedRevisionError && e.streamId === s && e.actual === 0);
+      await assert.rejects(
+        store.append(s, [ev('Opened', 0)], 'no_stream'),
+        (e: unknown) => e instanceof WrongExpectedRevisionError && e.streamId === s && e.actual === 0,
+      );
       await store.append(s, [ev('Deposited', 1)], 0);
-      await assert.rejects(store.append(s, [ev('Deposited', 2)], 0), (e: unknown) => e instanceof WrongExpectedRevisionError && e.actual === 1 && e.expected === 0);
-      await assert.rejects(store.append(unique('none'), [ev('X', 0)], 3), (e: unknown) => e instanceof WrongExpectedRevisionError && e.actual === -1);
+      await assert.rejects(
+        store.append(s, [ev('Deposited', 2)], 0),
+        (e: unknown) => e instanceof WrongExpectedRevisionError && e.actual === 1 && e.expected === 0,
+      );
+      await assert.rejects(
+        store.append(unique('none'), [ev('X', 0)], 3),
+        (e: unknown) => e instanceof WrongExpectedRevisionError && e.actual === -1,
+      );
       const r = await store.append(s, [ev('Deposited', 3)], 'any');
       assert.equal(r.revision, 2);
       assert.equal((await store.readStream(s)).length, 3, 'refused appends wrote nothing');
@@ -62,7 +93,10 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       for (let round = 0; round < 10; round++) {
         const s = unique('race');
         await store.append(s, [ev('Queued', 0)], 'no_stream');
-        const results = await Promise.allSettled([store.append(s, [ev('Claimed', 1)], 0), store.append(s, [ev('Claimed', 2)], 0)]);
+        const results = await Promise.allSettled([
+          store.append(s, [ev('Claimed', 1)], 0),
+          store.append(s, [ev('Claimed', 2)], 0),
+        ]);
         assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
         const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
         assert.ok(rejected.reason instanceof WrongExpectedRevisionError);
@@ -77,7 +111,10 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
           for (let round = 0; round < 10; round++) {
             const s = unique('race2');
             await store.append(s, [ev('Queued', 0)], 'no_stream');
-            const results = await Promise.allSettled([store.append(s, [ev('Claimed', 1)], 0), other.append(s, [ev('Claimed', 2)], 0)]);
+            const results = await Promise.allSettled([
+              store.append(s, [ev('Claimed', 1)], 0),
+              other.append(s, [ev('Claimed', 2)], 0),
+            ]);
             assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
           }
         } finally {
@@ -88,10 +125,20 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
 
     it('reads a stream from the middle with a limit', async () => {
       const s = unique('mid');
-      await store.append(s, Array.from({ length: 10 }, (_, i) => ev('Tick', i)), 'no_stream');
+      await store.append(
+        s,
+        Array.from({ length: 10 }, (_, i) => ev('Tick', i)),
+        'no_stream',
+      );
       const part = await store.readStream(s, { fromRevision: 4, limit: 3 });
-      assert.deepEqual(part.map((e) => e.revision), [4, 5, 6]);
-      assert.deepEqual((await store.readStream(s, { fromRevision: 8 })).map((e) => e.revision), [8, 9]);
+      assert.deepEqual(
+        part.map((e) => e.revision),
+        [4, 5, 6],
+      );
+      assert.deepEqual(
+        (await store.readStream(s, { fromRevision: 8 })).map((e) => e.revision),
+        [8, 9],
+      );
       assert.deepEqual(await store.readStream(s, { fromRevision: 10 }), []);
     });
 
@@ -104,36 +151,62 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       await store.append(a, [ev(`C${tag}`, 3)], 0);
       const after = await store.readAll({ after: first.position });
       const mine = after.filter((e) => e.streamId === a || e.streamId === b);
-      assert.deepEqual(mine.map((e) => e.type), [`B${tag}`, `C${tag}`]);
+      assert.deepEqual(
+        mine.map((e) => e.type),
+        [`B${tag}`, `C${tag}`],
+      );
       const byPrefix = await store.readAll({ filter: { streamPrefixes: [`alpha${tag}`] } });
-      assert.deepEqual(byPrefix.map((e) => e.type), [`A${tag}`, `C${tag}`]);
+      assert.deepEqual(
+        byPrefix.map((e) => e.type),
+        [`A${tag}`, `C${tag}`],
+      );
       const byType = await store.readAll({ filter: { eventTypes: [`B${tag}`, `C${tag}`] } });
-      assert.deepEqual(byType.map((e) => e.type), [`B${tag}`, `C${tag}`]);
+      assert.deepEqual(
+        byType.map((e) => e.type),
+        [`B${tag}`, `C${tag}`],
+      );
       const limited = await store.readAll({ filter: { streamPrefixes: [`alpha${tag}`] }, limit: 1 });
-      assert.deepEqual(limited.map((e) => e.type), [`A${tag}`]);
+      assert.deepEqual(
+        limited.map((e) => e.type),
+        [`A${tag}`],
+      );
       const head = await store.headPosition();
       assert.ok(head && store.comparePositions(head, first.position) > 0);
     });
 
     it('subscribes to a stream from the middle: catch-up, then live, no gap, no duplicate', async () => {
       const s = unique('sub');
-      await store.append(s, Array.from({ length: 5 }, (_, i) => ev('Tick', i)), 'no_stream');
+      await store.append(
+        s,
+        Array.from({ length: 5 }, (_, i) => ev('Tick', i)),
+        'no_stream',
+      );
       const got = collect(store.subscribeStream(s, { fromRevision: 2 }), 8);
       await store.append(s, [ev('Tick', 5), ev('Tick', 6)], 4);
       await store.append(s, [ev('Tick', 7)], 6);
       await store.append(s, [ev('Tick', 8), ev('Tick', 9)], 7);
-      assert.deepEqual((await got).map((e) => e.revision), [2, 3, 4, 5, 6, 7, 8, 9]);
+      assert.deepEqual(
+        (await got).map((e) => e.revision),
+        [2, 3, 4, 5, 6, 7, 8, 9],
+      );
     });
 
     it('delivers appends made while the catch-up runs exactly once, in order', async () => {
       const s = unique('busy');
-      await store.append(s, Array.from({ length: 200 }, (_, i) => ev('Tick', i)), 'no_stream');
+      await store.append(
+        s,
+        Array.from({ length: 200 }, (_, i) => ev('Tick', i)),
+        'no_stream',
+      );
       const got = collect(store.subscribeStream(s, { fromRevision: 0 }), 300, 15_000);
       const writes: Promise<unknown>[] = [];
       for (let i = 200; i < 300; i++) writes.push(store.append(s, [ev('Tick', i)], 'any'));
       await Promise.all(writes);
       const revisions = (await got).map((e) => e.revision);
-      assert.deepEqual(revisions, Array.from({ length: 300 }, (_, i) => i));
+      assert.deepEqual(
+        revisions,
+        Array.from({ length: 300 }, (_, i) => i),
+      );
     });
 
     it('subscribes to all with a filter from a position, then follows live', async () => {
@@ -141,13 +214,20 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
       const start = await store.append(`gamma${tag}-0`, [ev('G', 0)], 'no_stream');
       await store.append(`delta${tag}-0`, [ev('D', 1)], 'no_stream');
       await store.append(`gamma${tag}-1`, [ev('G', 2)], 'no_stream');
-      const got = collect(store.subscribeAll({ after: start.position, filter: { streamPrefixes: [`gamma${tag}`] } }), 3);
+      const got = collect(
+        store.subscribeAll({ after: start.position, filter: { streamPrefixes: [`gamma${tag}`] } }),
+        3,
+      );
       await store.append(`delta${tag}-0`, [ev('D', 3)], 0);
       await store.append(`gamma${tag}-2`, [ev('G', 4)], 'no_stream');
       await store.append(`gamma${tag}-1`, [ev('G', 5)], 0);
       const events = await got;
-      assert.deepEqual(events.map((e) => (e.data as { n: number }).n), [2, 4, 5]);
-      for (let i = 1; i < events.length; i++) assert.ok(store.comparePositions(events[i - 1]!.position, events[i]!.position) < 0);
+      assert.deepEqual(
+        events.map((e) => (e.data as { n: number }).n),
+        [2, 4, 5],
+      );
+      for (let i = 1; i < events.length; i++)
+        assert.ok(store.comparePositions(events[i - 1]!.position, events[i]!.position) < 0);
     });
 
     it('stops delivering after unsubscribe', async () => {
@@ -166,10 +246,16 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     it('filters subscriptions by event type', async () => {
       const tag = randomUUID().slice(0, 8);
       const start = await store.headPosition();
-      const got = collect(store.subscribeAll({ after: start, filter: { eventTypes: [`Wanted${tag}`] } }).pipe(rxFilter(() => true)), 2);
+      const got = collect(
+        store.subscribeAll({ after: start, filter: { eventTypes: [`Wanted${tag}`] } }).pipe(rxFilter(() => true)),
+        2,
+      );
       await store.append(unique('t'), [ev(`Other${tag}`, 0), ev(`Wanted${tag}`, 1)], 'no_stream');
       await store.append(unique('t'), [ev(`Wanted${tag}`, 2)], 'no_stream');
-      assert.deepEqual((await got).map((e) => (e.data as { n: number }).n), [1, 2]);
+      assert.deepEqual(
+        (await got).map((e) => (e.data as { n: number }).n),
+        [1, 2],
+      );
     });
   });
 }

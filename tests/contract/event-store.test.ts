@@ -10,13 +10,27 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-es-contract-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const file = join(dir, 'events.db');
 
-eventStoreContract('sqlite', async () => openSqliteEventStore(file), async () => openSqliteEventStore(file));
+eventStoreContract(
+  'sqlite',
+  async () => openSqliteEventStore(file),
+  async () => openSqliteEventStore(file),
+);
 
 const url = process.env.SVC_TEST_EVENTSTORE_URL;
 if (url) {
   console.log('[contract] event store adapters: sqlite, eventstoredb');
-  eventStoreContract('eventstoredb', async () => openEventStoreDb(url), async () => openEventStoreDb(url));
+  eventStoreContract(
+    'eventstoredb',
+    async () => openEventStoreDb(url),
+    async () => openEventStoreDb(url),
+  );
 } else {
-  console.log('[contract] event store adapters: sqlite ONLY (eventstoredb SKIPPED: SVC_TEST_EVENTSTORE_URL is not set)');
-  it('event store contract: eventstoredb', { skip: 'SVC_TEST_EVENTSTORE_URL is not set; start compose.yaml and set it to run this adapter' }, () => {});
+  console.log(
+    '[contract] event store adapters: sqlite ONLY (eventstoredb SKIPPED: SVC_TEST_EVENTSTORE_URL is not set)',
+  );
+  it(
+    'event store contract: eventstoredb',
+    { skip: 'SVC_TEST_EVENTSTORE_URL is not set; start compose.yaml and set it to run this adapter' },
+    () => {},
+  );
 }

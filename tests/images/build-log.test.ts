@@ -16,7 +16,11 @@ describe('build log', () => {
     log.start();
     log.line('Step 1/2 : FROM svc-base:bookworm');
     await new Promise((r) => setTimeout(r, 2300));
-    assert.equal(await logs.read('img-1'), 'Step 1/2 : FROM svc-base:bookworm\n', 'saved by the 2 s timer, before the end');
+    assert.equal(
+      await logs.read('img-1'),
+      'Step 1/2 : FROM svc-base:bookworm\n',
+      'saved by the 2 s timer, before the end',
+    );
     log.line('done');
     await log.close();
     assert.equal(await logs.read('img-1'), 'Step 1/2 : FROM svc-base:bookworm\ndone\n');

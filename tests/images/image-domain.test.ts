@@ -2,7 +2,17 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DomainError } from '../../domain/decider.js';
 import {
-  dockerfileHash, firstExternalBase, imageTag, imagesToCollect, jobImagesDecider, pinnedDockerfile, runImageChoice, staleAfterMs, type ImageCommand, type ImageRow, type JobImagesState,
+  dockerfileHash,
+  firstExternalBase,
+  imageTag,
+  imagesToCollect,
+  jobImagesDecider,
+  pinnedDockerfile,
+  runImageChoice,
+  staleAfterMs,
+  type ImageCommand,
+  type ImageRow,
+  type JobImagesState,
 } from '../../domain/image.js';
 import { nextGcAt } from '../../runner/image-gc.js';
 
@@ -16,11 +26,29 @@ function run(state: JobImagesState, command: ImageCommand) {
 }
 const ensure = (state: JobImagesState, imageId: string, dockerfile: string, now = 1000) =>
   run(state, { type: 'EnsureBuild', imageId, ...base, dockerfile, reason: 'playbook', now });
-const claim = (state: JobImagesState, imageId: string, builderId = 'b1', now = 2000) => run(state, { type: 'ClaimBuild', imageId, builderId, now }).state;
+const claim = (state: JobImagesState, imageId: string, builderId = 'b1', now = 2000) =>
+  run(state, { type: 'ClaimBuild', imageId, builderId, now }).state;
 const complete = (state: JobImagesState, imageId: string, builderId = 'b1') =>
-  run(state, { type: 'CompleteBuild', imageId, builderId, ref: `svc/job-job-1:${imageId}`, digest: 'sha256:abc', baseDigest: null, sizeBytes: 10, now: 3000 }).state;
+  run(state, {
+    type: 'CompleteBuild',
+    imageId,
+    builderId,
+    ref: `svc/job-job-1:${imageId}`,
+    digest: 'sha256:abc',
+    baseDigest: null,
+    sizeBytes: 10,
+    now: 3000,
+  }).state;
 const fail = (state: JobImagesState, imageId: string, interrupted = false, builderId = 'b1') =>
-  run(state, { type: 'FailBuild', imageId, builderId, error: 'RUN exited with 3', baseDigest: null, interrupted, now: 3000 }).state;
+  run(state, {
+    type: 'FailBuild',
+    imageId,
+    builderId,
+    error: 'RUN exited with 3',
+    baseDigest: null,
+    interrupted,
+    now: 3000,
+  }).state;
 const code = (fn: () => unknown) => {
   try {
     fn();
@@ -64,7 +92,10 @@ describe('job image names', () => {
 describe('job images decider', () => {
   it('EnsureBuild queues once per Dockerfile, and nothing more while it is queued, building or ready', () => {
     let { events, state } = ensure(empty, 'i1', v1);
-    assert.deepEqual(events.map((e) => e.type), ['ImageQueued']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['ImageQueued'],
+    );
     assert.equal(ensure(state, 'i2', `${v1}\n\n`).events.length, 0);
     state = claim(state, 'i1');
     assert.equal(ensure(state, 'i2', v1, 2500).events.length, 0);
@@ -79,7 +110,13 @@ describe('job images decider', () => {
     state = fail(claim(state, 'i1'), 'i1');
     const again = ensure(state, 'i2', v1, 4000);
     assert.equal(again.events[0]?.type, 'ImageQueued');
-    assert.deepEqual(again.state.images.map((i) => [i.imageId, i.status]), [['i1', 'failed'], ['i2', 'queued']]);
+    assert.deepEqual(
+      again.state.images.map((i) => [i.imageId, i.status]),
+      [
+        ['i1', 'failed'],
+        ['i2', 'queued'],
+      ],
+    );
   });
 
   it('EnsureBuild resubmits a build with no progress for 25 minutes', () => {
@@ -87,18 +124,44 @@ describe('job images decider', () => {
     state = claim(state, 'i1', 'b1', 1000);
     assert.equal(ensure(state, 'x', v1, 1000 + staleAfterMs).events.length, 0);
     const stale = ensure(state, 'x', v1, 1001 + staleAfterMs);
-    assert.deepEqual(stale.events.map((e) => e.type), ['ImageRequeued']);
+    assert.deepEqual(
+      stale.events.map((e) => e.type),
+      ['ImageRequeued'],
+    );
     assert.equal(stale.state.images[0]?.status, 'queued');
     // The old builder's late answer is refused: the image is someone else's now.
-    assert.equal(code(() => jobImagesDecider.decide({ type: 'CompleteBuild', imageId: 'i1', builderId: 'b1', ref: 'r', digest: 'd', baseDigest: null, sizeBytes: 1, now: 5 }, stale.state)), 'conflict');
+    assert.equal(
+      code(() =>
+        jobImagesDecider.decide(
+          {
+            type: 'CompleteBuild',
+            imageId: 'i1',
+            builderId: 'b1',
+            ref: 'r',
+            digest: 'd',
+            baseDigest: null,
+            sizeBytes: 1,
+            now: 5,
+          },
+          stale.state,
+        ),
+      ),
+      'conflict',
+    );
   });
 
   it('claims once: a second claimant is refused', () => {
     const { state } = ensure(empty, 'i1', v1);
     const claimed = claim(state, 'i1', 'b1');
     assert.equal(claimed.images[0]?.status, 'building');
-    assert.equal(code(() => claim(claimed, 'i1', 'b2')), 'conflict');
-    assert.equal(code(() => claim(claimed, 'nope', 'b2')), 'not_found');
+    assert.equal(
+      code(() => claim(claimed, 'i1', 'b2')),
+      'conflict',
+    );
+    assert.equal(
+      code(() => claim(claimed, 'nope', 'b2')),
+      'not_found',
+    );
   });
 
   it('retries an interrupted build once, then fails it; an engine error fails at once', () => {
@@ -120,7 +183,10 @@ describe('job images decider', () => {
     state = complete(claim(state, 'i1'), 'i1');
     const rebuilt = run(state, { type: 'Rebuild', imageId: 'i2', ...base, dockerfile: v1, now: 9000 });
     assert.equal(rebuilt.state.images.length, 2);
-    assert.equal(code(() => run(state, { type: 'Rebuild', imageId: 'i3', ...base, dockerfile: '  ', now: 9000 })), 'unsupported');
+    assert.equal(
+      code(() => run(state, { type: 'Rebuild', imageId: 'i3', ...base, dockerfile: '  ', now: 9000 })),
+      'unsupported',
+    );
   });
 });
 
@@ -160,19 +226,51 @@ describe('run image choice', () => {
 
 describe('image GC (BEHAVIOUR §6.3)', () => {
   const row = (imageId: string, hash: string, status: ImageRow['status']): ImageRow => ({
-    imageId, dockerfileHash: hash, dockerfile: 'FROM x', status, ref: status === 'ready' ? `svc/job-j:${imageId}` : null, digest: null, baseDigest: null,
-    sizeBytes: null, error: null, createdAt: 0, startedAt: null, finishedAt: null, attempts: 0, builderId: null, progressAt: 0,
+    imageId,
+    dockerfileHash: hash,
+    dockerfile: 'FROM x',
+    status,
+    ref: status === 'ready' ? `svc/job-j:${imageId}` : null,
+    digest: null,
+    baseDigest: null,
+    sizeBytes: null,
+    error: null,
+    createdAt: 0,
+    startedAt: null,
+    finishedAt: null,
+    attempts: 0,
+    builderId: null,
+    progressAt: 0,
   });
 
   it('keeps the newest ready and the latest build of each recent Dockerfile, never a live build', () => {
-    const rows = [row('a1', 'A', 'ready'), row('a2', 'A', 'ready'), row('a3', 'A', 'failed'), row('b1', 'B', 'ready'), row('c1', 'C', 'building'), row('d1', 'D', 'failed')];
-    assert.deepEqual(imagesToCollect(rows, new Set(['A'])).map((r) => r.imageId), ['a1', 'b1', 'd1']);
-    assert.deepEqual(imagesToCollect(rows, new Set(['A', 'B', 'D'])).map((r) => r.imageId), ['a1']);
+    const rows = [
+      row('a1', 'A', 'ready'),
+      row('a2', 'A', 'ready'),
+      row('a3', 'A', 'failed'),
+      row('b1', 'B', 'ready'),
+      row('c1', 'C', 'building'),
+      row('d1', 'D', 'failed'),
+    ];
+    assert.deepEqual(
+      imagesToCollect(rows, new Set(['A'])).map((r) => r.imageId),
+      ['a1', 'b1', 'd1'],
+    );
+    assert.deepEqual(
+      imagesToCollect(rows, new Set(['A', 'B', 'D'])).map((r) => r.imageId),
+      ['a1'],
+    );
   });
 
   it('runs daily at 04:43 UTC with up to 10 minutes of jitter', () => {
     const before = Date.UTC(2026, 10, 23, 3, 0);
-    assert.equal(nextGcAt(before, () => 0), Date.UTC(2026, 10, 23, 4, 43));
-    assert.equal(nextGcAt(Date.UTC(2026, 10, 23, 5, 0), () => 0.5), Date.UTC(2026, 10, 24, 4, 43) + 5 * 60_000);
+    assert.equal(
+      nextGcAt(before, () => 0),
+      Date.UTC(2026, 10, 23, 4, 43),
+    );
+    assert.equal(
+      nextGcAt(Date.UTC(2026, 10, 23, 5, 0), () => 0.5),
+      Date.UTC(2026, 10, 24, 4, 43) + 5 * 60_000,
+    );
   });
 });

@@ -27,7 +27,10 @@ before(async () => {
 after(async () => t?.stop());
 
 async function newJob(): Promise<string> {
-  const res = await admin.post<{ id: string }>('/api/jobs', { name: `images ${Math.random()}`, instruction: 'Build an image' });
+  const res = await admin.post<{ id: string }>('/api/jobs', {
+    name: `images ${Math.random()}`,
+    instruction: 'Build an image',
+  });
   assert.equal(res.status, 201, res.text);
   return res.body.id;
 }
@@ -59,7 +62,22 @@ describe('images routes', () => {
     const list = await admin.get(`/api/jobs/${jobId}/images`);
     assert.equal(list.body.total, 1);
     const item = list.body.items[0];
-    assert.deepEqual(Object.keys(item).sort(), ['baseDigest', 'createdAt', 'digest', 'dockerfileHash', 'error', 'finishedAt', 'id', 'ref', 'sizeBytes', 'startedAt', 'status'].sort());
+    assert.deepEqual(
+      Object.keys(item).sort(),
+      [
+        'baseDigest',
+        'createdAt',
+        'digest',
+        'dockerfileHash',
+        'error',
+        'finishedAt',
+        'id',
+        'ref',
+        'sizeBytes',
+        'startedAt',
+        'status',
+      ].sort(),
+    );
     assert.equal(item.id, imageId);
     assert.equal(item.status, 'queued');
     assert.match(item.dockerfileHash, /^[0-9a-f]{64}$/);
@@ -71,7 +89,11 @@ describe('images routes', () => {
     assert.equal(detail.body.log, '');
     assert.equal((await admin.get(`/api/jobs/${jobId}/images/unknown`)).status, 404);
     const otherJob = await newJob();
-    assert.equal((await admin.get(`/api/jobs/${otherJob}/images/${imageId}`)).status, 404, 'an image is read through its own job only');
+    assert.equal(
+      (await admin.get(`/api/jobs/${otherJob}/images/${imageId}`)).status,
+      404,
+      'an image is read through its own job only',
+    );
   });
 
   it('filters by status, sorts by createdAt, status and sizeBytes, and refuses other keys', async () => {
@@ -81,9 +103,16 @@ describe('images routes', () => {
     await new Promise((r) => setTimeout(r, 5));
     const second = await ensure(jobId, 'FROM svc-base:bookworm\nRUN false\n');
     const newest = await admin.get(`/api/jobs/${jobId}/images`);
-    assert.deepEqual(newest.body.items.map((i: { id: string }) => i.id), [second, first], 'newest first by default');
+    assert.deepEqual(
+      newest.body.items.map((i: { id: string }) => i.id),
+      [second, first],
+      'newest first by default',
+    );
     const oldest = await admin.get(`/api/jobs/${jobId}/images?sort=createdAt&pageSize=1`);
-    assert.deepEqual(oldest.body.items.map((i: { id: string }) => i.id), [first]);
+    assert.deepEqual(
+      oldest.body.items.map((i: { id: string }) => i.id),
+      [first],
+    );
     assert.equal(oldest.body.total, 2);
     assert.equal((await admin.get(`/api/jobs/${jobId}/images?sort=-sizeBytes,status`)).status, 200);
     assert.equal((await admin.get(`/api/jobs/${jobId}/images?status=ready`)).body.total, 0);
@@ -98,7 +127,11 @@ describe('images routes', () => {
     assert.equal((await admin.get(`/api/jobs/${jobId}/images?pageSize=101`)).status, 400);
     const hash = newest.body.items[0].dockerfileHash as string;
     const found = await admin.get(`/api/jobs/${jobId}/images?search=${hash.slice(0, 12).toUpperCase()}`);
-    assert.deepEqual(found.body.items.map((i: { id: string }) => i.id), [second], 'search covers the hash, case-insensitively');
+    assert.deepEqual(
+      found.body.items.map((i: { id: string }) => i.id),
+      [second],
+      'search covers the hash, case-insensitively',
+    );
   });
 
   it('rebuild answers 422 unsupported while the playbook has no Dockerfile, and 404 for an unknown job', async () => {
@@ -113,7 +146,22 @@ describe('images routes', () => {
   it('publishes ImageDto, GetOutputBody and ImageIDOutputBody closed to unknown fields', async () => {
     const doc = (await new Client(t.url).get('/api/openapi.json')).body;
     const schemas = doc.components.schemas;
-    assert.deepEqual([...schemas.ImageDto.required].sort(), ['baseDigest', 'createdAt', 'digest', 'dockerfileHash', 'error', 'finishedAt', 'id', 'ref', 'sizeBytes', 'startedAt', 'status'].sort());
+    assert.deepEqual(
+      [...schemas.ImageDto.required].sort(),
+      [
+        'baseDigest',
+        'createdAt',
+        'digest',
+        'dockerfileHash',
+        'error',
+        'finishedAt',
+        'id',
+        'ref',
+        'sizeBytes',
+        'startedAt',
+        'status',
+      ].sort(),
+    );
     assert.equal(schemas.ImageDto.additionalProperties, false);
     assert.ok(schemas.GetOutputBody.required.includes('dockerfile') && schemas.GetOutputBody.required.includes('log'));
     assert.deepEqual(schemas.ImageIDOutputBody.required, ['id']);
@@ -124,9 +172,20 @@ describe('images routes', () => {
 
 describe('run image resolution (service layer)', () => {
   /** An Images service whose playbook answers `text` for every job: the source the playbook will supply. */
-  const withDockerfile = (text: string | null) => new Images(t.server.services.bus, t.server.services.stores.docs, t.server.services.images.logs, async () => text);
-  const request = (jobId: string, signal: AbortSignal, extra: { canBuild?: boolean; onWait?: (m: string) => void } = {}) => ({
-    workspaceId, jobId, playbookVersion: 1, fallback: 'job-image:1', canBuild: extra.canBuild ?? true, signal, onWait: extra.onWait,
+  const withDockerfile = (text: string | null) =>
+    new Images(t.server.services.bus, t.server.services.stores.docs, t.server.services.images.logs, async () => text);
+  const request = (
+    jobId: string,
+    signal: AbortSignal,
+    extra: { canBuild?: boolean; onWait?: (m: string) => void } = {},
+  ) => ({
+    workspaceId,
+    jobId,
+    playbookVersion: 1,
+    fallback: 'job-image:1',
+    canBuild: extra.canBuild ?? true,
+    signal,
+    onWait: extra.onWait,
   });
 
   it('uses the job image or the workspace default when the playbook has no Dockerfile', async () => {
@@ -135,11 +194,16 @@ describe('run image resolution (service layer)', () => {
   });
 
   it('refuses a Dockerfile on a runner that cannot build images', async () => {
-    await assert.rejects(withDockerfile(dockerfile).resolveRunImage(request(await newJob(), new AbortController().signal, { canBuild: false })), (err: Error) => {
-      assert.ok(err instanceof RunImageError);
-      assert.equal(err.message, noBuilderMessage);
-      return true;
-    });
+    await assert.rejects(
+      withDockerfile(dockerfile).resolveRunImage(
+        request(await newJob(), new AbortController().signal, { canBuild: false }),
+      ),
+      (err: Error) => {
+        assert.ok(err instanceof RunImageError);
+        assert.equal(err.message, noBuilderMessage);
+        return true;
+      },
+    );
   });
 
   it('queues the missing build, says once that it waits, and stops waiting when the signal aborts', async () => {
@@ -148,7 +212,10 @@ describe('run image resolution (service layer)', () => {
     const waits: string[] = [];
     const started = Date.now();
     setTimeout(() => abort.abort(new Error('deadline')), 2500);
-    await assert.rejects(withDockerfile(dockerfile).resolveRunImage(request(jobId, abort.signal, { onWait: (m) => waits.push(m) })), /deadline/);
+    await assert.rejects(
+      withDockerfile(dockerfile).resolveRunImage(request(jobId, abort.signal, { onWait: (m) => waits.push(m) })),
+      /deadline/,
+    );
     assert.ok(Date.now() - started < 4000, 'the wait ends at once when aborted');
     assert.equal(waits.length, 1);
     assert.match(waits[0]!, /Waiting for the job image/);
@@ -162,10 +229,33 @@ describe('run image resolution (service layer)', () => {
     // A builder's part, played through the same commands: v1 ready, v2 failed.
     const build = async (text: string, outcome: 'ready' | 'failed') => {
       const imageId = (await ensure(jobId, text))!;
-      await bus.execute(jobImagesStreamId(jobId), jobImagesDecider, { type: 'ClaimBuild', imageId, builderId: 'b', now: Date.now() }, ctx());
-      const command = outcome === 'ready'
-        ? { type: 'CompleteBuild' as const, imageId, builderId: 'b', ref: `svc/job-${jobId}:v1`, digest: 'sha256:1', baseDigest: null, sizeBytes: 1, now: Date.now() }
-        : { type: 'FailBuild' as const, imageId, builderId: 'b', error: "The command '/bin/sh -c exit 3' returned a non-zero code: 3", baseDigest: null, interrupted: false, now: Date.now() };
+      await bus.execute(
+        jobImagesStreamId(jobId),
+        jobImagesDecider,
+        { type: 'ClaimBuild', imageId, builderId: 'b', now: Date.now() },
+        ctx(),
+      );
+      const command =
+        outcome === 'ready'
+          ? {
+              type: 'CompleteBuild' as const,
+              imageId,
+              builderId: 'b',
+              ref: `svc/job-${jobId}:v1`,
+              digest: 'sha256:1',
+              baseDigest: null,
+              sizeBytes: 1,
+              now: Date.now(),
+            }
+          : {
+              type: 'FailBuild' as const,
+              imageId,
+              builderId: 'b',
+              error: "The command '/bin/sh -c exit 3' returned a non-zero code: 3",
+              baseDigest: null,
+              interrupted: false,
+              now: Date.now(),
+            };
       await bus.execute(jobImagesStreamId(jobId), jobImagesDecider, command, ctx());
     };
     const v2 = 'FROM svc-base:bookworm\nRUN exit 3\n';
@@ -176,7 +266,10 @@ describe('run image resolution (service layer)', () => {
     assert.equal(ready.image, `svc/job-${jobId}:v1`);
     await assert.rejects(withDockerfile(v2).resolveRunImage(request(jobId, signal)), (err: Error) => {
       assert.ok(err instanceof RunImageError);
-      assert.equal(err.message, "Environment build failed: The command '/bin/sh -c exit 3' returned a non-zero code: 3");
+      assert.equal(
+        err.message,
+        "Environment build failed: The command '/bin/sh -c exit 3' returned a non-zero code: 3",
+      );
       return true;
     });
   });

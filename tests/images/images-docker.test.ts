@@ -14,8 +14,14 @@ import { adminSession, Client, startTestServer, type TestServer } from '../api/h
 const host = process.env.SVC_DOCKER_HOST;
 
 if (!host) {
-  console.log('[images] docker image builds SKIPPED: SVC_DOCKER_HOST is not set (npm test starts dockerd when docker.io is installed)');
-  it('job images built by docker', { skip: 'SVC_DOCKER_HOST is not set: install docker.io (scripts/prepare-host.sh) so npm test can start dockerd' }, () => {});
+  console.log(
+    '[images] docker image builds SKIPPED: SVC_DOCKER_HOST is not set (npm test starts dockerd when docker.io is installed)',
+  );
+  it(
+    'job images built by docker',
+    { skip: 'SVC_DOCKER_HOST is not set: install docker.io (scripts/prepare-host.sh) so npm test can start dockerd' },
+    () => {},
+  );
 } else {
   let t: TestServer;
   let admin: Client;
@@ -33,13 +39,20 @@ if (!host) {
   });
   after(async () => {
     await t?.stop();
-    for (const ref of refs) await docker.getImage(ref).remove().catch(() => undefined);
+    for (const ref of refs)
+      await docker
+        .getImage(ref)
+        .remove()
+        .catch(() => undefined);
   });
 
   const ctx = (): CommandContext => ({ workspaceId, actor: { type: 'system', id: null }, requestId: null });
 
   async function newJob(): Promise<string> {
-    const res = await admin.post<{ id: string }>('/api/jobs', { name: `image ${Math.random()}`, instruction: 'Use the job image' });
+    const res = await admin.post<{ id: string }>('/api/jobs', {
+      name: `image ${Math.random()}`,
+      instruction: 'Use the job image',
+    });
     assert.equal(res.status, 201, res.text);
     return res.body.id;
   }
@@ -91,8 +104,15 @@ if (!host) {
       assert.equal(inspected.Config.Labels?.['svc.image'], imageId);
 
       const list = await admin.get(`/api/jobs/${jobId}/images?status=ready`);
-      assert.deepEqual(list.body.items.map((i: { id: string }) => i.id), [imageId]);
-      assert.equal(await t.server.services.images.ensureBuild(ctx(), workspaceId, jobId, dockerfile).then((r) => r.imageId), null, 'a ready build is not built again');
+      assert.deepEqual(
+        list.body.items.map((i: { id: string }) => i.id),
+        [imageId],
+      );
+      assert.equal(
+        await t.server.services.images.ensureBuild(ctx(), workspaceId, jobId, dockerfile).then((r) => r.imageId),
+        null,
+        'a ready build is not built again',
+      );
     });
 
     it('fails a broken Dockerfile with the engine error and keeps the log; EnsureBuild then queues a new row', async () => {
@@ -110,17 +130,38 @@ if (!host) {
       assert.notEqual(second, first);
       await settled(jobId, second);
       const list = await admin.get(`/api/jobs/${jobId}/images?sort=createdAt`);
-      assert.deepEqual(list.body.items.map((i: { id: string; status: string }) => [i.id, i.status]), [[first, 'failed'], [second, 'failed']]);
-      assert.match((await admin.get(`/api/jobs/${jobId}/images/${first}`)).body.log, /about to fail/, 'the old log stays');
+      assert.deepEqual(
+        list.body.items.map((i: { id: string; status: string }) => [i.id, i.status]),
+        [
+          [first, 'failed'],
+          [second, 'failed'],
+        ],
+      );
+      assert.match(
+        (await admin.get(`/api/jobs/${jobId}/images/${first}`)).body.log,
+        /about to fail/,
+        'the old log stays',
+      );
     });
 
     it('a run waits for its image and then gets this very build', async () => {
       const jobId = await newJob();
       const dockerfile = 'FROM svc-base:bookworm\nRUN sleep 2 && echo slow > /slow\n';
-      const images = new Images(t.server.services.bus, t.server.services.stores.docs, t.server.services.images.logs, async () => dockerfile);
+      const images = new Images(
+        t.server.services.bus,
+        t.server.services.stores.docs,
+        t.server.services.images.logs,
+        async () => dockerfile,
+      );
       const waits: string[] = [];
       const resolved = await images.resolveRunImage({
-        workspaceId, jobId, playbookVersion: 1, fallback: 'svc-base:bookworm', canBuild: true, signal: AbortSignal.timeout(120_000), onWait: (m) => waits.push(m),
+        workspaceId,
+        jobId,
+        playbookVersion: 1,
+        fallback: 'svc-base:bookworm',
+        canBuild: true,
+        signal: AbortSignal.timeout(120_000),
+        onWait: (m) => waits.push(m),
       });
       assert.equal(waits.length, 1, 'the run said it was waiting');
       assert.ok(resolved.image?.startsWith(`svc/job-${jobId}:${dockerfileHash(dockerfile).slice(0, 16)}-`));
@@ -150,11 +191,21 @@ if (!host) {
     });
 
     it('a playbook save with a Dockerfile queues its build, and the next run waits for it and runs inside it', async () => {
-      const provider = (await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })).body.id;
-      const model = (await admin.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+      const provider = (
+        await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })
+      ).body.id;
+      const model = (await admin.get('/api/models')).body.items.find(
+        (m: { providerId: string }) => m.providerId === provider,
+      ).id;
       await admin.patch('/api/settings', { agentModelId: model });
-      const job = await admin.post<{ id: string }>('/api/jobs', { name: `image run ${Math.random()}`, instruction: 'Report it with `svc output set marker "$(cat /opt/marker)"`.', selfImprove: false });
-      const saved = await admin.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { dockerfile: `FROM svc-base:bookworm\nRUN echo built-${Date.now()} > /opt/marker\n` } });
+      const job = await admin.post<{ id: string }>('/api/jobs', {
+        name: `image run ${Math.random()}`,
+        instruction: 'Report it with `svc output set marker "$(cat /opt/marker)"`.',
+        selfImprove: false,
+      });
+      const saved = await admin.request('PUT', `/api/jobs/${job.body.id}/playbook`, {
+        content: { dockerfile: `FROM svc-base:bookworm\nRUN echo built-${Date.now()} > /opt/marker\n` },
+      });
       assert.equal(saved.status, 200, saved.text);
       const listed = (await admin.get(`/api/jobs/${job.body.id}/images`)).body.items;
       assert.equal(listed.length, 1, 'the save queued one build');
@@ -169,32 +220,62 @@ if (!host) {
       assert.match(String(r.outputs.marker), /^built-\d+$/, 'the run ran inside the job image');
       const image = await settled(job.body.id, listed[0].id);
       assert.equal(image.status, 'ready');
-      const events = (await admin.get(`/api/runs/${run.body.runId}/events?limit=2000`)).body as Array<{ type: string; payload: Record<string, any> }>;
+      const events = (await admin.get(`/api/runs/${run.body.runId}/events?limit=2000`)).body as Array<{
+        type: string;
+        payload: Record<string, any>;
+      }>;
       assert.equal(events.find((e) => e.type === 'sandbox.create')!.payload.image, image.ref);
     });
 
     it('reflection builds a changed Dockerfile before saving it, and rejects one that does not build', async () => {
-      const provider = (await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })).body.id;
-      const model = (await admin.get('/api/models')).body.items.find((m: { providerId: string }) => m.providerId === provider).id;
+      const provider = (
+        await admin.post<{ id: string }>('/api/providers', { name: `Fake ${Math.random()}`, kind: 'fake' })
+      ).body.id;
+      const model = (await admin.get('/api/models')).body.items.find(
+        (m: { providerId: string }) => m.providerId === provider,
+      ).id;
       await admin.patch('/api/settings', { agentModelId: model });
-      const job = (await admin.post<{ id: string }>('/api/jobs', { name: `reflect image ${Math.random()}`, instruction: 'Report it with `svc output set answer 42`.', selfImprove: false })).body.id;
+      const job = (
+        await admin.post<{ id: string }>('/api/jobs', {
+          name: `reflect image ${Math.random()}`,
+          instruction: 'Report it with `svc output set answer 42`.',
+          selfImprove: false,
+        })
+      ).body.id;
       const run = (await admin.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
       const settledRun = async () => {
         for (let i = 0; i < 2400; i++) {
           const r = (await admin.get(`/api/runs/${run}`)).body;
-          if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending') return r;
+          if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending')
+            return r;
           await new Promise((res) => setTimeout(res, 100));
         }
         throw new Error('the run did not settle');
       };
       await settledRun();
-      const dockerfileOp = (content: string) => ({ op: 'set_dockerfile', rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content });
+      const dockerfileOp = (content: string) => ({
+        op: 'set_dockerfile',
+        rationale: 'r',
+        id: null,
+        kind: null,
+        text: null,
+        when: null,
+        name: null,
+        content,
+      });
       const answer = (...ops: unknown[]) => ({ text: JSON.stringify({ summary: 's', usedLearnings: [], ops }) });
-      await admin.post(`/api/providers/${provider}/script`, { responses: [answer(dockerfileOp('FROM svc-base:bookworm\nRUN exit 7\n')), answer()], reset: true });
+      await admin.post(`/api/providers/${provider}/script`, {
+        responses: [answer(dockerfileOp('FROM svc-base:bookworm\nRUN exit 7\n')), answer()],
+        reset: true,
+      });
       await admin.post(`/api/runs/${run}/learn`, {});
       const broken = await settledRun();
       assert.equal(broken.reflection, 'done', broken.reflectionError);
-      assert.equal((await admin.get(`/api/jobs/${job}/playbook`)).body.version, 0, 'a Dockerfile that does not build is not saved');
+      assert.equal(
+        (await admin.get(`/api/jobs/${job}/playbook`)).body.version,
+        0,
+        'a Dockerfile that does not build is not saved',
+      );
       assert.equal(broken.reflectionOps.length, 0, 'the second attempt answered no ops');
 
       const good = `FROM svc-base:bookworm\nRUN echo reflected-${Date.now()} > /opt/reflected\n`;
@@ -204,7 +285,10 @@ if (!host) {
       assert.equal(built.reflection, 'done', built.reflectionError);
       assert.equal(built.reflectionOps[0].status, 'applied');
       assert.equal((await admin.get(`/api/jobs/${job}/playbook`)).body.content.dockerfile, good);
-      const images = (await admin.get(`/api/jobs/${job}/images`)).body.items as Array<{ status: string; ref: string | null }>;
+      const images = (await admin.get(`/api/jobs/${job}/images`)).body.items as Array<{
+        status: string;
+        ref: string | null;
+      }>;
       const ready = images.find((i) => i.status === 'ready');
       assert.ok(ready, `the Dockerfile was built before the save: ${JSON.stringify(images)}`);
       if (ready.ref) refs.push(ready.ref);
@@ -215,16 +299,44 @@ if (!host) {
       const stray = await settled(jobId, await ensure(jobId, `FROM svc-base:bookworm\nRUN echo stray-${Date.now()}\n`));
       assert.equal(stray.status, 'ready');
       const kept = `FROM svc-base:bookworm\nRUN echo kept-${Date.now()}\n`;
-      assert.equal((await admin.request('PUT', `/api/jobs/${jobId}/playbook`, { content: { dockerfile: kept } })).status, 200);
-      const keptId = (await admin.get(`/api/jobs/${jobId}/images?status=queued,building,ready`)).body.items.find((i: { id: string }) => i.id !== stray.id).id as string;
+      assert.equal(
+        (await admin.request('PUT', `/api/jobs/${jobId}/playbook`, { content: { dockerfile: kept } })).status,
+        200,
+      );
+      const keptId = (await admin.get(`/api/jobs/${jobId}/images?status=queued,building,ready`)).body.items.find(
+        (i: { id: string }) => i.id !== stray.id,
+      ).id as string;
       const keptImage = await settled(jobId, keptId);
       const gc = t.server.services.runner!.imageGc!;
       const removed = await gc.collect();
       assert.ok(removed.builds >= 1);
       assert.equal((await admin.get(`/api/jobs/${jobId}/images/${stray.id}`)).status, 404, 'the unused build is gone');
-      assert.equal(await docker.getImage(stray.ref).inspect().then(() => true, () => false), false, 'and its engine image');
-      assert.equal((await admin.get(`/api/jobs/${jobId}/images/${keptImage.id}`)).body.status, 'ready', 'the build in use stays');
-      assert.equal(await docker.getImage(keptImage.ref).inspect().then(() => true, () => false), true);
+      assert.equal(
+        await docker
+          .getImage(stray.ref)
+          .inspect()
+          .then(
+            () => true,
+            () => false,
+          ),
+        false,
+        'and its engine image',
+      );
+      assert.equal(
+        (await admin.get(`/api/jobs/${jobId}/images/${keptImage.id}`)).body.status,
+        'ready',
+        'the build in use stays',
+      );
+      assert.equal(
+        await docker
+          .getImage(keptImage.ref)
+          .inspect()
+          .then(
+            () => true,
+            () => false,
+          ),
+        true,
+      );
     });
 
     // Last: it stops this server's builder.
@@ -243,7 +355,10 @@ if (!host) {
       const row = state.images.find((i) => i.imageId === imageId)!;
       assert.equal(row.status, 'queued');
       assert.equal(row.attempts, 1);
-      assert.match(await t.server.services.images.logs.read(imageId), /Build interrupted: the build was interrupted by a shutdown/);
+      assert.match(
+        await t.server.services.images.logs.read(imageId),
+        /Build interrupted: the build was interrupted by a shutdown/,
+      );
       assert.equal(await t.server.services.images.builderAvailable(), false, 'a stopped builder no longer counts');
     });
   });

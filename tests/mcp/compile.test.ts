@@ -36,7 +36,8 @@ describe('compile', () => {
     const admin = await adminSession(t, 'admin@example.com');
     providerId = (await admin.post('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
     await admin.patch('/api/settings', { agentModelId: (await admin.get('/api/models')).body.items[0].id });
-    chatId = (await api.post('/api/mcp-servers', { name: 'team-chat', transport: 'stdio', command: 'chat-server' })).body.id;
+    chatId = (await api.post('/api/mcp-servers', { name: 'team-chat', transport: 'stdio', command: 'chat-server' }))
+      .body.id;
 
     const sentence = 'Every monday at 8am Europe/Berlin post the weather from wttr.in to Team-Chat';
     const res = await compile(sentence);
@@ -46,16 +47,30 @@ describe('compile', () => {
     assert.equal(res.body.cron, '0 8 * * 1');
     assert.equal(res.body.timezone, 'Europe/Berlin');
     assert.equal(res.body.scheduleHuman, 'every monday at 08:00');
-    assert.deepEqual(res.body.spec.schedule, { cron: '0 8 * * 1', timezone: 'Europe/Berlin', human: 'every monday at 08:00' });
+    assert.deepEqual(res.body.spec.schedule, {
+      cron: '0 8 * * 1',
+      timezone: 'Europe/Berlin',
+      human: 'every monday at 08:00',
+    });
     assert.equal(res.body.network, 'allowlist');
     assert.deepEqual(res.body.allowedDomains, ['wttr.in']);
-    assert.deepEqual(res.body.mcp, [{ server: 'team-chat', why: 'The instruction mentions team-chat.', serverId: chatId }]);
+    assert.deepEqual(res.body.mcp, [
+      { server: 'team-chat', why: 'The instruction mentions team-chat.', serverId: chatId },
+    ]);
     assert.deepEqual(res.body.spec.mcp, [{ server: 'team-chat', why: 'The instruction mentions team-chat.' }]);
     assert.deepEqual(res.body.warnings, []);
     assert.deepEqual((await compile(sentence)).body, res.body, 'the same sentence compiles the same way');
 
     // The proposal is a valid job body.
-    const job = await api.post('/api/jobs', { name: res.body.name, instruction: res.body.instruction, spec: res.body.spec, cron: res.body.cron, timezone: res.body.timezone, network: res.body.network, allowedDomains: res.body.allowedDomains });
+    const job = await api.post('/api/jobs', {
+      name: res.body.name,
+      instruction: res.body.instruction,
+      spec: res.body.spec,
+      cron: res.body.cron,
+      timezone: res.body.timezone,
+      network: res.body.network,
+      allowedDomains: res.body.allowedDomains,
+    });
     assert.equal(job.status, 201, job.text);
   });
 
@@ -73,10 +88,27 @@ describe('compile', () => {
 
   it('drops an invalid schedule with a warning and cleans the answer of a real model', async () => {
     const answer = {
-      name: 'Nightly', title: 'Nightly', goal: 'g', schedule: { cron: '61 * * * *', timezone: 'Mars/Base', human: 'x' }, successCriteria: [], inputs: [{ name: 'a', type: 'string', description: '' }, { name: 'a', type: 'string', description: '' }],
-      outputs: [], mcp: [{ server: 'TEAM-CHAT', why: 'post' }], network: 'allowlist', allowedDomains: ['https://bad/url', 'Example.COM.'], dockerfile: null, sideEffects: ['posts'], warnings: ['unclear'],
+      name: 'Nightly',
+      title: 'Nightly',
+      goal: 'g',
+      schedule: { cron: '61 * * * *', timezone: 'Mars/Base', human: 'x' },
+      successCriteria: [],
+      inputs: [
+        { name: 'a', type: 'string', description: '' },
+        { name: 'a', type: 'string', description: '' },
+      ],
+      outputs: [],
+      mcp: [{ server: 'TEAM-CHAT', why: 'post' }],
+      network: 'allowlist',
+      allowedDomains: ['https://bad/url', 'Example.COM.'],
+      dockerfile: null,
+      sideEffects: ['posts'],
+      warnings: ['unclear'],
     };
-    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: JSON.stringify(answer) }], reset: true });
+    await api.post(`/api/providers/${providerId}/script`, {
+      responses: [{ text: JSON.stringify(answer) }],
+      reset: true,
+    });
     const res = await compile('whatever');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.cron, null);
@@ -89,7 +121,10 @@ describe('compile', () => {
   });
 
   it('answers provider_error when the model fails or answers garbage', async () => {
-    await api.post(`/api/providers/${providerId}/script`, { responses: [{ error: 'overloaded', errorStatus: 400 }], reset: true });
+    await api.post(`/api/providers/${providerId}/script`, {
+      responses: [{ error: 'overloaded', errorStatus: 400 }],
+      reset: true,
+    });
     const failed = await compile('anything');
     assert.equal(failed.status, 502);
     assert.equal(failed.body.code, 'provider_error');

@@ -15,7 +15,18 @@ let mcp: TestHttpServer;
 let garbage: Server;
 let garbageUrl: string;
 const fetch = guardedFetch(true);
-const http = (url: string, name = 'web'): McpServerConfig => ({ name, description: '', transport: 'http', command: null, args: [], env: {}, url, headers: {}, oauth: null, enabled: true });
+const http = (url: string, name = 'web'): McpServerConfig => ({
+  name,
+  description: '',
+  transport: 'http',
+  command: null,
+  args: [],
+  env: {},
+  url,
+  headers: {},
+  oauth: null,
+  enabled: true,
+});
 
 before(async () => {
   mcp = await startHttpMcpServer({ extraTools: 200 });
@@ -39,9 +50,15 @@ describe('MCP connections', () => {
 
   it('fails a server that hangs within its timeout, and one that answers garbage, with clear errors', async () => {
     const t0 = Date.now();
-    await assert.rejects(McpConnection.open(http(mcp.hangUrl), { sandbox: null, fetch, connectTimeoutMs: 500 }), /did not answer within/);
+    await assert.rejects(
+      McpConnection.open(http(mcp.hangUrl), { sandbox: null, fetch, connectTimeoutMs: 500 }),
+      /did not answer within/,
+    );
     assert.ok(Date.now() - t0 < 3000, `gave up after ${Date.now() - t0} ms`);
-    await assert.rejects(McpConnection.open(http(garbageUrl), { sandbox: null, fetch, connectTimeoutMs: 2000 }), /could not connect to/);
+    await assert.rejects(
+      McpConnection.open(http(garbageUrl), { sandbox: null, fetch, connectTimeoutMs: 2000 }),
+      /could not connect to/,
+    );
   });
 
   it('times out a slow call without blocking other calls', async () => {
@@ -59,19 +76,31 @@ describe('MCP connections', () => {
     assert.equal(targetAllowed('10.1.2.3', true), true);
     assert.equal(targetAllowed('169.254.169.254', true), false);
     assert.equal(targetAllowed('93.184.216.34', false), true);
-    await assert.rejects(McpConnection.open(http(mcp.url), { sandbox: null, fetch: guardedFetch(false) }), /does not connect to/);
+    await assert.rejects(
+      McpConnection.open(http(mcp.url), { sandbox: null, fetch: guardedFetch(false) }),
+      /does not connect to/,
+    );
   });
 });
 
-describe('a run\'s MCP set', () => {
+describe("a run's MCP set", () => {
   const timeline: Array<{ type: string; payload: Record<string, unknown> }> = [];
-  const set = (shadow: boolean) => new RunMcp([{ id: 's1', name: 'web', config: http(mcp.url), allowedTools: ['lookup', 'record', 'picture'] }], { shadow, runAsRoot: false, connect: { fetch }, timeline: (type, payload) => timeline.push({ type, payload }) });
+  const set = (shadow: boolean) =>
+    new RunMcp([{ id: 's1', name: 'web', config: http(mcp.url), allowedTools: ['lookup', 'record', 'picture'] }], {
+      shadow,
+      runAsRoot: false,
+      connect: { fetch },
+      timeline: (type, payload) => timeline.push({ type, payload }),
+    });
 
   it('refuses actions in a shadow run, records the refusal, and lets read-only tools through', async () => {
     const run = set(true);
     await run.connect(null);
     assert.equal((await run.call('web', 'lookup', { word: 'x' })).output, 'x: found by http');
-    await assert.rejects(run.call('web', 'record', { note: 'shadow' }), (err: unknown) => err instanceof DomainError && err.code === 'forbidden' && err.message === shadowRefusal);
+    await assert.rejects(
+      run.call('web', 'record', { note: 'shadow' }),
+      (err: unknown) => err instanceof DomainError && err.code === 'forbidden' && err.message === shadowRefusal,
+    );
     assert.deepEqual(run.refused, [{ server: 'web', tool: 'record' }]);
     assert.ok(!mcp.log.notes.includes('shadow'), 'the side effect never happened');
     await run.close();
@@ -80,20 +109,45 @@ describe('a run\'s MCP set', () => {
   it('counts actions, filters by grants and names tools for the agent', async () => {
     const run = set(false);
     await run.connect(null);
-    assert.deepEqual((await run.tools(null)).map((t) => t.name), ['lookup', 'picture', 'record']);
+    assert.deepEqual(
+      (await run.tools(null)).map((t) => t.name),
+      ['lookup', 'picture', 'record'],
+    );
     assert.equal((await run.call('web', 'record', { note: 'real' })).output, `recorded ${mcp.log.notes.length}`);
     assert.deepEqual(run.actions, [{ server: 'web', tool: 'record' }]);
     await assert.rejects(run.call('web', 'broken', {}), /MCP tool broken on server web not found/);
-    assert.deepEqual(run.agentTools().map((t) => t.agentName), ['web__lookup', 'web__picture', 'web__record']);
-    assert.match(String(timeline.find((e) => e.type === 'mcp.call')?.payload.message), /Connected to web \(HTTP, 3 tools\)/);
+    assert.deepEqual(
+      run.agentTools().map((t) => t.agentName),
+      ['web__lookup', 'web__picture', 'web__record'],
+    );
+    assert.match(
+      String(timeline.find((e) => e.type === 'mcp.call')?.payload.message),
+      /Connected to web \(HTTP, 3 tools\)/,
+    );
     await run.close();
   });
 });
 
 describe('results and names', () => {
   it('renders parts, placeholders and structured-only results, and cuts long ones with a marker', () => {
-    assert.deepEqual(renderToolResult({ content: [{ type: 'text', text: 'a' }, { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' }, { type: 'resource', resource: { uri: 'file:///x', blob: 'AAAA', mimeType: 'application/pdf' } }, { type: 'resource', resource: { uri: 'file:///t', text: 'inline' } }] }), { output: 'a\n[audio audio/wav, 3 bytes]\n[resource file:///x application/pdf, 3 bytes]\ninline', isError: false });
-    assert.deepEqual(renderToolResult({ content: [], structuredContent: { n: 1 } }), { output: '{"n":1}', isError: false });
+    assert.deepEqual(
+      renderToolResult({
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
+          { type: 'resource', resource: { uri: 'file:///x', blob: 'AAAA', mimeType: 'application/pdf' } },
+          { type: 'resource', resource: { uri: 'file:///t', text: 'inline' } },
+        ],
+      }),
+      {
+        output: 'a\n[audio audio/wav, 3 bytes]\n[resource file:///x application/pdf, 3 bytes]\ninline',
+        isError: false,
+      },
+    );
+    assert.deepEqual(renderToolResult({ content: [], structuredContent: { n: 1 } }), {
+      output: '{"n":1}',
+      isError: false,
+    });
     assert.equal(renderToolResult({ content: [{ type: 'text', text: 'bad' }], isError: true }).isError, true);
     const long = renderToolResult({ content: [{ type: 'text', text: 'x'.repeat(maxResultChars * 2) }] });
     assert.ok(long.output.length < maxResultChars + 100);
@@ -101,7 +155,11 @@ describe('results and names', () => {
   });
 
   it('sanitises agent tool names to 64 characters and keeps distinct tools apart', () => {
-    const names = agentToolNames([{ server: 'my.server', tool: 'do it!' }, { server: 's', tool: 'a'.repeat(80) }, { server: 's', tool: `${'a'.repeat(80)}b` }]);
+    const names = agentToolNames([
+      { server: 'my.server', tool: 'do it!' },
+      { server: 's', tool: 'a'.repeat(80) },
+      { server: 's', tool: `${'a'.repeat(80)}b` },
+    ]);
     assert.equal(names[0], 'my_server__do_it_');
     assert.equal(names[1]!.length, 64);
     assert.equal(names[2]!.length, 64);

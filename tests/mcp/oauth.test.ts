@@ -31,7 +31,10 @@ after(async () => {
  * The browser's part: the authorization server's screens, then the service's callback with the session cookie,
  * which may send it to the authorization server once more (the retry without scopes).
  */
-async function browserLogin(session: Client, serverId: string): Promise<{ location: string; authorizationUrl: URL; rounds: number }> {
+async function browserLogin(
+  session: Client,
+  serverId: string,
+): Promise<{ location: string; authorizationUrl: URL; rounds: number }> {
   const login = await session.post(`/api/mcp-servers/${serverId}/oauth/login`);
   assert.equal(login.status, 200, login.text);
   const authorizationUrl = new URL(login.body.authorizationUrl);
@@ -103,13 +106,21 @@ describe('OAuth for HTTP MCP servers', () => {
     assert.ok(!stored.includes(q.get('state')!), 'the state is kept only as a hash');
   });
 
-  it('calls a tool with the login in a run\'s connection', async () => {
+  it("calls a tool with the login in a run's connection", async () => {
     const job = await api.post('/api/jobs', { name: 'oauth job', instruction: 'Look a word up.', selfImprove: false });
     assert.equal(job.status, 201, job.text);
-    assert.equal((await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: id, allowedTools: ['lookup'] }])).status, 200);
+    assert.equal(
+      (await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: id, allowedTools: ['lookup'] }]))
+        .status,
+      200,
+    );
     const doc = await t.server.services.stores.docs.collection<McpServerDoc>(mcpServersCollection).findOne({ _id: id });
     const notes: string[] = [];
-    const run = await t.server.services.mcp.forRun(doc!.workspaceId, job.body.id, { shadow: false, runAsRoot: false, timeline: (_type, payload) => void notes.push(JSON.stringify(payload)) });
+    const run = await t.server.services.mcp.forRun(doc!.workspaceId, job.body.id, {
+      shadow: false,
+      runAsRoot: false,
+      timeline: (_type, payload) => void notes.push(JSON.stringify(payload)),
+    });
     assert.ok(run);
     await run.connect(null);
     try {
@@ -196,7 +207,11 @@ describe('OAuth for HTTP MCP servers', () => {
   });
 
   it('answers 422 for a server that advertises no login', async () => {
-    const plain = await api.post('/api/mcp-servers', { name: 'plain', transport: 'http', url: `${new URL(mcp.url).origin}/other` });
+    const plain = await api.post('/api/mcp-servers', {
+      name: 'plain',
+      transport: 'http',
+      url: `${new URL(mcp.url).origin}/other`,
+    });
     const res = await admin.post(`/api/mcp-servers/${plain.body.id}/oauth/login`);
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.code, 'unsupported');
@@ -213,12 +228,24 @@ describe('OAuth with a configured client', () => {
   });
 
   it('says a client id is needed when registration is refused, then logs in with the configured client and retries once without scopes after invalid_scope', async () => {
-    const created = await api.post('/api/mcp-servers', { name: 'handmade', transport: 'http', url: 'http://127.0.0.1:9/mcp' });
+    const created = await api.post('/api/mcp-servers', {
+      name: 'handmade',
+      transport: 'http',
+      url: 'http://127.0.0.1:9/mcp',
+    });
     const sid = created.body.id as string;
     // A confidential client registered by hand, allowed only the openid scope: asking for offline_access is refused.
     as2 = await startAuthServer({
       registration: false,
-      clients: [{ client_id: 'svc-handmade', client_secret: 'handmade-secret-value', redirect_uris: [`${t.url}/api/mcp-servers/${sid}/oauth/callback`], scope: 'openid', grant_types: ['authorization_code', 'refresh_token'] }],
+      clients: [
+        {
+          client_id: 'svc-handmade',
+          client_secret: 'handmade-secret-value',
+          redirect_uris: [`${t.url}/api/mcp-servers/${sid}/oauth/callback`],
+          scope: 'openid',
+          grant_types: ['authorization_code', 'refresh_token'],
+        },
+      ],
     });
     mcp2 = await startProtectedMcpServer(as2.issuer);
     const body = { name: 'handmade', transport: 'http', url: mcp2.url };
@@ -229,8 +256,18 @@ describe('OAuth with a configured client', () => {
     assert.equal(refused.body.code, 'oauth_error');
     assert.match(refused.body.message, /client id \(oauth\.clientId\)/);
 
-    assert.equal((await api.post('/api/secrets', { name: 'handmade-secret', value: 'handmade-secret-value' })).status, 201);
-    const configured = { ...body, oauth: { clientId: 'svc-handmade', clientSecret: '{{secret:handmade-secret}}', scopes: ['mcp:tools', 'offline_access'] } };
+    assert.equal(
+      (await api.post('/api/secrets', { name: 'handmade-secret', value: 'handmade-secret-value' })).status,
+      201,
+    );
+    const configured = {
+      ...body,
+      oauth: {
+        clientId: 'svc-handmade',
+        clientSecret: '{{secret:handmade-secret}}',
+        scopes: ['mcp:tools', 'offline_access'],
+      },
+    };
     assert.equal((await api.request('PUT', `/api/mcp-servers/${sid}`, configured)).status, 200);
     const { location, authorizationUrl, rounds } = await browserLogin(admin, sid);
     assert.equal(authorizationUrl.searchParams.get('client_id'), 'svc-handmade');

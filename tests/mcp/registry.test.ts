@@ -28,8 +28,16 @@ after(async () => {
 const fieldsOf = (body: { fields?: Array<{ field: string }> }) => (body.fields ?? []).map((f) => f.field).sort();
 
 describe('MCP server registry', () => {
-  it('creates, lists, reads, replaces and deletes servers, keeping only the chosen transport\'s fields', async () => {
-    const created = await api.post('/api/mcp-servers', { name: 'files', transport: 'stdio', command: 'node', args: ['server.js'], env: { A: '1' }, url: 'https://ignored.example', headers: { X: 'y' } });
+  it("creates, lists, reads, replaces and deletes servers, keeping only the chosen transport's fields", async () => {
+    const created = await api.post('/api/mcp-servers', {
+      name: 'files',
+      transport: 'stdio',
+      command: 'node',
+      args: ['server.js'],
+      env: { A: '1' },
+      url: 'https://ignored.example',
+      headers: { X: 'y' },
+    });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.headers.get('location'), `/api/mcp-servers/${created.body.id}`);
     assert.equal(created.body.url, null);
@@ -45,7 +53,13 @@ describe('MCP server registry', () => {
     assert.equal(list.body.items[0].name, 'files');
     assert.equal((await api.get('/api/mcp-servers?sort=color')).body.fields[0].field, 'sort');
 
-    const replaced = await api.request('PUT', `/api/mcp-servers/${created.body.id}`, { name: 'web', transport: 'http', url: mcp.url, command: 'dropped', enabled: false });
+    const replaced = await api.request('PUT', `/api/mcp-servers/${created.body.id}`, {
+      name: 'web',
+      transport: 'http',
+      url: mcp.url,
+      command: 'dropped',
+      enabled: false,
+    });
     assert.equal(replaced.status, 200, replaced.text);
     assert.equal(replaced.body.command, null);
     assert.deepEqual(replaced.body.args, []);
@@ -76,9 +90,18 @@ describe('MCP server registry', () => {
       [{ name: 'n3', transport: 'http' }, ['url']],
       [{ name: 'n4', transport: 'stdio' }, ['command']],
       [{ name: 'n5', transport: 'stdio', command: 'a\nb' }, ['command']],
-      [{ name: 'n6', transport: 'http', url: 'https://x.example', oauth: { scopes: ['read write'] } }, ['oauth.scopes[0]']],
-      [{ name: 'n7', transport: 'stdio', command: 'x', env: { SVC_TOKEN: 'x', '1BAD': 'y' } }, ['env.1BAD', 'env.SVC_TOKEN']],
-      [{ name: 'n8', transport: 'http', url: 'https://x.example', headers: { 'Bad Header': 'x' } }, ['headers.Bad Header']],
+      [
+        { name: 'n6', transport: 'http', url: 'https://x.example', oauth: { scopes: ['read write'] } },
+        ['oauth.scopes[0]'],
+      ],
+      [
+        { name: 'n7', transport: 'stdio', command: 'x', env: { SVC_TOKEN: 'x', '1BAD': 'y' } },
+        ['env.1BAD', 'env.SVC_TOKEN'],
+      ],
+      [
+        { name: 'n8', transport: 'http', url: 'https://x.example', headers: { 'Bad Header': 'x' } },
+        ['headers.Bad Header'],
+      ],
       [{ name: 'n9', transport: 'stdio', command: 'x', env: { KEY: '{{secret:nope}}' } }, ['env.KEY']],
       [{ name: 'x'.repeat(51), transport: 'stdio', command: 'x' }, ['name']],
       [{ name: 'n10', transport: 'carrier-pigeon' }, ['transport']],
@@ -88,13 +111,22 @@ describe('MCP server registry', () => {
       const res = await api.post('/api/mcp-servers', body);
       assert.equal(res.status, 400, `${JSON.stringify(body)} → ${res.text}`);
       assert.equal(res.body.code, 'validation_failed');
-      for (const f of fields) assert.ok(fieldsOf(res.body).some((x) => x === f || x.startsWith(f)), `${JSON.stringify(body)} names ${f}: ${res.text}`);
+      for (const f of fields)
+        assert.ok(
+          fieldsOf(res.body).some((x) => x === f || x.startsWith(f)),
+          `${JSON.stringify(body)} names ${f}: ${res.text}`,
+        );
     }
   });
 
   it('keeps secret references as written and never their values', async () => {
     assert.equal((await api.post('/api/secrets', { name: 'mcp-token', value: 'test-bearer' })).status, 201);
-    const res = await api.post('/api/mcp-servers', { name: 'guarded', transport: 'http', url: mcp.protectedUrl, headers: { Authorization: 'Bearer {{secret:mcp-token}}' } });
+    const res = await api.post('/api/mcp-servers', {
+      name: 'guarded',
+      transport: 'http',
+      url: mcp.protectedUrl,
+      headers: { Authorization: 'Bearer {{secret:mcp-token}}' },
+    });
     assert.equal(res.status, 201, res.text);
     assert.equal(res.body.headers.Authorization, 'Bearer {{secret:mcp-token}}');
     assert.equal(res.body.auth.status, 'bearer_token');
@@ -107,7 +139,12 @@ describe('MCP server registry', () => {
   });
 
   it('tests a server: tools with readOnly from readOnlyHint, latency, cached for later', async () => {
-    const created = await api.post('/api/mcp-servers', { name: 'tester', transport: 'http', url: mcp.url, description: 'the test server' });
+    const created = await api.post('/api/mcp-servers', {
+      name: 'tester',
+      transport: 'http',
+      url: mcp.url,
+      description: 'the test server',
+    });
     const test = await api.post(`/api/mcp-servers/${created.body.id}/test`);
     assert.equal(test.status, 200, test.text);
     assert.equal(test.body.ok, true);
@@ -147,7 +184,11 @@ describe('MCP server registry', () => {
 
     // Cloud metadata is never a target, whatever the private-network switch says: refused at save already
     // (tests/api/outbound-addresses.test.ts covers every spelling, and the check at dial).
-    const meta = await api.post('/api/mcp-servers', { name: 'metadata', transport: 'http', url: 'http://169.254.169.254/mcp' });
+    const meta = await api.post('/api/mcp-servers', {
+      name: 'metadata',
+      transport: 'http',
+      url: 'http://169.254.169.254/mcp',
+    });
     assert.equal(meta.status, 400);
     assert.equal(meta.body.fields[0].field, 'url');
     assert.match(meta.body.fields[0].message, /does not connect to/);
@@ -169,32 +210,51 @@ describe('job grants', () => {
     assert.equal((await api.get(`/api/jobs/${job.body.id}/mcp-servers`)).body.length, 0);
 
     // Before a test nothing is known of the tools, so names are taken as given.
-    const early = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: untested.body.id, allowedTools: ['anything'] }]);
+    const early = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: untested.body.id, allowedTools: ['anything'] },
+    ]);
     assert.equal(early.status, 200, early.text);
 
     await api.post(`/api/mcp-servers/${server.body.id}/test`);
-    const unknown = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: server.body.id, allowedTools: ['lookup', 'launch_missiles'] }]);
+    const unknown = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: server.body.id, allowedTools: ['lookup', 'launch_missiles'] },
+    ]);
     assert.equal(unknown.status, 400);
     assert.deepEqual(fieldsOf(unknown.body), ['[0].allowedTools[1]']);
-    const twice = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: server.body.id, allowedTools: null }, { serverId: server.body.id, allowedTools: null }]);
+    const twice = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: server.body.id, allowedTools: null },
+      { serverId: server.body.id, allowedTools: null },
+    ]);
     assert.deepEqual(fieldsOf(twice.body), ['[1].serverId']);
-    const missingField = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: server.body.id }]);
+    const missingField = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: server.body.id },
+    ]);
     assert.equal(missingField.status, 400);
 
-    const set = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: server.body.id, allowedTools: ['lookup', 'lookup', 'record'] }, { serverId: untested.body.id, allowedTools: null, serverName: 'ignored' }]);
+    const set = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: server.body.id, allowedTools: ['lookup', 'lookup', 'record'] },
+      { serverId: untested.body.id, allowedTools: null, serverName: 'ignored' },
+    ]);
     assert.equal(set.status, 200, set.text);
     assert.deepEqual(set.body, [
       { serverId: server.body.id, allowedTools: ['lookup', 'record'], serverName: 'granted' },
       { serverId: untested.body.id, allowedTools: null, serverName: 'untested' },
     ]);
 
-    const ghost = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: 'no-such-server', allowedTools: null }]);
+    const ghost = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: 'no-such-server', allowedTools: null },
+    ]);
     assert.equal(ghost.status, 404);
     assert.equal(ghost.body.code, 'not_found');
 
     await api.delete(`/api/mcp-servers/${untested.body.id}`);
-    assert.deepEqual((await api.get(`/api/jobs/${job.body.id}/mcp-servers`)).body.map((g: { serverName: string }) => g.serverName), ['granted']);
-    const stale = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: untested.body.id, allowedTools: null }]);
+    assert.deepEqual(
+      (await api.get(`/api/jobs/${job.body.id}/mcp-servers`)).body.map((g: { serverName: string }) => g.serverName),
+      ['granted'],
+    );
+    const stale = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+      { serverId: untested.body.id, allowedTools: null },
+    ]);
     assert.equal(stale.status, 404);
     assert.match(stale.body.message, /MCP server not found/);
 
@@ -204,10 +264,22 @@ describe('job grants', () => {
 
 describe('access', () => {
   it('lists every MCP route in the access table, open to members with a session or a token', async () => {
-    for (const key of ['GET /api/mcp-servers', 'POST /api/mcp-servers', 'GET /api/mcp-servers/:id', 'PUT /api/mcp-servers/:id', 'DELETE /api/mcp-servers/:id', 'POST /api/mcp-servers/:id/test', 'GET /api/jobs/:id/mcp-servers', 'PUT /api/jobs/:id/mcp-servers']) {
+    for (const key of [
+      'GET /api/mcp-servers',
+      'POST /api/mcp-servers',
+      'GET /api/mcp-servers/:id',
+      'PUT /api/mcp-servers/:id',
+      'DELETE /api/mcp-servers/:id',
+      'POST /api/mcp-servers/:id/test',
+      'GET /api/jobs/:id/mcp-servers',
+      'PUT /api/jobs/:id/mcp-servers',
+    ]) {
       assert.deepEqual(accessTable[key], { access: 'member', session: false }, key);
     }
-    assert.equal((await member.post('/api/mcp-servers', { name: 'by-member', transport: 'stdio', command: 'x' })).status, 201);
+    assert.equal(
+      (await member.post('/api/mcp-servers', { name: 'by-member', transport: 'stdio', command: 'x' })).status,
+      201,
+    );
     assert.equal((await new Client(t.url).get('/api/mcp-servers')).body.code, 'not_signed_in');
     assert.equal((await new Client(t.url, { token: 'svc_wrong' }).get('/api/mcp-servers')).body.code, 'invalid_token');
   });

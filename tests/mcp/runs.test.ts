@@ -50,7 +50,11 @@ after(async () => {
 
 type Event = { type: string; payload: Record<string, any> };
 
-async function run(jobBody: Record<string, unknown>, grants: unknown[], script: unknown[]): Promise<{ run: Record<string, any>; events: Event[] }> {
+async function run(
+  jobBody: Record<string, unknown>,
+  grants: unknown[],
+  script: unknown[],
+): Promise<{ run: Record<string, any>; events: Event[] }> {
   const job = await api.post('/api/jobs', { name: `mcp ${Math.random()}`, selfImprove: false, ...jobBody });
   assert.equal(job.status, 201, job.text);
   const set = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, grants);
@@ -69,7 +73,8 @@ async function run(jobBody: Record<string, unknown>, grants: unknown[], script: 
 
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', args: { command } }] });
 const finish = { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'done' } }] };
-const resultOf = (events: Event[], name: string) => events.filter((e) => e.type === 'tool.result' && e.payload.name === name).map((e) => String(e.payload.content));
+const resultOf = (events: Event[], name: string) =>
+  events.filter((e) => e.type === 'tool.result' && e.payload.name === name).map((e) => String(e.payload.content));
 
 describe('MCP tools in a run (bwrap)', () => {
   it('serves granted tools to svc mcp and the agent, refuses the rest, and records every call', async () => {
@@ -87,9 +92,20 @@ describe('MCP tools in a run (bwrap)', () => {
     ].join('\n');
     const { run: r, events } = await run(
       { name: 'uses tools', instruction: 'Use the MCP tools.' },
-      [{ serverId: ids.web, allowedTools: ['lookup'] }, { serverId: ids.local, allowedTools: null }, { serverId: ids.down, allowedTools: null }, { serverId: ids.off, allowedTools: null }],
       [
-        { toolCalls: [{ name: 'web__lookup', args: { word: 'cat' } }, { name: 'local__picture', args: {} }, { name: 'web__record', args: { note: 'no' } }] },
+        { serverId: ids.web, allowedTools: ['lookup'] },
+        { serverId: ids.local, allowedTools: null },
+        { serverId: ids.down, allowedTools: null },
+        { serverId: ids.off, allowedTools: null },
+      ],
+      [
+        {
+          toolCalls: [
+            { name: 'web__lookup', args: { word: 'cat' } },
+            { name: 'local__picture', args: {} },
+            { name: 'web__record', args: { note: 'no' } },
+          ],
+        },
         bash(script),
         finish,
       ],
@@ -113,8 +129,24 @@ describe('MCP tools in a run (bwrap)', () => {
     assert.equal(refused?.payload.isError, true);
 
     const out = resultOf(events, 'bash')[0]!;
-    const tools = JSON.parse(out.slice(out.indexOf('['), out.indexOf(']\n') + 1)) as Array<{ server: string; name: string; readOnly: boolean }>;
-    assert.deepEqual(tools.map((x) => `${x.server}/${x.name}`), ['local/broken', 'local/lookup', 'local/picture', 'local/record', 'local/slow', 'local/stats', 'local/whoami', 'web/lookup']);
+    const tools = JSON.parse(out.slice(out.indexOf('['), out.indexOf(']\n') + 1)) as Array<{
+      server: string;
+      name: string;
+      readOnly: boolean;
+    }>;
+    assert.deepEqual(
+      tools.map((x) => `${x.server}/${x.name}`),
+      [
+        'local/broken',
+        'local/lookup',
+        'local/picture',
+        'local/record',
+        'local/slow',
+        'local/stats',
+        'local/whoami',
+        'web/lookup',
+      ],
+    );
     assert.equal(tools.find((x) => x.name === 'record')?.readOnly, false);
     assert.equal(tools.find((x) => x.name === 'lookup')?.readOnly, true);
     assert.match(out, /MCP server nowhere is not available to this job\nrc=1/);
@@ -152,7 +184,12 @@ describe('MCP tools in a run (bwrap)', () => {
   });
 
   it('reports a stdio server that cannot start, with its stderr', async () => {
-    const broken = await api.post('/api/mcp-servers', { name: 'crashy', transport: 'stdio', command: 'sh', args: ['-c', 'echo "no such module" >&2; exit 3'] });
+    const broken = await api.post('/api/mcp-servers', {
+      name: 'crashy',
+      transport: 'stdio',
+      command: 'sh',
+      args: ['-c', 'echo "no such module" >&2; exit 3'],
+    });
     const test = await api.post(`/api/mcp-servers/${broken.body.id}/test`);
     assert.equal(test.body.ok, false);
     assert.match(test.body.error, /exited with status 3/);
@@ -160,7 +197,11 @@ describe('MCP tools in a run (bwrap)', () => {
   });
 
   it('skips stdio servers with environment variables in a root job, and says so', async () => {
-    const { run: r, events } = await run({ name: 'root', instruction: 'x', runAsRoot: true }, [{ serverId: ids.local, allowedTools: null }], [finish]);
+    const { run: r, events } = await run(
+      { name: 'root', instruction: 'x', runAsRoot: true },
+      [{ serverId: ids.local, allowedTools: null }],
+      [finish],
+    );
     assert.equal(r.status, 'succeeded', r.error);
     const note = events.find((e) => e.type === 'mcp.call' && e.payload.server === 'local');
     assert.equal(note?.payload.skipped, true);
@@ -168,20 +209,32 @@ describe('MCP tools in a run (bwrap)', () => {
   });
 
   it('answers 404 to svc mcp in a job without MCP servers', async () => {
-    const { events } = await run({ name: 'plain', instruction: 'x' }, [], [bash('svc mcp tools; echo "rc=$?"'), finish]);
+    const { events } = await run(
+      { name: 'plain', instruction: 'x' },
+      [],
+      [bash('svc mcp tools; echo "rc=$?"'), finish],
+    );
     assert.match(resultOf(events, 'bash')[0]!, /This job has no MCP servers\nrc=1/);
   });
 
   it('makes a shadow run inconclusive when the new main calls an MCP tool with side effects, and keeps the op', async () => {
-    const job = await api.post('/api/jobs', { name: `shadow mcp ${Math.random()}`, selfImprove: false, instruction: 'Record a note.' });
+    const job = await api.post('/api/jobs', {
+      name: `shadow mcp ${Math.random()}`,
+      selfImprove: false,
+      instruction: 'Record a note.',
+    });
     await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: ids.web, allowedTools: null }]);
     const main = (note: string) => `#!/bin/sh\nsvc mcp call web record '{"note":"${note}"}'\n`;
-    assert.equal((await api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { main: main('first') } })).status, 200);
+    assert.equal(
+      (await api.request('PUT', `/api/jobs/${job.body.id}/playbook`, { content: { main: main('first') } })).status,
+      200,
+    );
     const runId = (await api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
     const settled = async () => {
       for (let i = 0; i < 1200; i++) {
         const r = (await api.get(`/api/runs/${runId}`)).body;
-        if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending') return r;
+        if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending')
+          return r;
         await new Promise((res) => setTimeout(res, 50));
       }
       throw new Error('the run did not settle');
@@ -189,15 +242,34 @@ describe('MCP tools in a run (bwrap)', () => {
     const ran = await settled();
     assert.equal(ran.status, 'succeeded', ran.error);
     assert.equal(ran.mode, 'scripted');
-    const update = { op: 'update_main', rationale: 'r', id: null, kind: null, text: null, when: null, name: null, content: main('second') };
-    await api.post(`/api/providers/${providerId}/script`, { responses: [{ text: JSON.stringify({ summary: 's', usedLearnings: [], ops: [update] }) }], reset: true });
+    const update = {
+      op: 'update_main',
+      rationale: 'r',
+      id: null,
+      kind: null,
+      text: null,
+      when: null,
+      name: null,
+      content: main('second'),
+    };
+    await api.post(`/api/providers/${providerId}/script`, {
+      responses: [{ text: JSON.stringify({ summary: 's', usedLearnings: [], ops: [update] }) }],
+      reset: true,
+    });
     const recordedBefore = http.log.notes.filter((n) => n.includes('second')).length;
     assert.equal((await api.post(`/api/runs/${runId}/learn`, {})).status, 202);
     const learned = await settled();
     assert.equal(learned.reflection, 'done', learned.reflectionError);
     assert.equal(learned.reflectionOps[0].status, 'applied', 'an inconclusive shadow run keeps the op');
     assert.equal(learned.reflectionOps[0].test.status, 'skipped');
-    assert.match(learned.reflectionOps[0].test.detail, /^inconclusive: the main script called MCP tools with side effects \(web\.record\)/);
-    assert.equal(http.log.notes.filter((n) => n.includes('second')).length, recordedBefore, 'the refused call never reached the server');
+    assert.match(
+      learned.reflectionOps[0].test.detail,
+      /^inconclusive: the main script called MCP tools with side effects \(web\.record\)/,
+    );
+    assert.equal(
+      http.log.notes.filter((n) => n.includes('second')).length,
+      recordedBefore,
+      'the refused call never reached the server',
+    );
   });
 });

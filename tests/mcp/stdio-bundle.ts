@@ -15,7 +15,16 @@ export async function bundleStdioServer(): Promise<{ path: string; remove(): voi
   const dir = mkdtempSync(join(rootfs, 'usr/local/lib/svc-mcp-test-'));
   const file = join(dir, 'stdio-server.mjs');
   // The base root filesystem's node is Debian's (18).
-  await build({ entryPoints: [new URL('./servers/stdio-server.ts', import.meta.url).pathname], bundle: true, platform: 'node', format: 'esm', target: 'node18', outfile: file, logLevel: 'silent', banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" } });
+  await build({
+    entryPoints: [new URL('./servers/stdio-server.ts', import.meta.url).pathname],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node18',
+    outfile: file,
+    logLevel: 'silent',
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
   // The sandbox user is not root: the directory and file must be readable by others.
   chmodSync(dir, 0o755);
   chmodSync(file, 0o644);

@@ -6,15 +6,22 @@ import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 const server = serverWithFakeModel();
 
 async function execute(instruction: string, script: unknown[], fields: Record<string, unknown> = {}) {
-  const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, { responses: script, reset: true });
+  const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, {
+    responses: script,
+    reset: true,
+  });
   assert.equal(pushed.status, 200, pushed.text);
   assert.equal(pushed.body.pending, script.length);
-  const job = (await server.api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, selfImprove: false, ...fields })).body.id as string;
+  const job = (
+    await server.api.post('/api/jobs', { name: `agent ${Math.random()}`, instruction, selfImprove: false, ...fields })
+  ).body.id as string;
   const runId = (await server.api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
   return finishedRun(server.api, runId);
 }
 
-const finish = (status = 'success', summary = 'done') => ({ toolCalls: [{ name: 'finish', args: { status, summary } }] });
+const finish = (status = 'success', summary = 'done') => ({
+  toolCalls: [{ name: 'finish', args: { status, summary } }],
+});
 
 describe('agent loop', () => {
   it('ends on a refusal without a nudge', async () => {
@@ -45,7 +52,10 @@ describe('agent loop', () => {
     assert.equal(run.turns, 1);
     const calls = events.filter((e) => e.type === 'llm.call');
     assert.equal(calls.length, 2);
-    assert.deepEqual(calls.map((c) => c.payload.turn), [1, 1]);
+    assert.deepEqual(
+      calls.map((c) => c.payload.turn),
+      [1, 1],
+    );
     assert.match(calls[0]!.payload.error, /529/);
     const denied = await execute('x', [{ error: 'bad key', errorStatus: 401 }]);
     assert.equal(denied.run.status, 'failed');
@@ -53,7 +63,15 @@ describe('agent loop', () => {
   });
 
   it('answers unknown tools and bad arguments as tool errors and goes on', async () => {
-    const { run, events } = await execute('x', [{ toolCalls: [{ name: 'teleport', args: {} }, { name: 'read_file', args: {} }] }, finish()]);
+    const { run, events } = await execute('x', [
+      {
+        toolCalls: [
+          { name: 'teleport', args: {} },
+          { name: 'read_file', args: {} },
+        ],
+      },
+      finish(),
+    ]);
     assert.equal(run.status, 'succeeded');
     const results = events.filter((e) => e.type === 'tool.result').map((e) => e.payload);
     assert.match(results[0]!.content, /Unknown tool "teleport"/);
@@ -65,32 +83,64 @@ describe('agent loop', () => {
     const { run, events } = await execute('x', [
       { toolCalls: [{ name: 'write_file', args: { path: 'notes/a.txt', content: 'one\ntwo\n' } }] },
       { toolCalls: [{ name: 'edit_file', args: { path: 'notes/a.txt', old: 'two', new: 'three' } }] },
-      { toolCalls: [{ name: 'read_file', args: { path: '/workspace/notes/a.txt' } }, { name: 'state_set', args: { key: 'k', value: 'v' } }, { name: 'state_get', args: { key: 'k' } }, { name: 'remember', args: { note: 'n' } }] },
+      {
+        toolCalls: [
+          { name: 'read_file', args: { path: '/workspace/notes/a.txt' } },
+          { name: 'state_set', args: { key: 'k', value: 'v' } },
+          { name: 'state_get', args: { key: 'k' } },
+          { name: 'remember', args: { note: 'n' } },
+        ],
+      },
       finish(),
     ]);
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     const results = events.filter((e) => e.type === 'tool.result').map((e) => e.payload.content as string);
-    assert.deepEqual(results.slice(0, 2), ['Wrote 8 bytes to /workspace/notes/a.txt.', 'Replaced 1 occurrence(s) in /workspace/notes/a.txt.']);
+    assert.deepEqual(results.slice(0, 2), [
+      'Wrote 8 bytes to /workspace/notes/a.txt.',
+      'Replaced 1 occurrence(s) in /workspace/notes/a.txt.',
+    ]);
     assert.equal(results[2], '     1\tone\n     2\tthree');
     // Consecutive read-only calls run together, so their timeline entries may come in any order.
-    const byName = Object.fromEntries(events.filter((e) => e.type === 'tool.result').map((e) => [e.payload.name, e.payload.content]));
+    const byName = Object.fromEntries(
+      events.filter((e) => e.type === 'tool.result').map((e) => [e.payload.name, e.payload.content]),
+    );
     assert.deepEqual([byName.state_set, byName.state_get, byName.remember], ['Saved.', 'v', 'Noted.']);
   });
 
   it('turns a finish with success into failed when the run called svc fail', async () => {
-    const { run } = await execute('x', [{ toolCalls: [{ name: 'bash', args: { command: 'svc fail the upstream answered 500 || true' } }] }, finish('success', 'all good')]);
+    const { run } = await execute('x', [
+      { toolCalls: [{ name: 'bash', args: { command: 'svc fail the upstream answered 500 || true' } }] },
+      finish('success', 'all good'),
+    ]);
     assert.equal(run.status, 'failed');
     assert.equal(run.error, 'the upstream answered 500');
     assert.equal(run.summary, 'all good');
   });
 
   it('compacts the conversation near the context window and goes on from the handover', async () => {
-    const small = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-small', price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 1000 } });
-    const { run, events } = await execute('x', [
-      { toolCalls: [{ name: 'bash', args: { command: 'echo 42' } }], usage: { input: 900, output: 10 } },
-      { text: 'Goal: report 42. Progress: ran echo 42. Next steps: finish.', usage: { input: 300, output: 20 } },
-      finish(),
-    ], { modelId: small.body.id });
+    const small = await server.api.post('/api/models', {
+      providerId: server.providerId,
+      model: 'fake-small',
+      price: { in: 0, out: 0, cacheRead: 0, cacheWrite: 0 },
+      caps: {
+        tools: true,
+        parallelTools: true,
+        reasoning: false,
+        jsonSchema: true,
+        promptCache: false,
+        vision: false,
+        context: 1000,
+      },
+    });
+    const { run, events } = await execute(
+      'x',
+      [
+        { toolCalls: [{ name: 'bash', args: { command: 'echo 42' } }], usage: { input: 900, output: 10 } },
+        { text: 'Goal: report 42. Progress: ran echo 42. Next steps: finish.', usage: { input: 300, output: 20 } },
+        finish(),
+      ],
+      { modelId: small.body.id },
+    );
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     const compaction = events.find((e) => e.type === 'agent.compaction');
     assert.ok(compaction, 'a compaction is on the timeline');
@@ -100,7 +150,20 @@ describe('agent loop', () => {
   });
 
   it('stops at the cost limit before the next turn', async () => {
-    const priced = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-priced', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
+    const priced = await server.api.post('/api/models', {
+      providerId: server.providerId,
+      model: 'fake-priced',
+      price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 },
+      caps: {
+        tools: true,
+        parallelTools: true,
+        reasoning: false,
+        jsonSchema: true,
+        promptCache: false,
+        vision: false,
+        context: 100000,
+      },
+    });
     assert.equal(priced.status, 201, priced.text);
     const bash = { toolCalls: [{ name: 'bash', args: { command: 'true' } }], usage: { input: 10, output: 10 } };
     const { run } = await execute('x', [bash, bash, bash], { modelId: priced.body.id, limits: { maxCostUsd: 0.01 } });
@@ -112,7 +175,8 @@ describe('agent loop', () => {
   });
 
   it('keeps a payload over 16 KiB shortened on the timeline and whole beside the run', async () => {
-    const command = "printf 'start-'; head -c 30000 /dev/zero | tr '\\0' m; printf -- '-middle-'; head -c 30000 /dev/zero | tr '\\0' n; printf -- '-end'";
+    const command =
+      "printf 'start-'; head -c 30000 /dev/zero | tr '\\0' m; printf -- '-middle-'; head -c 30000 /dev/zero | tr '\\0' n; printf -- '-end'";
     const { run, events } = await execute('x', [{ toolCalls: [{ name: 'bash', args: { command } }] }, finish()]);
     assert.equal(run.status, 'succeeded', run.error);
     const index = events.findIndex((e) => e.type === 'tool.result');
@@ -133,8 +197,24 @@ describe('agent loop', () => {
   });
 
   it('refuses to start a run once the workspace reached its daily spend limit, before any model cost', async () => {
-    const priced = await server.api.post('/api/models', { providerId: server.providerId, model: 'fake-daily', price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 }, caps: { tools: true, parallelTools: true, reasoning: false, jsonSchema: true, promptCache: false, vision: false, context: 100000 } });
-    const spent = (await server.api.get('/api/runs?pageSize=100')).body.items.reduce((sum: number, r: { cost: number }) => sum + r.cost, 0) as number;
+    const priced = await server.api.post('/api/models', {
+      providerId: server.providerId,
+      model: 'fake-daily',
+      price: { in: 1_000_000_000, out: 1_000_000_000, cacheRead: 0, cacheWrite: 0 },
+      caps: {
+        tools: true,
+        parallelTools: true,
+        reasoning: false,
+        jsonSchema: true,
+        promptCache: false,
+        vision: false,
+        context: 100000,
+      },
+    });
+    const spent = (await server.api.get('/api/runs?pageSize=100')).body.items.reduce(
+      (sum: number, r: { cost: number }) => sum + r.cost,
+      0,
+    ) as number;
     // Just above what today's runs cost: one more priced run (40,000 micro-USD) crosses it.
     const limit = Math.ceil((spent + 10_000) / 10_000) / 100;
     assert.equal((await server.api.patch('/api/settings', { dailySpendLimitUsd: limit })).status, 200);
@@ -146,7 +226,11 @@ describe('agent loop', () => {
       assert.equal(refused.run.status, 'failed');
       assert.equal(refused.run.error, `The workspace reached its daily spend limit of $${limit.toFixed(2)}`);
       assert.equal(refused.run.turns, 0);
-      assert.equal(refused.events.some((e) => e.type === 'sandbox.create'), false, 'no sandbox was made');
+      assert.equal(
+        refused.events.some((e) => e.type === 'sandbox.create'),
+        false,
+        'no sandbox was made',
+      );
     } finally {
       await server.api.patch('/api/settings', { dailySpendLimitUsd: 0 });
     }

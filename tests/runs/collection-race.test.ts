@@ -41,24 +41,52 @@ function collectionRace(backend: string, server: RunnerServer): void {
       const masterKey = readFileSync(join(t.dataDir, 'master.key'), 'utf8').trim();
       assert.ok(masterKey.length >= 32, 'the data directory has its master key');
 
-      const mcp = await api.post('/api/mcp-servers', { name: `racer-${randomBytes(3).toString('hex')}`, transport: 'stdio', command: 'perl', args: ['-e', racer, '/svc/outputs', markerFile, 'm', '40', 'serve'] });
+      const mcp = await api.post('/api/mcp-servers', {
+        name: `racer-${randomBytes(3).toString('hex')}`,
+        transport: 'stdio',
+        command: 'perl',
+        args: ['-e', racer, '/svc/outputs', markerFile, 'm', '40', 'serve'],
+      });
       assert.equal(mcp.status, 201, mcp.text);
-      const job = await api.post('/api/jobs', { name: `racing ${Math.random()}`, instruction: 'x', selfImprove: false });
+      const job = await api.post('/api/jobs', {
+        name: `racing ${Math.random()}`,
+        instruction: 'x',
+        selfImprove: false,
+      });
       assert.equal(job.status, 201, job.text);
-      const granted = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [{ serverId: mcp.body.id, allowedTools: null }]);
+      const granted = await api.request('PUT', `/api/jobs/${job.body.id}/mcp-servers`, [
+        { serverId: mcp.body.id, allowedTools: null },
+      ]);
       assert.equal(granted.status, 200, granted.text);
       const script = [
         { toolCalls: [{ name: 'write_file', args: { path: '/workspace/racer.pl', content: racer } }] },
         // On docker a process left in the background outlives its command; on bwrap the MCP server is the one still running.
-        { toolCalls: [{ name: 'bash', args: { command: `setsid perl /workspace/racer.pl /svc/outputs '${join(t.dataDir, 'master.key')}' a 40 </dev/null >/dev/null 2>&1 & sleep 1; ls /svc/outputs | wc -l` } }] },
+        {
+          toolCalls: [
+            {
+              name: 'bash',
+              args: {
+                command: `setsid perl /workspace/racer.pl /svc/outputs '${join(t.dataDir, 'master.key')}' a 40 </dev/null >/dev/null 2>&1 & sleep 1; ls /svc/outputs | wc -l`,
+              },
+            },
+          ],
+        },
         { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'done' } }] },
       ];
-      assert.equal((await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true })).status, 200);
+      assert.equal(
+        (await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true })).status,
+        200,
+      );
       const runId = (await api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
       const { run, events } = await finishedRun(api, runId);
       assert.equal(run.status, 'succeeded', run.error);
-      const connected = events.find((e) => e.type === 'mcp.call' && e.payload.ok === true && String(e.payload.message).includes('racer'));
-      assert.ok(connected, `the racing MCP server ran during the run: ${JSON.stringify(events.filter((e) => e.type === 'mcp.call').map((e) => e.payload))}`);
+      const connected = events.find(
+        (e) => e.type === 'mcp.call' && e.payload.ok === true && String(e.payload.message).includes('racer'),
+      );
+      assert.ok(
+        connected,
+        `the racing MCP server ran during the run: ${JSON.stringify(events.filter((e) => e.type === 'mcp.call').map((e) => e.payload))}`,
+      );
 
       const listed = await api.get<Array<{ name: string; size: number }>>(`/api/runs/${runId}/artifacts`);
       assert.equal(listed.status, 200, listed.text);
@@ -70,10 +98,18 @@ function collectionRace(backend: string, server: RunnerServer): void {
         assert.ok(!got.text.includes(masterKey), `artifact ${a.name} holds the master key`);
         if (got.text === 'plain\n') plain++;
       }
-      console.log(`[collection race ${backend}] ${listed.body.length} artifacts collected, ${plain} of them the racers' plain files, no host file among them`);
-      assert.ok(plain > 0, `the racers ran in the sandbox and their own files were collected: ${JSON.stringify(listed.body.map((a) => a.name))}`);
+      console.log(
+        `[collection race ${backend}] ${listed.body.length} artifacts collected, ${plain} of them the racers' plain files, no host file among them`,
+      );
+      assert.ok(
+        plain > 0,
+        `the racers ran in the sandbox and their own files were collected: ${JSON.stringify(listed.body.map((a) => a.name))}`,
+      );
       const everything = JSON.stringify({ run, events });
-      assert.ok(!everything.includes(marker) && !everything.includes(masterKey), 'no host file reached the run or its timeline');
+      assert.ok(
+        !everything.includes(marker) && !everything.includes(masterKey),
+        'no host file reached the run or its timeline',
+      );
     });
   });
 }
@@ -82,6 +118,12 @@ collectionRace('bwrap', serverWithFakeModel({ SVC_SANDBOX: 'bwrap' }));
 const host = process.env.SVC_DOCKER_HOST;
 if (host) collectionRace('docker', serverWithFakeModel({ SVC_SANDBOX: 'docker', SVC_DOCKER_HOST: host }));
 else {
-  console.log('[collection race] docker backend SKIPPED: SVC_DOCKER_HOST is not set (npm test starts dockerd when docker.io is installed)');
-  it('collection against a racing sandbox (docker)', { skip: 'SVC_DOCKER_HOST is not set: install docker.io (scripts/prepare-host.sh) so npm test can start dockerd' }, () => {});
+  console.log(
+    '[collection race] docker backend SKIPPED: SVC_DOCKER_HOST is not set (npm test starts dockerd when docker.io is installed)',
+  );
+  it(
+    'collection against a racing sandbox (docker)',
+    { skip: 'SVC_DOCKER_HOST is not set: install docker.io (scripts/prepare-host.sh) so npm test can start dockerd' },
+    () => {},
+  );
 }

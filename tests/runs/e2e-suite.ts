@@ -50,8 +50,16 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
           const block = buffer.slice(0, cut);
           buffer = buffer.slice(cut + 2);
           if (block.startsWith(':')) continue;
-          const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? null;
-          events.push({ event: field('event') ?? 'message', id: field('id'), data: JSON.parse(field('data') ?? 'null') });
+          const field = (name: string) =>
+            block
+              .split('\n')
+              .find((l) => l.startsWith(`${name}: `))
+              ?.slice(name.length + 2) ?? null;
+          events.push({
+            event: field('event') ?? 'message',
+            id: field('id'),
+            data: JSON.parse(field('data') ?? 'null'),
+          });
         }
       }
     })();
@@ -70,7 +78,10 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
 
   describe(`a run end to end (${backend})`, () => {
     it('runs the quoted command in a sandbox, succeeds with its output and streams its timeline', async () => {
-      const job = await api.post<{ id: string }>('/api/jobs', { name: 'Answer', instruction: 'Report the answer with `svc output set answer 42` and finish.' });
+      const job = await api.post<{ id: string }>('/api/jobs', {
+        name: 'Answer',
+        instruction: 'Report the answer with `svc output set answer 42` and finish.',
+      });
       assert.equal(job.status, 201, job.text);
       const started = await api.post<{ runId: string; status: string }>(`/api/jobs/${job.body.id}/runs`, {});
       assert.equal(started.body.status, 'queued');
@@ -87,11 +98,29 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
       const kinds = stream.events.map((e) => e.event);
       assert.equal(kinds[kinds.length - 1], 'end');
       assert.deepEqual(stream.events[stream.events.length - 1]!.data, { status: 'succeeded' });
-      const timeline = stream.events.filter((e) => e.event === 'event').map((e) => e.data as { seq: number; type: string; payload: Record<string, unknown> });
-      assert.deepEqual(timeline.map((e) => e.seq), timeline.map((_, i) => i + 1), 'every entry once, in order');
+      const timeline = stream.events
+        .filter((e) => e.event === 'event')
+        .map((e) => e.data as { seq: number; type: string; payload: Record<string, unknown> });
+      assert.deepEqual(
+        timeline.map((e) => e.seq),
+        timeline.map((_, i) => i + 1),
+        'every entry once, in order',
+      );
       const types = timeline.map((e) => e.type);
-      for (const type of ['run.status', 'sandbox.create', 'llm.call', 'tool.call', 'tool.result', 'broker.call', 'finish', 'sandbox.destroy']) assert.ok(types.includes(type), `${type} is on the timeline`);
-      const statuses = stream.events.filter((e) => e.event === 'status').map((e) => (e.data as { status: string }).status);
+      for (const type of [
+        'run.status',
+        'sandbox.create',
+        'llm.call',
+        'tool.call',
+        'tool.result',
+        'broker.call',
+        'finish',
+        'sandbox.destroy',
+      ])
+        assert.ok(types.includes(type), `${type} is on the timeline`);
+      const statuses = stream.events
+        .filter((e) => e.event === 'status')
+        .map((e) => (e.data as { status: string }).status);
       assert.deepEqual(statuses, ['provisioning', 'running', 'succeeded']);
       const bash = timeline.find((e) => e.type === 'tool.result')!;
       assert.match(String(bash.payload.content), /^exit code: 0/);
@@ -99,19 +128,32 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
       // The events route gives the same entries, and pages with after.
       const stored = (await api.get(`/api/runs/${started.body.runId}/events`)).body as Array<{ seq: number }>;
       assert.equal(stored.length, timeline.length);
-      const page = (await api.get(`/api/runs/${started.body.runId}/events?after=2&limit=2`)).body as Array<{ seq: number }>;
-      assert.deepEqual(page.map((e) => e.seq), [3, 4]);
+      const page = (await api.get(`/api/runs/${started.body.runId}/events?after=2&limit=2`)).body as Array<{
+        seq: number;
+      }>;
+      assert.deepEqual(
+        page.map((e) => e.seq),
+        [3, 4],
+      );
       // A stream resumed with Last-Event-ID replays only what came after, then ends.
-      const resumed = follow(`${t.url}/api/runs/${started.body.runId}/stream`, cookie, { 'last-event-id': String(timeline.length - 2) });
+      const resumed = follow(`${t.url}/api/runs/${started.body.runId}/stream`, cookie, {
+        'last-event-id': String(timeline.length - 2),
+      });
       await resumed.done;
-      assert.deepEqual(resumed.events.filter((e) => e.event === 'event').map((e) => Number(e.id)), [timeline.length - 1, timeline.length]);
+      assert.deepEqual(
+        resumed.events.filter((e) => e.event === 'event').map((e) => Number(e.id)),
+        [timeline.length - 1, timeline.length],
+      );
 
       const list = (await api.get('/api/jobs')).body.items.find((j: { id: string }) => j.id === job.body.id);
       assert.equal(list.lastRun.status, 'succeeded');
     });
 
     it('fails a run whose quoted command fails, and keeps artifacts from /svc/outputs', async () => {
-      const job = await api.post<{ id: string }>('/api/jobs', { name: 'Artifacts', instruction: 'Run `mkdir -p /svc/outputs/sub && echo hello > /svc/outputs/sub/a.txt` then `false`.' });
+      const job = await api.post<{ id: string }>('/api/jobs', {
+        name: 'Artifacts',
+        instruction: 'Run `mkdir -p /svc/outputs/sub && echo hello > /svc/outputs/sub/a.txt` then `false`.',
+      });
       const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
       const run = await waitFinal(runId);
       assert.equal(run.status, 'failed');
@@ -129,15 +171,34 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
       const secret = await api.post<{ id: string }>('/api/secrets', { name: 'API_TOKEN', value });
       assert.equal(secret.status, 201, secret.text);
       const listed = (await api.get('/api/secrets')).body;
-      assert.deepEqual(Object.keys(listed.items[0]).sort(), ['createdAt', 'id', 'name', 'updatedAt'], 'never the value');
-      const job = await api.post<{ id: string }>('/api/jobs', { name: 'Secretive', instruction: 'Run `echo "token=$MY_TOKEN svc=$SVC_RUN_ID"` then `svc output set leaked "$MY_TOKEN"`.' });
-      const mapped = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: secret.body.id, envName: 'MY_TOKEN' }, { secretId: secret.body.id, envName: 'SVC_RUN_ID' }]);
+      assert.deepEqual(
+        Object.keys(listed.items[0]).sort(),
+        ['createdAt', 'id', 'name', 'updatedAt'],
+        'never the value',
+      );
+      const job = await api.post<{ id: string }>('/api/jobs', {
+        name: 'Secretive',
+        instruction: 'Run `echo "token=$MY_TOKEN svc=$SVC_RUN_ID"` then `svc output set leaked "$MY_TOKEN"`.',
+      });
+      const mapped = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [
+        { secretId: secret.body.id, envName: 'MY_TOKEN' },
+        { secretId: secret.body.id, envName: 'SVC_RUN_ID' },
+      ]);
       assert.equal(mapped.status, 200, mapped.text);
-      assert.deepEqual(mapped.body.map((m: { secretName: string }) => m.secretName), ['API_TOKEN', 'API_TOKEN']);
-      const dup = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: secret.body.id, envName: 'A' }, { secretId: secret.body.id, envName: 'A' }]);
+      assert.deepEqual(
+        mapped.body.map((m: { secretName: string }) => m.secretName),
+        ['API_TOKEN', 'API_TOKEN'],
+      );
+      const dup = await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [
+        { secretId: secret.body.id, envName: 'A' },
+        { secretId: secret.body.id, envName: 'A' },
+      ]);
       assert.equal(dup.status, 400);
       assert.match(dup.body.fields[0].message, /mapped twice/);
-      assert.equal((await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: 'nope', envName: 'B' }])).status, 404);
+      assert.equal(
+        (await api.request('PUT', `/api/jobs/${job.body.id}/secrets`, [{ secretId: 'nope', envName: 'B' }])).status,
+        404,
+      );
       assert.equal((await api.post('/api/secrets', { name: 'API_TOKEN', value: 'x' })).status, 409);
 
       const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
@@ -151,18 +212,25 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
       assert.ok(!events.includes(value));
       for (const file of readdirSync(t.dataDir)) {
         const full = join(t.dataDir, file);
-        if (statSync(full).isFile()) assert.ok(!readFileSync(full).includes(value), `${file} holds the secret in plain text`);
+        if (statSync(full).isFile())
+          assert.ok(!readFileSync(full).includes(value), `${file} holds the secret in plain text`);
       }
     });
 
     it('answers svc llm from the workspace model through the broker, and records the call', async () => {
-      const job = await api.post<{ id: string }>('/api/jobs', { name: 'Asks', instruction: 'Run `svc llm --max-tokens 50 "Say hi" > /svc/outputs/answer.txt && svc state set asked yes`.' });
+      const job = await api.post<{ id: string }>('/api/jobs', {
+        name: 'Asks',
+        instruction: 'Run `svc llm --max-tokens 50 "Say hi" > /svc/outputs/answer.txt && svc state set asked yes`.',
+      });
       const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
       const run = await waitFinal(runId);
       assert.equal(run.status, 'succeeded', JSON.stringify(run));
       assert.equal((await api.get(`/api/runs/${runId}/artifact?path=answer.txt`)).text, 'Done.\n');
       assert.equal((await api.get(`/api/jobs/${job.body.id}/state/asked`)).body.value, 'yes');
-      const events = (await api.get(`/api/runs/${runId}/events`)).body as Array<{ type: string; payload: Record<string, unknown> }>;
+      const events = (await api.get(`/api/runs/${runId}/events`)).body as Array<{
+        type: string;
+        payload: Record<string, unknown>;
+      }>;
       const llm = events.find((e) => e.type === 'broker.call' && e.payload.endpoint === 'POST /v1/llm');
       assert.ok(llm, 'the llm call is on the timeline');
       assert.equal(llm.payload.model, 'fake-model');

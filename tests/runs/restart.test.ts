@@ -37,17 +37,28 @@ async function until<T>(what: string, fn: () => Promise<T | null>, ms = 20_000):
 describe('runs across a crash', () => {
   it('fails the live run as interrupted and starts the queued one after SIGKILL', async () => {
     const first = await serve();
-    const link = await until('the sign-in link', async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null);
+    const link = await until(
+      'the sign-in link',
+      async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null,
+    );
     const session = new Client(first.url, { cookie: await useSignInLink(link) });
     await session.post('/api/providers', { name: 'Fake', kind: 'fake' });
     const model = (await session.get('/api/models')).body.items[0].id as string;
     assert.equal((await session.patch('/api/settings', { agentModelId: model })).status, 200);
     const { token } = await createToken(session);
     let api = new Client(first.url, { token });
-    const job = (await api.post('/api/jobs', { name: 'Sleeper', concurrency: 'queue', instruction: 'Sleep as long as the input says: `sleep "$(tr -dc 0-9 < /svc/input.json)"`' })).body.id as string;
+    const job = (
+      await api.post('/api/jobs', {
+        name: 'Sleeper',
+        concurrency: 'queue',
+        instruction: 'Sleep as long as the input says: `sleep "$(tr -dc 0-9 < /svc/input.json)"`',
+      })
+    ).body.id as string;
     const live = (await api.post(`/api/jobs/${job}/runs`, { input: 30 })).body.runId as string;
     const queued = (await api.post(`/api/jobs/${job}/runs`, { input: 0 })).body.runId as string;
-    await until('the first run to be running', async () => ((await api.get(`/api/runs/${live}`)).body.status === 'running' ? true : null));
+    await until('the first run to be running', async () =>
+      (await api.get(`/api/runs/${live}`)).body.status === 'running' ? true : null,
+    );
     assert.equal((await api.get(`/api/runs/${queued}`)).body.status, 'queued');
 
     const exited = new Promise((r) => first.child.once('exit', r));
@@ -56,10 +67,14 @@ describe('runs across a crash', () => {
 
     const second = await serve();
     api = new Client(second.url, { token });
-    const ended = await until('the live run to end', async () => {
-      const run = (await api.get(`/api/runs/${live}`)).body;
-      return ['failed', 'succeeded', 'cancelled', 'timed_out'].includes(run.status) ? run : null;
-    }, 10_000);
+    const ended = await until(
+      'the live run to end',
+      async () => {
+        const run = (await api.get(`/api/runs/${live}`)).body;
+        return ['failed', 'succeeded', 'cancelled', 'timed_out'].includes(run.status) ? run : null;
+      },
+      10_000,
+    );
     assert.equal(ended.status, 'failed');
     assert.match(ended.error, /^interrupted/);
     const next = await until('the queued run to finish', async () => {
@@ -67,23 +82,40 @@ describe('runs across a crash', () => {
       return ['failed', 'succeeded', 'cancelled', 'timed_out'].includes(run.status) ? run : null;
     });
     assert.equal(next.status, 'succeeded', JSON.stringify(next));
-    const events = (await api.get(`/api/runs/${live}/events`)).body as Array<{ type: string; payload: { status?: string } }>;
+    const events = (await api.get(`/api/runs/${live}/events`)).body as Array<{
+      type: string;
+      payload: { status?: string };
+    }>;
     assert.equal(events.filter((e) => e.type === 'run.status').pop()?.payload.status, 'failed');
   });
 
   it('finishes a reflection that was pending when its runner died, on the runner that comes next', async () => {
     const first = await serve(dataDirs[1]);
-    const link = await until('the sign-in link', async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null);
+    const link = await until(
+      'the sign-in link',
+      async () => /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.out())?.[1] ?? null,
+    );
     const session = new Client(first.url, { cookie: await useSignInLink(link) });
     const provider = (await session.post('/api/providers', { name: 'Fake', kind: 'fake' })).body.id as string;
     await session.patch('/api/settings', { agentModelId: (await session.get('/api/models')).body.items[0].id });
     const { token } = await createToken(session);
     let api = new Client(first.url, { token });
-    const job = (await api.post('/api/jobs', { name: 'Learner', selfImprove: false, instruction: 'Report it with `svc output set answer 42`.' })).body.id as string;
+    const job = (
+      await api.post('/api/jobs', {
+        name: 'Learner',
+        selfImprove: false,
+        instruction: 'Report it with `svc output set answer 42`.',
+      })
+    ).body.id as string;
     const runId = (await api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
-    await until('the run to succeed', async () => ((await api.get(`/api/runs/${runId}`)).body.status === 'succeeded' ? true : null));
+    await until('the run to succeed', async () =>
+      (await api.get(`/api/runs/${runId}`)).body.status === 'succeeded' ? true : null,
+    );
     // This reflector's model call hangs for a minute: the process dies in the middle of it.
-    await session.post(`/api/providers/${provider}/script`, { responses: [{ text: '{"summary":"late","usedLearnings":[],"ops":[]}', delayMs: 60_000 }], reset: true });
+    await session.post(`/api/providers/${provider}/script`, {
+      responses: [{ text: '{"summary":"late","usedLearnings":[],"ops":[]}', delayMs: 60_000 }],
+      reset: true,
+    });
     assert.equal((await api.post(`/api/runs/${runId}/learn`, {})).status, 202);
     await new Promise((r) => setTimeout(r, 1500));
     const exited = new Promise((r) => first.child.once('exit', r));
@@ -97,7 +129,11 @@ describe('runs across a crash', () => {
       return run.reflection === 'pending' ? null : run;
     });
     assert.equal(done.reflection, 'done', done.reflectionError);
-    assert.notEqual(done.reflectionSummary, 'late', 'the answer came from the new runner\'s call');
-    assert.equal((await api.get(`/api/jobs/${job}/playbook`)).body.version, 1, 'the fake reflection added its script and learning');
+    assert.notEqual(done.reflectionSummary, 'late', "the answer came from the new runner's call");
+    assert.equal(
+      (await api.get(`/api/jobs/${job}/playbook`)).body.version,
+      1,
+      'the fake reflection added its script and learning',
+    );
   });
 });

@@ -23,20 +23,33 @@ describe('a timeline that cannot be written', () => {
     const started = await spawnServer(dataDir);
     child = started.child;
     const deadline = Date.now() + 15_000;
-    while (!/\/api\/auth\/link\//.test(started.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!/\/api\/auth\/link\//.test(started.output()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const link = /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(started.output())?.[1];
     assert.ok(link, `the first start prints a sign-in link: ${started.output()}`);
     const api = new Client(started.url, { cookie: await useSignInLink(link) });
     const providerId = (await api.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
-    assert.equal((await api.patch('/api/settings', { agentModelId: (await api.get('/api/models')).body.items[0].id })).status, 200);
+    assert.equal(
+      (await api.patch('/api/settings', { agentModelId: (await api.get('/api/models')).body.items[0].id })).status,
+      200,
+    );
 
     rmSync(join(dataDir, 'runs'), { recursive: true, force: true });
     writeFileSync(join(dataDir, 'runs'), 'not a directory: every file of a run fails to save\n');
     // The tool call's arguments are over 16 KiB, so its timeline entry is saved beside the run: that write fails.
     const big = { toolCalls: [{ name: 'write_file', args: { path: 'big.txt', content: 'x'.repeat(40_000) } }] };
     const finish = { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'done' } }] };
-    assert.equal((await api.post(`/api/providers/${providerId}/script`, { responses: [big, finish, finish], reset: true })).status, 200);
-    const job = (await api.post<{ id: string }>('/api/jobs', { name: 'big timeline', instruction: 'write a big file', selfImprove: false })).body.id;
+    assert.equal(
+      (await api.post(`/api/providers/${providerId}/script`, { responses: [big, finish, finish], reset: true })).status,
+      200,
+    );
+    const job = (
+      await api.post<{ id: string }>('/api/jobs', {
+        name: 'big timeline',
+        instruction: 'write a big file',
+        selfImprove: false,
+      })
+    ).body.id;
     const runId = (await api.post<{ runId: string }>(`/api/jobs/${job}/runs`, {})).body.runId;
     const { run } = await finishedRun(api, runId);
 
@@ -46,7 +59,10 @@ describe('a timeline that cannot be written', () => {
     const info = await api.get<{ version: string }>('/api/system/info');
     assert.equal(info.status, 200);
     assert.ok(info.body.version);
-    const logged = started.output().split('\n').filter((l) => l.includes('could not write a timeline entry'));
+    const logged = started
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('could not write a timeline entry'));
     assert.ok(logged.length > 0, started.output().slice(-2000));
     assert.equal((JSON.parse(logged[0]!) as { runId: string }).runId, runId, 'the log names the run');
     assert.ok(!/unhandled promise rejection/.test(started.output()), 'the failure was handled where it happened');

@@ -15,7 +15,10 @@ import { hostProcessesNamed, testSpec } from './fixture.js';
  * on `root`, a fresh directory (mode 0711, under os.tmpdir()) that also holds the broker's Unix socket; it is called
  * again for the "second instance" test, which must see the first one's sandboxes.
  */
-export function sandboxConformance(name: string, factory: (root: string) => SandboxBackend | Promise<SandboxBackend>): void {
+export function sandboxConformance(
+  name: string,
+  factory: (root: string) => SandboxBackend | Promise<SandboxBackend>,
+): void {
   describe(`sandbox conformance: ${name}`, () => {
     let root: string;
     let backend: SandboxBackend;
@@ -26,13 +29,19 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     let sb: Sandbox;
 
     const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec =>
-      testSpec('conf', brokerSocket, { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 }, { labels: { runId: 'run-1', jobId: 'job-1', workspaceId: 'ws-1' }, ...overrides });
+      testSpec(
+        'conf',
+        brokerSocket,
+        { cpus: 1, memoryMb: 512, pidsLimit: 256, diskMb: 1024 },
+        { labels: { runId: 'run-1', jobId: 'job-1', workspaceId: 'ws-1' }, ...overrides },
+      );
     const make = async (overrides: Partial<SandboxSpec> = {}): Promise<Sandbox> => {
       const s = await backend.create(spec(overrides));
       created.push(s);
       return s;
     };
-    const sh = (box: Sandbox, script: string, extra: Partial<Parameters<Sandbox['exec']>[0]> = {}) => box.exec({ cmd: ['sh', '-c', script], timeoutMs: 20_000, ...extra });
+    const sh = (box: Sandbox, script: string, extra: Partial<Parameters<Sandbox['exec']>[0]> = {}) =>
+      box.exec({ cmd: ['sh', '-c', script], timeoutMs: 20_000, ...extra });
     const text = (b: Buffer) => b.toString('utf8');
 
     before(async () => {
@@ -44,7 +53,12 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
-          seen.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, body: Buffer.concat(chunks).toString('utf8') });
+          seen.push({
+            method: req.method ?? '',
+            url: req.url ?? '',
+            authorization: req.headers.authorization,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
           const body = JSON.stringify({ key: 'k', value: 'value from the broker', found: true });
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
           res.end(body);
@@ -59,7 +73,9 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       const first = await sb.exec({ cmd: ['true'] });
       const ms = performance.now() - t0;
       assert.equal(first.exitCode, 0, text(first.output));
-      console.log(`[sandbox ${name}] create + first exec: ${ms.toFixed(1)} ms; limits enforced: ${JSON.stringify(backend.info().capabilities.limits)}`);
+      console.log(
+        `[sandbox ${name}] create + first exec: ${ms.toFixed(1)} ms; limits enforced: ${JSON.stringify(backend.info().capabilities.limits)}`,
+      );
     });
 
     after(async () => {
@@ -80,9 +96,20 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     });
 
     it('has /workspace as the writable cwd, a writable /svc, and svc at /usr/local/bin/svc on PATH', async () => {
-      const r = await sh(sb, 'pwd; echo w > /workspace/w.txt && cat /workspace/w.txt; echo s > /svc/s.txt && cat /svc/s.txt; command -v svc; test -x /usr/local/bin/svc && echo exec-ok; for d in /svc/outputs /svc/logs; do test -d $d && test -w $d && echo "$d ok"; done');
+      const r = await sh(
+        sb,
+        'pwd; echo w > /workspace/w.txt && cat /workspace/w.txt; echo s > /svc/s.txt && cat /svc/s.txt; command -v svc; test -x /usr/local/bin/svc && echo exec-ok; for d in /svc/outputs /svc/logs; do test -d $d && test -w $d && echo "$d ok"; done',
+      );
       assert.equal(r.exitCode, 0, text(r.output));
-      assert.deepEqual(text(r.output).trim().split('\n'), ['/workspace', 'w', 's', '/usr/local/bin/svc', 'exec-ok', '/svc/outputs ok', '/svc/logs ok']);
+      assert.deepEqual(text(r.output).trim().split('\n'), [
+        '/workspace',
+        'w',
+        's',
+        '/usr/local/bin/svc',
+        'exec-ok',
+        '/svc/outputs ok',
+        '/svc/logs ok',
+      ]);
       const elsewhere = await sh(sb, 'pwd', { cwd: '/svc' });
       assert.equal(text(elsewhere.output).trim(), '/svc');
       const readOnly = await sh(sb, 'touch /usr/x 2>/dev/null || echo usr-ro; touch /etc/x 2>/dev/null || echo etc-ro');
@@ -90,7 +117,9 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     });
 
     it('passes the spec env and the exec env (exec wins), with HOME=/workspace', async () => {
-      const r = await sh(sb, 'echo "$FROM_SPEC|$FROM_EXEC|$OVERRIDDEN|$HOME"', { env: { FROM_EXEC: 'exec-value', OVERRIDDEN: 'exec' } });
+      const r = await sh(sb, 'echo "$FROM_SPEC|$FROM_EXEC|$OVERRIDDEN|$HOME"', {
+        env: { FROM_EXEC: 'exec-value', OVERRIDDEN: 'exec' },
+      });
       assert.equal(text(r.output).trim(), 'spec-value|exec-value|exec|/workspace');
     });
 
@@ -119,7 +148,12 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     it('streams stdin to a running command when given a stream, and closes it when the stream ends', async () => {
       const input = new PassThrough();
       let seen = '';
-      const running = sb.exec({ cmd: ['sh', '-c', 'while read -r line; do echo "got $line"; done; echo eof'], stdin: input, timeoutMs: 20_000, onOutput: (c) => (seen += c.toString('utf8')) });
+      const running = sb.exec({
+        cmd: ['sh', '-c', 'while read -r line; do echo "got $line"; done; echo eof'],
+        stdin: input,
+        timeoutMs: 20_000,
+        onOutput: (c) => (seen += c.toString('utf8')),
+      });
       input.write('one\n');
       for (let i = 0; i < 100 && !seen.includes('got one'); i++) await new Promise((r) => setTimeout(r, 20));
       assert.equal(seen, 'got one\n', 'the first line was answered while the command still ran');
@@ -143,7 +177,10 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       const endedAt = Date.now();
       assert.equal(r.exitCode, 0);
       assert.equal(live, 'first\nsecond\n');
-      assert.ok(firstAt > 0 && endedAt - firstAt >= 700, `the first chunk came ${firstAt - t0} ms after start, the command ended after ${endedAt - t0} ms`);
+      assert.ok(
+        firstAt > 0 && endedAt - firstAt >= 700,
+        `the first chunk came ${firstAt - t0} ms after start, the command ended after ${endedAt - t0} ms`,
+      );
     });
 
     it('a timeout kills the whole process tree within 2 s, reports timedOut, and the sandbox stays usable', async () => {
@@ -166,7 +203,10 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
     });
 
     it('a timeout first sends SIGTERM, so a command can clean up before it is killed', async () => {
-      const r = await sb.exec({ cmd: ['bash', '-c', "trap 'echo cleaned up; exit 7' TERM; echo started; sleep 1000 & wait"], timeoutMs: 500 });
+      const r = await sb.exec({
+        cmd: ['bash', '-c', "trap 'echo cleaned up; exit 7' TERM; echo started; sleep 1000 & wait"],
+        timeoutMs: 500,
+      });
       assert.equal(r.timedOut, true);
       assert.equal(text(r.output), 'started\ncleaned up\n');
       assert.ok(r.ms < 1500, `a command that ends on SIGTERM is not held for the whole grace (${r.ms} ms)`);
@@ -188,21 +228,30 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
 
     it('enforces the pids limit', async (t) => {
       if (!backend.info().capabilities.limits.pids) {
-        console.log(`[sandbox ${name}] !!! PIDS LIMIT NOT ENFORCED on this machine (capabilities.limits.pids is false): not tested !!!`);
+        console.log(
+          `[sandbox ${name}] !!! PIDS LIMIT NOT ENFORCED on this machine (capabilities.limits.pids is false): not tested !!!`,
+        );
         return t.skip('pids limit not enforced here');
       }
       const box = await make({ limits: { cpus: 1, memoryMb: 512, pidsLimit: 32, diskMb: 1024 } });
       // dash (not bash, which retries a failed fork for a long time).
-      const r = await sh(box, 'i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo all-started', { timeoutMs: 15_000 });
+      const r = await sh(box, 'i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo all-started', {
+        timeoutMs: 15_000,
+      });
       assert.equal(r.timedOut, false);
-      assert.ok(r.exitCode !== 0 || !text(r.output).includes('all-started'), `100 background processes started under pidsLimit 32: ${text(r.output)}`);
+      assert.ok(
+        r.exitCode !== 0 || !text(r.output).includes('all-started'),
+        `100 background processes started under pidsLimit 32: ${text(r.output)}`,
+      );
       assert.match(text(r.output), /fork|resource|again/i);
       await box.destroy();
     });
 
     it('enforces the memory limit and reports oomKilled', async (t) => {
       if (!backend.info().capabilities.limits.memory) {
-        console.log(`[sandbox ${name}] !!! MEMORY LIMIT NOT ENFORCED on this machine (capabilities.limits.memory is false): not tested !!!`);
+        console.log(
+          `[sandbox ${name}] !!! MEMORY LIMIT NOT ENFORCED on this machine (capabilities.limits.memory is false): not tested !!!`,
+        );
         return t.skip('memory limit not enforced here');
       }
       const box = await make({ limits: { cpus: 1, memoryMb: 64, pidsLimit: 256, diskMb: 64 } });
@@ -212,7 +261,10 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       assert.equal(r.exitCode, 137, text(r.output));
       assert.equal(r.oomKilled, true);
       if ((await sh(box, 'command -v python3')).exitCode === 0) {
-        const direct = await box.exec({ cmd: ['python3', '-c', 'x = bytearray(200 * 1024 * 1024); print("allocated")'], timeoutMs: 20_000 });
+        const direct = await box.exec({
+          cmd: ['python3', '-c', 'x = bytearray(200 * 1024 * 1024); print("allocated")'],
+          timeoutMs: 20_000,
+        });
         assert.equal(direct.exitCode, 137, text(direct.output));
         assert.equal(direct.oomKilled, true);
       }
@@ -228,23 +280,49 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
         { path: '/svc/input.json', content: Buffer.from('{"a":1}') },
         { path: '/svc/private.txt', content: 'secret', mode: 0o600 },
       ]);
-      const r = await sh(sb, 'stat -c "%a %u %n" /workspace/in /workspace/in/deep /workspace/in/deep/run.sh /svc/input.json /svc/private.txt; /workspace/in/deep/run.sh x; cat /svc/private.txt; echo; echo more >> /workspace/in/deep/run.sh && echo appended');
+      const r = await sh(
+        sb,
+        'stat -c "%a %u %n" /workspace/in /workspace/in/deep /workspace/in/deep/run.sh /svc/input.json /svc/private.txt; /workspace/in/deep/run.sh x; cat /svc/private.txt; echo; echo more >> /workspace/in/deep/run.sh && echo appended',
+      );
       assert.equal(r.exitCode, 0, text(r.output));
       const lines = text(r.output).trim().split('\n');
-      assert.deepEqual(lines.slice(0, 5).map((l) => l.split(' ').slice(1).join(' ')), ['1000 /workspace/in', '1000 /workspace/in/deep', '1000 /workspace/in/deep/run.sh', '1000 /svc/input.json', '1000 /svc/private.txt']);
-      assert.deepEqual(lines.slice(2, 5).map((l) => l.split(' ')[0]), ['755', '644', '600']);
+      assert.deepEqual(
+        lines.slice(0, 5).map((l) => l.split(' ').slice(1).join(' ')),
+        [
+          '1000 /workspace/in',
+          '1000 /workspace/in/deep',
+          '1000 /workspace/in/deep/run.sh',
+          '1000 /svc/input.json',
+          '1000 /svc/private.txt',
+        ],
+      );
+      assert.deepEqual(
+        lines.slice(2, 5).map((l) => l.split(' ')[0]),
+        ['755', '644', '600'],
+      );
       assert.deepEqual(lines.slice(5), ['ran x', 'secret', 'appended']);
     });
 
     it('refuses to put files outside /workspace and /svc, or through links the agent planted', async () => {
-      for (const path of ['/etc/evil', '/usr/local/bin/svc', '/workspace/../etc/evil', '/svcx/evil', '/workspacex', 'relative/evil', '/']) {
+      for (const path of [
+        '/etc/evil',
+        '/usr/local/bin/svc',
+        '/workspace/../etc/evil',
+        '/svcx/evil',
+        '/workspacex',
+        'relative/evil',
+        '/',
+      ]) {
         await assert.rejects(sb.putFiles([{ path, content: 'x' }]), Error, `putFiles(${path}) is refused`);
       }
       // Links whose targets are host paths of this test: writing through them would change host files.
       const victim = join(root, 'victim.txt');
       writeFileSync(victim, 'untouched');
       const victimDir = mkdtempSync(join(root, 'victim-dir-'));
-      const links = await sh(sb, `ln -s '${victim}' /workspace/file-link && ln -s '${victimDir}' /workspace/dir-link && echo linked`);
+      const links = await sh(
+        sb,
+        `ln -s '${victim}' /workspace/file-link && ln -s '${victimDir}' /workspace/dir-link && echo linked`,
+      );
       assert.equal(text(links.output).trim(), 'linked');
       await sb.putFiles([{ path: '/workspace/file-link', content: 'overwritten' }]).catch(() => undefined);
       await sb.putFiles([{ path: '/workspace/dir-link/planted.txt', content: 'planted' }]).catch(() => undefined);
@@ -259,32 +337,52 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       assert.equal(await sb.readFile('/svc/outputs/missing.txt', 100), null);
       assert.equal(await sb.readFile('/workspace/no/such/dir/file', 100), null);
       const viaLink = await sb.readFile('/svc/outputs/passwd-link', 1_000_000).catch(() => null);
-      assert.ok(viaLink === null || !viaLink.toString('utf8').includes('root:'), 'reading a link does not give the host or sandbox /etc/passwd');
+      assert.ok(
+        viaLink === null || !viaLink.toString('utf8').includes('root:'),
+        'reading a link does not give the host or sandbox /etc/passwd',
+      );
       await sh(sb, 'rm -f /svc/outputs/ten.txt /svc/outputs/passwd-link');
     });
 
     it('reads a directory recursively in path order, capped with truncated, without following links', async () => {
       const box = await make();
-      const made = await sh(box, [
-        'cd /svc/outputs',
-        'mkdir -p sub/deeper empty',
-        'printf aaa > a.txt',
-        'printf bb > sub/b.txt',
-        'printf c > sub/deeper/c.txt',
-        'printf dddd > z.txt',
-        'ln -s /etc/passwd passwd-link',
-        'ln -s /etc etc-link',
-        'echo made',
-      ].join(' && '));
+      const made = await sh(
+        box,
+        [
+          'cd /svc/outputs',
+          'mkdir -p sub/deeper empty',
+          'printf aaa > a.txt',
+          'printf bb > sub/b.txt',
+          'printf c > sub/deeper/c.txt',
+          'printf dddd > z.txt',
+          'ln -s /etc/passwd passwd-link',
+          'ln -s /etc etc-link',
+          'echo made',
+        ].join(' && '),
+      );
       assert.equal(text(made.output).trim(), 'made');
       const all = await box.readDir('/svc/outputs', 1_000_000);
       assert.equal(all.truncated, false);
-      assert.deepEqual(all.files.map((f) => [f.name, f.size, f.content.toString('utf8')]), [['a.txt', 3, 'aaa'], ['sub/b.txt', 2, 'bb'], ['sub/deeper/c.txt', 1, 'c'], ['z.txt', 4, 'dddd']]);
+      assert.deepEqual(
+        all.files.map((f) => [f.name, f.size, f.content.toString('utf8')]),
+        [
+          ['a.txt', 3, 'aaa'],
+          ['sub/b.txt', 2, 'bb'],
+          ['sub/deeper/c.txt', 1, 'c'],
+          ['z.txt', 4, 'dddd'],
+        ],
+      );
       const capped = await box.readDir('/svc/outputs', 5);
       assert.equal(capped.truncated, true);
-      assert.deepEqual(capped.files.map((f) => f.name), ['a.txt', 'sub/b.txt']);
+      assert.deepEqual(
+        capped.files.map((f) => f.name),
+        ['a.txt', 'sub/b.txt'],
+      );
       const sub = await box.readDir('/svc/outputs/sub', 100);
-      assert.deepEqual(sub.files.map((f) => f.name), ['b.txt', 'deeper/c.txt']);
+      assert.deepEqual(
+        sub.files.map((f) => f.name),
+        ['b.txt', 'deeper/c.txt'],
+      );
       const none = await box.readDir('/svc/outputs/empty', 100);
       assert.deepEqual(none, { files: [], truncated: false });
       await box.destroy();
@@ -292,7 +390,11 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
 
     it('has no network interface but loopback, and cannot reach the host', async () => {
       const dev = await sb.exec({ cmd: ['cat', '/proc/net/dev'] });
-      const ifaces = text(dev.output).split('\n').slice(2).map((l) => l.split(':')[0]!.trim()).filter(Boolean);
+      const ifaces = text(dev.output)
+        .split('\n')
+        .slice(2)
+        .map((l) => l.split(':')[0]!.trim())
+        .filter(Boolean);
       assert.deepEqual(ifaces, ['lo']);
       let connections = 0;
       const listener: TcpServer = createTcpServer((s) => {
@@ -302,9 +404,18 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       await new Promise<void>((resolve) => listener.listen(0, '0.0.0.0', resolve));
       const port = (listener.address() as { port: number }).port;
       try {
-        const addresses = ['127.0.0.1', ...Object.values(networkInterfaces()).flat().filter((a) => a && a.family === 'IPv4' && !a.internal).map((a) => a!.address)];
+        const addresses = [
+          '127.0.0.1',
+          ...Object.values(networkInterfaces())
+            .flat()
+            .filter((a) => a && a.family === 'IPv4' && !a.internal)
+            .map((a) => a!.address),
+        ];
         for (const addr of addresses) {
-          const r = await sb.exec({ cmd: ['bash', '-c', `echo hi > /dev/tcp/${addr}/${port} && echo CONNECTED`], timeoutMs: 10_000 });
+          const r = await sb.exec({
+            cmd: ['bash', '-c', `echo hi > /dev/tcp/${addr}/${port} && echo CONNECTED`],
+            timeoutMs: 10_000,
+          });
           assert.equal(r.timedOut, false, `connecting to ${addr} hung`);
           assert.notEqual(r.exitCode, 0, `connecting to ${addr}:${port} from inside succeeded: ${text(r.output)}`);
           assert.ok(!text(r.output).includes('CONNECTED'));
@@ -318,14 +429,20 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
 
     it('reaches the broker socket through svc init on 127.0.0.1:4180', async () => {
       seen.length = 0;
-      const r = await sb.exec({ cmd: ['svc', 'state', 'get', 'k'], env: { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 't' } });
+      const r = await sb.exec({
+        cmd: ['svc', 'state', 'get', 'k'],
+        env: { SVC_BROKER_URL: 'http://127.0.0.1:4180', SVC_TOKEN: 't' },
+      });
       assert.equal(r.exitCode, 0, text(r.output));
       assert.equal(text(r.output), 'value from the broker\n');
       assert.deepEqual(seen, [{ method: 'GET', url: '/v1/state/k', authorization: 'Bearer t', body: '' }]);
     });
 
     it('lists sandboxes with their labels; destroy kills every process and is idempotent', async () => {
-      const box = await make({ labels: { runId: 'run-list', jobId: 'job-list', workspaceId: 'ws-list' }, ttlMs: 60_000 });
+      const box = await make({
+        labels: { runId: 'run-list', jobId: 'job-list', workspaceId: 'ws-list' },
+        ttlMs: 60_000,
+      });
       const listed = (await backend.list()).find((s) => s.id === box.id);
       assert.ok(listed, 'a created sandbox is listed');
       assert.deepEqual(listed.labels, { runId: 'run-list', jobId: 'job-list', workspaceId: 'ws-list' });
@@ -338,7 +455,11 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       assert.ok(Date.now() - t0 < 3000 && !ended.timedOut, `a command still ran ${Date.now() - t0} ms after destroy`);
       await box.destroy();
       await backend.destroy(box.id);
-      assert.equal((await backend.list()).some((s) => s.id === box.id), false, 'a destroyed sandbox is not listed');
+      assert.equal(
+        (await backend.list()).some((s) => s.id === box.id),
+        false,
+        'a destroyed sandbox is not listed',
+      );
       await assert.rejects(box.exec({ cmd: ['true'] }));
     });
 
@@ -356,8 +477,14 @@ export function sandboxConformance(name: string, factory: (root: string) => Sand
       await second.destroy(abandoned.id);
       const ended = await running;
       assert.ok(Date.now() - t0 < 3000 && !ended.timedOut, `a command still ran ${Date.now() - t0} ms after destroy`);
-      assert.equal((await second.list()).some((s) => s.id === abandoned.id), false);
-      assert.equal((await backend.list()).some((s) => s.id === abandoned.id), false);
+      assert.equal(
+        (await second.list()).some((s) => s.id === abandoned.id),
+        false,
+      );
+      assert.equal(
+        (await backend.list()).some((s) => s.id === abandoned.id),
+        false,
+      );
       await abandoned.destroy();
     });
   });

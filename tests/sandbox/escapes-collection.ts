@@ -18,7 +18,10 @@ import { hostProcessesNamed, testSpec } from './fixture.js';
  * Links inside the sandbox name its host path: on bwrap that path is exactly what a host read that follows the link
  * would open, which is the attack.
  */
-export function collectionEscapes(name: string, factory: (root: string) => SandboxBackend | Promise<SandboxBackend>): void {
+export function collectionEscapes(
+  name: string,
+  factory: (root: string) => SandboxBackend | Promise<SandboxBackend>,
+): void {
   describe(`sandbox escapes through collection: ${name}`, () => {
     let root: string;
     let backend: SandboxBackend;
@@ -29,7 +32,8 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
     const created: Sandbox[] = [];
     let broker: Server | null = null;
 
-    const spec = (): SandboxSpec => testSpec('esc', join(root, 'broker.sock'), { cpus: 1, memoryMb: 256, pidsLimit: 64, diskMb: 256 });
+    const spec = (): SandboxSpec =>
+      testSpec('esc', join(root, 'broker.sock'), { cpus: 1, memoryMb: 256, pidsLimit: 64, diskMb: 256 });
     const make = async (): Promise<Sandbox> => {
       const s = await backend.create(spec());
       created.push(s);
@@ -50,16 +54,25 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       for (; i < 300 && (i < 5 || Date.now() < until); i++) await body(i);
       return { rounds: i };
     };
-    const dirOf = (box: Sandbox, path: string, failed: { n: number }) => box.readDir(path, 1_000_000).catch(() => {
-      failed.n++;
-      return { files: [], truncated: false };
-    });
+    const dirOf = (box: Sandbox, path: string, failed: { n: number }) =>
+      box.readDir(path, 1_000_000).catch(() => {
+        failed.n++;
+        return { files: [], truncated: false };
+      });
 
     /** Starts the racer in the background and waits until it has made both names and swaps them. */
-    const race = async (box: Sandbox, mode: 'file' | 'dir', target: string): Promise<{ running: Promise<ExecResult>; output: () => string }> => {
+    const race = async (
+      box: Sandbox,
+      mode: 'file' | 'dir',
+      target: string,
+    ): Promise<{ running: Promise<ExecResult>; output: () => string }> => {
       await box.putFiles([{ path: '/workspace/racer', content: racer, mode: 0o755 }]);
       let seen = '';
-      const running = box.exec({ cmd: ['/workspace/racer', mode, '/svc/outputs', target], timeoutMs: 120_000, onOutput: (c) => (seen += text(c)) });
+      const running = box.exec({
+        cmd: ['/workspace/racer', mode, '/svc/outputs', target],
+        timeoutMs: 120_000,
+        onOutput: (c) => (seen += text(c)),
+      });
       for (let i = 0; i < 400 && !seen.includes('racing'); i++) await new Promise((r) => setTimeout(r, 25));
       assert.match(seen, /racing/, `the racer did not start: ${seen}`);
       return { running, output: () => seen };
@@ -70,7 +83,9 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       chmodSync(root, 0o711);
       // Both backends mount the broker's socket; these tests never call it, so nothing answers on it.
       const listening = createServer((c) => c.destroy());
-      await new Promise<void>((resolve, reject) => listening.once('error', reject).listen(join(root, 'broker.sock'), resolve));
+      await new Promise<void>((resolve, reject) =>
+        listening.once('error', reject).listen(join(root, 'broker.sock'), resolve),
+      );
       broker = listening;
       chmodSync(join(root, 'broker.sock'), 0o666);
       // The racer is C built here, statically: a sandbox root may have neither a compiler nor python.
@@ -80,7 +95,9 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
         try {
           execFileSync('cc', ['-static', '-O2', '-o', join(build, 'racer'), join(build, 'racer.c')], { stdio: 'pipe' });
         } catch (err) {
-          throw new Error(`!!! these escape tests need a C compiler with static libc (cc -static), as npm run build does: ${(err as Error).message}`);
+          throw new Error(
+            `!!! these escape tests need a C compiler with static libc (cc -static), as npm run build does: ${(err as Error).message}`,
+          );
         }
         racer = readFileSync(join(build, 'racer'));
       } finally {
@@ -113,7 +130,8 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       const done = await rounds(async (i) => {
         const dir = await dirOf(box, '/svc/outputs', failed);
         files += dir.files.length;
-        for (const f of dir.files) assert.ok(!leaks(f.content), `round ${i}: readDir returned the host file as ${f.name}`);
+        for (const f of dir.files)
+          assert.ok(!leaks(f.content), `round ${i}: readDir returned the host file as ${f.name}`);
         const one = await box.readFile('/svc/outputs/real', 1_000_000).catch(() => null);
         assert.ok(!leaks(one), `round ${i}: readFile returned the host file`);
         if (one?.toString('utf8') === 'plain\n') plain++;
@@ -121,7 +139,9 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
         assert.ok(!leaks(other), `round ${i}: readFile of the other name returned the host file`);
         if (other?.toString('utf8') === 'plain\n') plain++;
       });
-      console.log(`[escapes ${name}] file swap: ${done.rounds} rounds, ${files} files listed, ${plain} plain reads, ${failed.n} listings refused, marker never seen`);
+      console.log(
+        `[escapes ${name}] file swap: ${done.rounds} rounds, ${files} files listed, ${plain} plain reads, ${failed.n} listings refused, marker never seen`,
+      );
       assert.ok(files + plain > 0, 'the race was real: the plain file was collected at least once');
       await box.stopProcesses();
       const ended = await running;
@@ -135,16 +155,20 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       const failed = { n: 0 };
       const done = await rounds(async (i) => {
         const dir = await dirOf(box, '/svc/outputs', failed);
-        for (const f of dir.files) assert.ok(!leaks(f.content), `round ${i}: readDir returned the host file as ${f.name}`);
+        for (const f of dir.files)
+          assert.ok(!leaks(f.content), `round ${i}: readDir returned the host file as ${f.name}`);
         plain += dir.files.filter((f) => f.content.toString('utf8') === 'plain\n').length;
         for (const path of ['/svc/outputs/real/f.txt', '/svc/outputs/link/f.txt', '/svc/outputs/real/sub/f.txt']) {
           const one = await box.readFile(path, 1_000_000).catch(() => null);
           assert.ok(!leaks(one), `round ${i}: readFile(${path}) returned the host file`);
         }
         const sub = await dirOf(box, '/svc/outputs/link', failed);
-        for (const f of sub.files) assert.ok(!leaks(f.content), `round ${i}: readDir of the swapped directory returned ${f.name}`);
+        for (const f of sub.files)
+          assert.ok(!leaks(f.content), `round ${i}: readDir of the swapped directory returned ${f.name}`);
       });
-      console.log(`[escapes ${name}] directory swap: ${done.rounds} rounds, ${plain} plain files collected, ${failed.n} listings refused, marker never seen`);
+      console.log(
+        `[escapes ${name}] directory swap: ${done.rounds} rounds, ${plain} plain files collected, ${failed.n} listings refused, marker never seen`,
+      );
       assert.ok(plain > 0, 'the race was real: the plain directory was collected at least once');
       await box.stopProcesses();
       await running;
@@ -152,26 +176,42 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
 
     it('static links to host files and directories are never followed, as the last or an intermediate component', async () => {
       const box = await make();
-      const made = await sh(box, [
-        'cd /svc/outputs',
-        `ln -s '${secretFile}' file-link`,
-        `ln -s '${secretDir}' dir-link`,
-        'mkdir -p real/inner',
-        `ln -s '${secretDir}' real/inner/dir-link`,
-        'printf ok > real/ok.txt',
-        `ln -s '${secretDir}' /svc/outputs-link`,
-        'echo made',
-      ].join(' && '));
+      const made = await sh(
+        box,
+        [
+          'cd /svc/outputs',
+          `ln -s '${secretFile}' file-link`,
+          `ln -s '${secretDir}' dir-link`,
+          'mkdir -p real/inner',
+          `ln -s '${secretDir}' real/inner/dir-link`,
+          'printf ok > real/ok.txt',
+          `ln -s '${secretDir}' /svc/outputs-link`,
+          'echo made',
+        ].join(' && '),
+      );
       assert.equal(text(made.output).trim(), 'made', text(made.output));
       const all = await box.readDir('/svc/outputs', 1_000_000);
-      assert.deepEqual(all.files.map((f) => [f.name, f.content.toString('utf8')]), [['real/ok.txt', 'ok']]);
-      for (const path of ['/svc/outputs/file-link', '/svc/outputs/dir-link/f.txt', '/svc/outputs/dir-link/sub/f.txt', '/svc/outputs/real/inner/dir-link/f.txt', '/svc/outputs-link/f.txt']) {
+      assert.deepEqual(
+        all.files.map((f) => [f.name, f.content.toString('utf8')]),
+        [['real/ok.txt', 'ok']],
+      );
+      for (const path of [
+        '/svc/outputs/file-link',
+        '/svc/outputs/dir-link/f.txt',
+        '/svc/outputs/dir-link/sub/f.txt',
+        '/svc/outputs/real/inner/dir-link/f.txt',
+        '/svc/outputs-link/f.txt',
+      ]) {
         const read = await box.readFile(path, 1_000_000).catch(() => null);
         assert.ok(!leaks(read), `readFile(${path}) returned the host file`);
       }
       for (const path of ['/svc/outputs/dir-link', '/svc/outputs/real/inner/dir-link', '/svc/outputs-link']) {
         const listed = await box.readDir(path, 1_000_000).catch(() => ({ files: [] }));
-        assert.deepEqual(listed.files.map((f) => f.name), [], `readDir(${path}) listed the host directory`);
+        assert.deepEqual(
+          listed.files.map((f) => f.name),
+          [],
+          `readDir(${path}) listed the host directory`,
+        );
       }
     });
 
@@ -183,7 +223,12 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       writeFileSync(victim, 'untouched', { mode: 0o600 });
       const { running } = await race(box, 'dir', victimDir);
       await rounds(async () => {
-        await box.putFiles([{ path: '/svc/outputs/real/f.txt', content: 'overwritten' }, { path: '/svc/outputs/link/new.txt', content: 'planted' }]).catch(() => undefined);
+        await box
+          .putFiles([
+            { path: '/svc/outputs/real/f.txt', content: 'overwritten' },
+            { path: '/svc/outputs/link/new.txt', content: 'planted' },
+          ])
+          .catch(() => undefined);
       });
       await box.stopProcesses();
       await running;
@@ -197,7 +242,10 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       assert.equal(text(made.output).trim(), 'made', text(made.output));
       const t0 = Date.now();
       const all = await box.readDir('/svc/outputs', 1_000_000);
-      assert.deepEqual(all.files.map((f) => f.name), ['x.txt']);
+      assert.deepEqual(
+        all.files.map((f) => f.name),
+        ['x.txt'],
+      );
       await assert.rejects(box.readFile('/svc/outputs/fifo', 100));
       assert.ok(Date.now() - t0 < 5000, `collection took ${Date.now() - t0} ms`);
     });
@@ -206,7 +254,10 @@ export function collectionEscapes(name: string, factory: (root: string) => Sandb
       const box = await make();
       const procName = `esc-bg-${randomUUID().slice(0, 8)}`;
       // A command that leaves a detached process behind, and one still running, both writing into the outputs.
-      const bg = await sh(box, `(setsid bash -c 'exec -a ${procName} sh -c "while :; do date +%s%N > /svc/outputs/tick; done"' </dev/null >/dev/null 2>&1 &) ; printf kept > /svc/outputs/kept.txt; echo started`);
+      const bg = await sh(
+        box,
+        `(setsid bash -c 'exec -a ${procName} sh -c "while :; do date +%s%N > /svc/outputs/tick; done"' </dev/null >/dev/null 2>&1 &) ; printf kept > /svc/outputs/kept.txt; echo started`,
+      );
       assert.equal(text(bg.output).trim(), 'started');
       const still = box.exec({ cmd: ['sh', '-c', 'while :; do sleep 1; done'], timeoutMs: 120_000 });
       await new Promise((r) => setTimeout(r, 200));

@@ -3,7 +3,12 @@ import { randomUUID } from 'node:crypto';
 import type { SandboxLimits, SandboxSpec } from '../../adapters/sandbox/types.js';
 
 /** A sandbox spec for the backend suites: a fresh id under `prefix`, labels of a made-up run, network none. */
-export function testSpec(prefix: string, brokerSocket: string, limits: SandboxLimits, overrides: Partial<SandboxSpec> = {}): SandboxSpec {
+export function testSpec(
+  prefix: string,
+  brokerSocket: string,
+  limits: SandboxLimits,
+  overrides: Partial<SandboxSpec> = {},
+): SandboxSpec {
   return {
     id: `${prefix}-${randomUUID().slice(0, 12)}`,
     labels: { runId: `run-${prefix}`, jobId: `job-${prefix}`, workspaceId: `ws-${prefix}` },

@@ -12,7 +12,8 @@ const broker = new FakeBroker();
 let url = '';
 let dir = '';
 
-const svc = (args: string[], options: RunOptions = {}) => run(args, { ...options, env: { SVC_BROKER_URL: url, SVC_TOKEN: token, ...(options.env ?? {}) } });
+const svc = (args: string[], options: RunOptions = {}) =>
+  run(args, { ...options, env: { SVC_BROKER_URL: url, SVC_TOKEN: token, ...(options.env ?? {}) } });
 const text = (b: Buffer) => b.toString('utf8');
 
 before(async () => {
@@ -56,7 +57,20 @@ describe('help and usage', () => {
     for (const args of [['help'], ['--help']]) {
       const r = await run(args);
       assert.equal(r.code, 0);
-      for (const c of ['state get', 'state set', 'state list', 'output set', 'step', 'summary', 'fail', 'llm', 'mcp tools', 'mcp call', 'help']) assert.ok(text(r.stdout).includes(`svc ${c}`), c);
+      for (const c of [
+        'state get',
+        'state set',
+        'state list',
+        'output set',
+        'step',
+        'summary',
+        'fail',
+        'llm',
+        'mcp tools',
+        'mcp call',
+        'help',
+      ])
+        assert.ok(text(r.stdout).includes(`svc ${c}`), c);
       assert.equal(r.stderr.length, 0);
     }
   });
@@ -73,7 +87,24 @@ describe('help and usage', () => {
   });
 
   it('usage errors exit 2 without a request, even outside a sandbox', async () => {
-    for (const args of [['step'], ['state'], ['state', 'get'], ['state', 'get', 'a', 'b'], ['state', 'set'], ['state', 'set', 'k', 'v', 'x'], ['state', 'list', 'x'], ['output', 'set'], ['output', 'get', 'k'], ['mcp'], ['mcp', 'call', 's'], ['mcp', 'call', 's', 't', '{}', 'x'], ['mcp', 'tools', 'a', 'b'], ['llm', '--bogus', 'x', 'hi'], ['llm', '--model'], ['llm', '   ']]) {
+    for (const args of [
+      ['step'],
+      ['state'],
+      ['state', 'get'],
+      ['state', 'get', 'a', 'b'],
+      ['state', 'set'],
+      ['state', 'set', 'k', 'v', 'x'],
+      ['state', 'list', 'x'],
+      ['output', 'set'],
+      ['output', 'get', 'k'],
+      ['mcp'],
+      ['mcp', 'call', 's'],
+      ['mcp', 'call', 's', 't', '{}', 'x'],
+      ['mcp', 'tools', 'a', 'b'],
+      ['llm', '--bogus', 'x', 'hi'],
+      ['llm', '--model'],
+      ['llm', '   '],
+    ]) {
       const inside = await svc(args);
       assert.equal(inside.code, 2, args.join(' '));
       assert.match(text(inside.stderr), /usage/, args.join(' '));
@@ -86,7 +117,13 @@ describe('help and usage', () => {
 
 describe('outside a sandbox', () => {
   it('fails with exit 1 and says that SVC_BROKER_URL and SVC_TOKEN are not set', async () => {
-    for (const env of [{}, { SVC_BROKER_URL: url }, { SVC_TOKEN: token }, { SVC_BROKER_URL: '', SVC_TOKEN: token }, { SVC_BROKER_URL: url, SVC_TOKEN: '' }]) {
+    for (const env of [
+      {},
+      { SVC_BROKER_URL: url },
+      { SVC_TOKEN: token },
+      { SVC_BROKER_URL: '', SVC_TOKEN: token },
+      { SVC_BROKER_URL: url, SVC_TOKEN: '' },
+    ]) {
       for (const args of [['state', 'get', 'k'], ['state', 'set', 'k'], ['llm', 'hi'], ['fail'], ['mcp', 'tools']]) {
         const r = await run(args, { env, keepStdinOpen: true, timeoutMs: 3000 });
         assert.equal(r.code, 1, `${args.join(' ')} with ${JSON.stringify(env)}`);
@@ -137,8 +174,21 @@ describe('requests', () => {
 
   it('an error answer prints its message and exits 1, for 4xx and 5xx', async () => {
     for (const status of [400, 401, 403, 404, 409, 500, 502]) {
-      broker.reply = () => ({ status, body: { code: 'x', message: `the broker said no (${status})`, requestId: 'r1' } });
-      for (const args of [['state', 'get', 'k'], ['state', 'set', 'k', 'v'], ['state', 'list'], ['output', 'set', 'k', 'v'], ['step', 's'], ['summary', 's'], ['llm', 'p'], ['mcp', 'tools'], ['mcp', 'call', 's', 't']]) {
+      broker.reply = () => ({
+        status,
+        body: { code: 'x', message: `the broker said no (${status})`, requestId: 'r1' },
+      });
+      for (const args of [
+        ['state', 'get', 'k'],
+        ['state', 'set', 'k', 'v'],
+        ['state', 'list'],
+        ['output', 'set', 'k', 'v'],
+        ['step', 's'],
+        ['summary', 's'],
+        ['llm', 'p'],
+        ['mcp', 'tools'],
+        ['mcp', 'call', 's', 't'],
+      ]) {
         const r = await svc(args);
         assert.equal(r.code, 1, `${args.join(' ')} ${status}`);
         assert.equal(text(r.stderr), `svc: the broker said no (${status})\n`);
@@ -170,7 +220,10 @@ describe('requests', () => {
     const big: Record<string, string> = {};
     for (let i = 0; i < 300; i++) big[`key${i}`] = 'x'.repeat(10000) + i;
     const entries = Object.entries(big);
-    broker.reply = () => ({ chunks: ['{', ...entries.map(([k, v], i) => `${i ? ',' : ''}${JSON.stringify(k)}:${JSON.stringify(v)}`), '}'], chunkDelayMs: 0 });
+    broker.reply = () => ({
+      chunks: ['{', ...entries.map(([k, v], i) => `${i ? ',' : ''}${JSON.stringify(k)}:${JSON.stringify(v)}`), '}'],
+      chunkDelayMs: 0,
+    });
     r = await svc(['state', 'list']);
     assert.equal(r.code, 0, text(r.stderr));
     assert.deepEqual(JSON.parse(text(r.stdout)), big);
@@ -179,7 +232,9 @@ describe('requests', () => {
 
   it('a Content-Length answer that is cut short is a failure', async () => {
     const { createServer } = await import('node:net');
-    const s = createServer((c) => c.once('data', () => c.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"key":"k"')));
+    const s = createServer((c) =>
+      c.once('data', () => c.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"key":"k"')),
+    );
     await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
     const port = (s.address() as { port: number }).port;
     const r = await svc(['state', 'get', 'k'], { env: { SVC_BROKER_URL: `http://127.0.0.1:${port}` } });
@@ -241,7 +296,9 @@ describe('svc state', () => {
   });
 
   it('get decodes JSON escapes: unicode, surrogate pairs, control characters', async () => {
-    broker.reply = () => ({ raw: '{"key":"k","value":"caf\\u00e9 \\ud83c\\udf0d \\u0001\\t\\"q\\" \\\\ \\/ \\n","found":true}' });
+    broker.reply = () => ({
+      raw: '{"key":"k","value":"caf\\u00e9 \\ud83c\\udf0d \\u0001\\t\\"q\\" \\\\ \\/ \\n","found":true}',
+    });
     const r = await svc(['state', 'get', 'k']);
     assert.equal(r.code, 0);
     assert.deepEqual(r.stdout, Buffer.from('café 🌍 \u0001\t"q" \\ / \n\n'));
@@ -269,7 +326,8 @@ describe('svc state', () => {
   });
 
   it('values with every control character, quotes, backslashes and UTF-8 round-trip', async () => {
-    const tricky = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '"\\/\u007f é ü 中文 🌍 \u2028\u2029 end';
+    const tricky =
+      Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '"\\/\u007f é ü 中文 🌍 \u2028\u2029 end';
     let r = await svc(['state', 'set', 'k', tricky.slice(1)]); // argv cannot hold NUL
     assert.equal(r.code, 0, text(r.stderr));
     assert.deepEqual(broker.last.json, { value: tricky.slice(1) });
@@ -349,16 +407,40 @@ describe('svc llm', () => {
     assert.equal(r.code, 0, text(r.stderr));
     assert.equal(text(r.stdout), 'the answer\n');
     assert.equal(broker.last.url, '/v1/llm');
-    assert.deepEqual(broker.last.json, { model: 'utility', system: null, prompt: 'what is this?', schemaText: null, maxTokens: 4096 });
+    assert.deepEqual(broker.last.json, {
+      model: 'utility',
+      system: null,
+      prompt: 'what is this?',
+      schemaText: null,
+      maxTokens: 4096,
+    });
   });
 
   it('takes flags before and after the prompt; -- ends the flags', async () => {
     await svc(['llm', '--model', 'agent', 'sum', 'up', '--system', 'be brief', '--max-tokens', '200']);
-    assert.deepEqual(broker.last.json, { model: 'agent', system: 'be brief', prompt: 'sum up', schemaText: null, maxTokens: 200 });
+    assert.deepEqual(broker.last.json, {
+      model: 'agent',
+      system: 'be brief',
+      prompt: 'sum up',
+      schemaText: null,
+      maxTokens: 200,
+    });
     await svc(['llm', '--model=agent', '--max-tokens=16000', 'x']);
-    assert.deepEqual(broker.last.json, { model: 'agent', system: null, prompt: 'x', schemaText: null, maxTokens: 16000 });
+    assert.deepEqual(broker.last.json, {
+      model: 'agent',
+      system: null,
+      prompt: 'x',
+      schemaText: null,
+      maxTokens: 16000,
+    });
     await svc(['llm', '--model', 'utility', '--', '--model', 'agent', '-']);
-    assert.deepEqual(broker.last.json, { model: 'utility', system: null, prompt: '--model agent -', schemaText: null, maxTokens: 4096 });
+    assert.deepEqual(broker.last.json, {
+      model: 'utility',
+      system: null,
+      prompt: '--model agent -',
+      schemaText: null,
+      maxTokens: 4096,
+    });
   });
 
   it('any model other than agent is utility; max tokens outside 1..16000 or not a number is 4096', async () => {
@@ -375,7 +457,13 @@ describe('svc llm', () => {
   it('reads the prompt from stdin when none is given or it is -; an empty prompt is a usage error', async () => {
     let r = await svc(['llm', '--system', 'sys'], { stdin: 'from stdin\n' });
     assert.equal(r.code, 0);
-    assert.deepEqual(broker.last.json, { model: 'utility', system: 'sys', prompt: 'from stdin', schemaText: null, maxTokens: 4096 });
+    assert.deepEqual(broker.last.json, {
+      model: 'utility',
+      system: 'sys',
+      prompt: 'from stdin',
+      schemaText: null,
+      maxTokens: 4096,
+    });
     r = await svc(['llm', '-'], { stdin: 'dash prompt' });
     assert.equal((broker.last.json as { prompt: string }).prompt, 'dash prompt');
     const before = broker.seen.length;
@@ -407,16 +495,39 @@ describe('svc llm', () => {
   it('a schema the broker finds not JSON exits 2; not an object exits 1', async () => {
     const schema = join(dir, 'bad.json');
     writeFileSync(schema, '{nope');
-    broker.reply = () => ({ status: 400, body: { code: 'validation_failed', message: 'schema is not valid JSON', fields: [{ field: 'schema', code: 'invalid_json', message: 'is not valid JSON' }], requestId: 'r' } });
+    broker.reply = () => ({
+      status: 400,
+      body: {
+        code: 'validation_failed',
+        message: 'schema is not valid JSON',
+        fields: [{ field: 'schema', code: 'invalid_json', message: 'is not valid JSON' }],
+        requestId: 'r',
+      },
+    });
     let r = await svc(['llm', '--schema', schema, 'x']);
     assert.equal(r.code, 2);
     assert.equal(text(r.stderr), 'svc: schema is not valid JSON\n');
     assert.equal((broker.last.json as { schemaText: string }).schemaText, '{nope');
-    broker.reply = () => ({ status: 400, body: { code: 'validation_failed', message: 'schema must be a JSON object at its top level', fields: [{ field: 'schema', code: 'not_object', message: 'must be an object' }], requestId: 'r' } });
+    broker.reply = () => ({
+      status: 400,
+      body: {
+        code: 'validation_failed',
+        message: 'schema must be a JSON object at its top level',
+        fields: [{ field: 'schema', code: 'not_object', message: 'must be an object' }],
+        requestId: 'r',
+      },
+    });
     r = await svc(['llm', '--schema', schema, 'x']);
     assert.equal(r.code, 1);
     assert.equal(text(r.stderr), 'svc: schema must be a JSON object at its top level\n');
-    broker.reply = () => ({ status: 403, body: { code: 'forbidden', message: 'the run reached its cost limit, so svc llm is no longer available', requestId: 'r' } });
+    broker.reply = () => ({
+      status: 403,
+      body: {
+        code: 'forbidden',
+        message: 'the run reached its cost limit, so svc llm is no longer available',
+        requestId: 'r',
+      },
+    });
     r = await svc(['llm', 'x']);
     assert.equal(r.code, 1);
     assert.match(text(r.stderr), /no longer available/);
@@ -425,7 +536,8 @@ describe('svc llm', () => {
 
 describe('svc mcp', () => {
   it('tools prints the JSON array; a server name is URL-encoded', async () => {
-    const tools = '[{"server":"gh","name":"search","description":"Search","inputSchema":{"type":"object"},"readOnly":true}]';
+    const tools =
+      '[{"server":"gh","name":"search","description":"Search","inputSchema":{"type":"object"},"readOnly":true}]';
     broker.reply = () => ({ raw: tools });
     let r = await svc(['mcp', 'tools']);
     assert.equal(r.code, 0);
@@ -458,7 +570,10 @@ describe('svc mcp', () => {
     r = await svc(['mcp', 'call', 's', 't']);
     assert.equal(r.code, 1);
     assert.equal(text(r.stdout), 'the tool failed: rate limited\n');
-    broker.reply = () => ({ status: 404, body: { code: 'not_found', message: 'MCP tool t on server s not found', requestId: 'r' } });
+    broker.reply = () => ({
+      status: 404,
+      body: { code: 'not_found', message: 'MCP tool t on server s not found', requestId: 'r' },
+    });
     r = await svc(['mcp', 'call', 's', 't']);
     assert.equal(r.code, 1);
     assert.equal(text(r.stderr), 'svc: MCP tool t on server s not found\n');

@@ -55,7 +55,11 @@ export function run(args: string[], options: RunOptions = {}): Promise<RunResult
     else if (!options.keepStdinOpen) child.stdin.end();
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`svc ${args.join(' ')} did not finish within ${options.timeoutMs ?? 10000} ms; stderr: ${Buffer.concat(err).toString()}`));
+      reject(
+        new Error(
+          `svc ${args.join(' ')} did not finish within ${options.timeoutMs ?? 10000} ms; stderr: ${Buffer.concat(err).toString()}`,
+        ),
+      );
     }, options.timeoutMs ?? 10000);
     child.on('error', reject);
     if (child.pid && options.started) options.started(child.pid);
@@ -76,7 +80,14 @@ export interface Seen {
 }
 
 /** `chunks` answers with chunked encoding, one write per chunk (`chunkDelayMs` apart, 5 ms by default). */
-export type Reply = { status?: number; body?: unknown; raw?: string | Buffer; chunks?: Array<string | Buffer>; chunkDelayMs?: number; headers?: Record<string, string> };
+export type Reply = {
+  status?: number;
+  body?: unknown;
+  raw?: string | Buffer;
+  chunks?: Array<string | Buffer>;
+  chunkDelayMs?: number;
+  headers?: Record<string, string>;
+};
 
 /** A broker stand-in: records every request and answers with `reply` (JSON by default). */
 export class FakeBroker {
@@ -93,7 +104,9 @@ export class FakeBroker {
   /** Listens on 127.0.0.1 (TCP) or on a Unix socket path. Returns the URL or the path. */
   async listen(path?: string): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
-    await new Promise<void>((resolve) => (path ? this.server!.listen(path, resolve) : this.server!.listen(0, '127.0.0.1', resolve)));
+    await new Promise<void>((resolve) =>
+      path ? this.server!.listen(path, resolve) : this.server!.listen(0, '127.0.0.1', resolve),
+    );
     return path ?? `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
@@ -121,7 +134,11 @@ export class FakeBroker {
       return;
     }
     const text = r.raw ?? JSON.stringify(r.body ?? {});
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(r.headers ?? {}) });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...(r.headers ?? {}),
+    });
     res.end(text);
   }
 

@@ -25,7 +25,10 @@ after(async () => {
 });
 
 /** svc init with its sockets and ports pointed at this test's servers (the proxy socket is absent unless given). */
-async function init(args: string[], options: RunOptions & { proxySock?: string; brokerPort?: number; proxyPort?: number } = {}) {
+async function init(
+  args: string[],
+  options: RunOptions & { proxySock?: string; brokerPort?: number; proxyPort?: number } = {},
+) {
   const brokerPort = options.brokerPort ?? (await freePort());
   const proxyPort = options.proxyPort ?? (await freePort());
   const env = {
@@ -60,7 +63,11 @@ async function waitForPort(port: number): Promise<void> {
 /** Runs fn against a no-command init forwarding to `sock`, then stops init with SIGTERM (it must exit 0). */
 async function withInit(sock: string, fn: (port: number) => Promise<void>): Promise<void> {
   let pid = 0;
-  const job = await init(['--ttl', '30'], { env: { SVC_INIT_BROKER_SOCKET: sock }, started: (p) => (pid = p), timeoutMs: 30000 });
+  const job = await init(['--ttl', '30'], {
+    env: { SVC_INIT_BROKER_SOCKET: sock },
+    started: (p) => (pid = p),
+    timeoutMs: 30000,
+  });
   try {
     await waitForPort(job.brokerPort);
     await fn(job.brokerPort);
@@ -76,7 +83,10 @@ describe('svc init with a command', () => {
     broker.reply = () => ({ body: { key: 'k', value: 'through the forwarder', found: true } });
     const before = broker.seen.length;
     const port = await freePort();
-    const { result } = await init(['--', 'sh', '-c', `SVC_BROKER_URL=http://127.0.0.1:${port} SVC_TOKEN=tok ${svcBin} state get k`], { brokerPort: port });
+    const { result } = await init(
+      ['--', 'sh', '-c', `SVC_BROKER_URL=http://127.0.0.1:${port} SVC_TOKEN=tok ${svcBin} state get k`],
+      { brokerPort: port },
+    );
     const r = await result;
     assert.equal(text(r.stderr), '');
     assert.equal(r.code, 0);
@@ -154,7 +164,10 @@ describe('svc init with a command', () => {
     assert.ok(r.ms < 3000, `init exited ${r.ms} ms after start though an orphan was left`);
     // Nothing of the command outlives init.
     const stat = existsSync(`/proc/${orphan}/stat`) ? readFileSync(`/proc/${orphan}/stat`, 'utf8') : '';
-    assert.ok(stat === '' || /\) Z /.test(stat) || !stat.includes('(sleep)'), `the orphan ${orphan} still runs: ${stat}`);
+    assert.ok(
+      stat === '' || /\) Z /.test(stat) || !stat.includes('(sleep)'),
+      `the orphan ${orphan} still runs: ${stat}`,
+    );
   });
 
   it('on SIGTERM stops the command: SIGTERM to its group, SIGKILL 1.5 s later', async () => {
@@ -236,11 +249,21 @@ describe('svc init without a command', () => {
     };
     const one = (i: number) =>
       new Promise<string>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path: `/n/${i}`, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve(Buffer.concat(chunks).toString()));
-        });
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: `/n/${i}`,
+            method: 'POST',
+            agent: false,
+            headers: { 'content-type': 'application/json' },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify({ i, pad: 'x'.repeat(i * 100) }));
       });
@@ -308,7 +331,9 @@ describe('svc init without a command', () => {
     await new Promise<void>((resolve) => s.listen(gone, resolve));
     await withInit(gone, async (gonePort) => {
       await new Promise<void>((resolve) => s.close(() => resolve())); // removes the socket file
-      const r = await run(['state', 'list'], { env: { SVC_BROKER_URL: `http://127.0.0.1:${gonePort}`, SVC_TOKEN: 't' } });
+      const r = await run(['state', 'list'], {
+        env: { SVC_BROKER_URL: `http://127.0.0.1:${gonePort}`, SVC_TOKEN: 't' },
+      });
       assert.equal(r.code, 1);
       assert.match(text(r.stderr), /closed the connection without an answer/);
     });

@@ -17,10 +17,15 @@ function inChild(body: string): Promise<{ code: number | null; out: string }> {
     ${body}
   `;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 30_000, cwd: join(import.meta.dirname, '../..') }, (err, stdout, stderr) => {
-      const code = err ? ((err as { code?: number | string }).code as number | null) ?? null : 0;
-      resolve({ code: typeof code === 'number' ? code : null, out: stdout + stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { timeout: 30_000, cwd: join(import.meta.dirname, '../..') },
+      (err, stdout, stderr) => {
+        const code = err ? (((err as { code?: number | string }).code as number | null) ?? null) : 0;
+        resolve({ code: typeof code === 'number' ? code : null, out: stdout + stderr });
+      },
+    );
   });
 }
 

@@ -7,7 +7,14 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 
-const meta: EventMetadata = { workspaceId: 'w', actor: { type: 'system', id: null }, requestId: null, correlationId: null, causationId: null, ts: 1 };
+const meta: EventMetadata = {
+  workspaceId: 'w',
+  actor: { type: 'system', id: null },
+  requestId: null,
+  correlationId: null,
+  causationId: null,
+  ts: 1,
+};
 const quiet = { error: () => {}, info: () => {} };
 
 /**
@@ -23,7 +30,9 @@ function counter(name: string, version = 1, trace = true): Projector {
     project(e): DocOp[] {
       if (e.type !== 'Counted') return [];
       const d = e.data as { n: number };
-      const update = trace ? { $set: { total: d.n, revision: e.revision }, $push: { seen: d.n } } : { $set: { total: d.n, revision: e.revision } };
+      const update = trace
+        ? { $set: { total: d.n, revision: e.revision }, $push: { seen: d.n } }
+        : { $set: { total: d.n, revision: e.revision } };
       return [{ kind: 'update', collection: name, filter: { _id: e.streamId }, update, upsert: true }];
     },
   };
@@ -39,7 +48,11 @@ afterEach(async () => {
   open = [];
 });
 
-function setup(projectors: Projector[], events = openSqliteEventStore(':memory:'), docs = openSqliteDocumentStore(':memory:')) {
+function setup(
+  projectors: Projector[],
+  events = openSqliteEventStore(':memory:'),
+  docs = openSqliteDocumentStore(':memory:'),
+) {
   const engine = new ProjectionEngine(events, docs, projectors, quiet);
   const o = { events, docs, engine };
   open.push(o);
@@ -48,7 +61,8 @@ function setup(projectors: Projector[], events = openSqliteEventStore(':memory:'
 
 async function count(events: EventStore, stream: string, from: number, to: number) {
   let last = undefined as Awaited<ReturnType<EventStore['append']>> | undefined;
-  for (let n = from; n <= to; n++) last = await events.append(stream, [{ type: 'Counted', data: { n }, metadata: meta }], 'any');
+  for (let n = from; n <= to; n++)
+    last = await events.append(stream, [{ type: 'Counted', data: { n }, metadata: meta }], 'any');
   return last!.position;
 }
 
@@ -61,7 +75,11 @@ describe('projection engine', () => {
     assert.equal(await engine.waitFor(pos, 2000), true);
     const doc = await docs.collection('a').findOne({ _id: 's1' });
     assert.equal(doc?.total, 60);
-    assert.deepEqual(doc?.seen, Array.from({ length: 60 }, (_, i) => i + 1), 'each event once, in order');
+    assert.deepEqual(
+      doc?.seen,
+      Array.from({ length: 60 }, (_, i) => i + 1),
+      'each event once, in order',
+    );
   });
 
   it('keeps one checkpoint per projector and resumes from it after a restart', async () => {
@@ -76,8 +94,14 @@ describe('projection engine', () => {
     const { engine } = setup([counter('a'), counter('b')], events, docs);
     await engine.start();
     assert.equal(await engine.waitFor(await count(events, 's', 16, 16), 2000), true);
-    assert.deepEqual((await docs.collection('a').findOne({ _id: 's' }))?.seen, Array.from({ length: 16 }, (_, i) => i + 1));
-    assert.deepEqual((await docs.collection('b').findOne({ _id: 's' }))?.seen, Array.from({ length: 16 }, (_, i) => i + 1));
+    assert.deepEqual(
+      (await docs.collection('a').findOne({ _id: 's' }))?.seen,
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
+    assert.deepEqual(
+      (await docs.collection('b').findOne({ _id: 's' }))?.seen,
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
   });
 
   it('is idempotent under redelivery of events it already applied', async () => {
@@ -142,7 +166,15 @@ function slotted(name: string): Projector {
     indexes: [{ collection: name, keys: [['slot', 1]], unique: true }],
     project(e): DocOp[] {
       if (e.type !== 'Counted') return [];
-      return [{ kind: 'update', collection: name, filter: { _id: e.streamId }, update: { $set: { slot: (e.data as { n: number }).n } }, upsert: true }];
+      return [
+        {
+          kind: 'update',
+          collection: name,
+          filter: { _id: e.streamId },
+          update: { $set: { slot: (e.data as { n: number }).n } },
+          upsert: true,
+        },
+      ];
     },
   };
 }
@@ -160,7 +192,10 @@ async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 1
 describe('projection engine failures', () => {
   it('stops a failing projector alone, answers writes it does not show, retries with backoff and catches up', async () => {
     const logged: Array<{ obj: Record<string, unknown>; msg: string }> = [];
-    const log = { error: (obj: object, msg: string) => logged.push({ obj: obj as Record<string, unknown>, msg }), info: () => {} };
+    const log = {
+      error: (obj: object, msg: string) => logged.push({ obj: obj as Record<string, unknown>, msg }),
+      info: () => {},
+    };
     const events = openSqliteEventStore(':memory:');
     const docs = openSqliteDocumentStore(':memory:');
     const engine = new ProjectionEngine(events, docs, [counter('a'), slotted('b')], log);
@@ -176,9 +211,19 @@ describe('projection engine failures', () => {
       return true;
     });
     assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 5, 'the healthy projector went on');
-    assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.slot, 2, 'the failing one stopped before the event it cannot apply');
+    assert.equal(
+      (await docs.collection('b').findOne({ _id: 's' }))?.slot,
+      2,
+      'the failing one stopped before the event it cannot apply',
+    );
     // A write b has nothing to do with is answered as usual; one b would show, on any stream, is not.
-    assert.equal(await engine.waitFor((await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position, 2000), true);
+    assert.equal(
+      await engine.waitFor(
+        (await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position,
+        2000,
+      ),
+      true,
+    );
     await assert.rejects(engine.waitFor(await count(events, 't', 9, 9), 2000), /b read model/);
 
     const failing = await until('two retries', () => {
@@ -195,11 +240,19 @@ describe('projection engine failures', () => {
 
     // A process without the projector role reads the same health from the stored checkpoints.
     const reader = new ProjectionEngine(events, docs, [counter('a'), slotted('b')], quiet);
-    const stored = await until('the failure in the stored checkpoints', async () => (await reader.storedStatus()).find((s) => s.name === 'b' && !s.healthy));
+    const stored = await until('the failure in the stored checkpoints', async () =>
+      (await reader.storedStatus()).find((s) => s.name === 'b' && !s.healthy),
+    );
     assert.match(stored.lastError ?? '', /UNIQUE/i);
     // And judges read-your-writes the same way from the log: a write b would show is refused, another is not.
     await assert.rejects(reader.waitFor(onS, 2000), /b read model/);
-    assert.equal(await reader.waitFor((await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position, 2000), true);
+    assert.equal(
+      await reader.waitFor(
+        (await events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'any')).position,
+        2000,
+      ),
+      true,
+    );
 
     // The cause goes away: b recovers by itself and replays what it skipped, in order, then follows live events.
     await docs.collection('b').deleteMany({ _id: 'blocker' });
@@ -210,7 +263,11 @@ describe('projection engine failures', () => {
     assert.equal((await docs.collection('b').findOne({ _id: 't' }))?.slot, 9);
     assert.equal(await engine.waitFor(await count(events, 's', 6, 6), 2000), true);
     assert.equal((await docs.collection('b').findOne({ _id: 's' }))?.slot, 6);
-    assert.deepEqual((await docs.collection('a').findOne({ _id: 's' }))?.seen, [1, 2, 3, 4, 5, 6], 'the healthy projector saw each event once');
+    assert.deepEqual(
+      (await docs.collection('a').findOne({ _id: 's' }))?.seen,
+      [1, 2, 3, 4, 5, 6],
+      'the healthy projector saw each event once',
+    );
   });
 
   it('doubles the wait between retries up to a cap', async () => {
@@ -232,7 +289,10 @@ describe('projection engine stop', () => {
     await engine.start();
     await engine.stop();
     // A loop that kept re-arming itself after stop would starve timers: this one must fire.
-    const fired = await Promise.race([new Promise((r) => setTimeout(() => r(true), 50)), new Promise((r) => setTimeout(() => r(false), 2000).unref())]);
+    const fired = await Promise.race([
+      new Promise((r) => setTimeout(() => r(true), 50)),
+      new Promise((r) => setTimeout(() => r(false), 2000).unref()),
+    ]);
     assert.equal(fired, true);
     assert.equal(engine.running, false);
   });

@@ -15,8 +15,15 @@ const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 /** Fails with the text when any 12-character piece of the secret's bytes can still be decoded from it. */
 function assertNoTrace(text: string, label: string): void {
   assert.ok(!text.includes(secret), `${label}: the value itself is left in ${text}`);
-  for (const decoded of [Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64').toString('latin1'), Buffer.from(text.replace(/[^A-Za-z0-9_-]/g, ''), 'base64url').toString('latin1')]) {
-    for (let i = 0; i + 12 <= secret.length; i++) assert.ok(!decoded.includes(secret.slice(i, i + 12)), `${label}: ${secret.slice(i, i + 12)} decodes from ${text}`);
+  for (const decoded of [
+    Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64').toString('latin1'),
+    Buffer.from(text.replace(/[^A-Za-z0-9_-]/g, ''), 'base64url').toString('latin1'),
+  ]) {
+    for (let i = 0; i + 12 <= secret.length; i++)
+      assert.ok(
+        !decoded.includes(secret.slice(i, i + 12)),
+        `${label}: ${secret.slice(i, i + 12)} decodes from ${text}`,
+      );
   }
 }
 
@@ -45,7 +52,9 @@ describe('redaction of derived forms', () => {
     const spaced = 'pass word/with?reserved&chars=1';
     const r = redactor([spaced]);
     const forms = [
-      encodeURIComponent(spaced), encodeURI(spaced), new URLSearchParams({ p: spaced }).toString().slice(2),
+      encodeURIComponent(spaced),
+      encodeURI(spaced),
+      new URLSearchParams({ p: spaced }).toString().slice(2),
       encodeURIComponent(spaced).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
     ];
     for (const f of forms) {
@@ -76,12 +85,17 @@ describe('redaction of derived forms', () => {
 
   it('finds a secret at any offset of any base64 stream (property)', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 20 }), fc.uint8Array({ maxLength: 20 }), fc.string({ minLength: 8, maxLength: 40 }), (before, after, value) => {
-        const encoded = b64(Buffer.concat([Buffer.from(before), Buffer.from(value), Buffer.from(after)]));
-        const out = redactor([value])(encoded);
-        // What is left beside the marker decodes to at most a few bits of the value's first and last byte.
-        return out.includes(redactedMarker);
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 20 }),
+        fc.uint8Array({ maxLength: 20 }),
+        fc.string({ minLength: 8, maxLength: 40 }),
+        (before, after, value) => {
+          const encoded = b64(Buffer.concat([Buffer.from(before), Buffer.from(value), Buffer.from(after)]));
+          const out = redactor([value])(encoded);
+          // What is left beside the marker decodes to at most a few bits of the value's first and last byte.
+          return out.includes(redactedMarker);
+        },
+      ),
       { seed: 1010, numRuns: 300 },
     );
   });
@@ -104,7 +118,10 @@ describe('redaction of derived forms', () => {
 
   it('matcher: reports the longest match ending at each position, across fail links', () => {
     const m = new Matcher(['he', 'she', 'hers', 'his'], false);
-    assert.deepEqual(m.spans('ushers'), [[1, 4], [2, 6]]);
+    assert.deepEqual(m.spans('ushers'), [
+      [1, 4],
+      [2, 6],
+    ]);
     assert.deepEqual(new Matcher(['ABC'], true).spans('xaBcx'), [[1, 4]]);
     assert.deepEqual(new Matcher(['ABC'], false).spans('xaBcx'), []);
   });

@@ -13,9 +13,16 @@ describe('JSON shape limits', () => {
   it('counts structure outside strings only, escapes included', () => {
     const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
     assert.equal(jsonShapeProblem(deep(jsonShapeLimits.depth)), null);
-    assert.equal(jsonShapeProblem(deep(jsonShapeLimits.depth + 1)), `nests deeper than ${jsonShapeLimits.depth} levels`);
+    assert.equal(
+      jsonShapeProblem(deep(jsonShapeLimits.depth + 1)),
+      `nests deeper than ${jsonShapeLimits.depth} levels`,
+    );
     assert.equal(jsonShapeProblem(JSON.stringify({ text: deep(500) })), null, 'brackets inside a string are text');
-    assert.equal(jsonShapeProblem(JSON.stringify({ text: `"\\${deep(500)}` })), null, 'an escaped quote does not end the string');
+    assert.equal(
+      jsonShapeProblem(JSON.stringify({ text: `"\\${deep(500)}` })),
+      null,
+      'an escaped quote does not end the string',
+    );
     assert.match(jsonShapeProblem(`["a\\\\", ${deep(100)}]`) ?? '', /nests deeper/, 'an escaped backslash does end it');
     const object = (n: number) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])));
     assert.equal(jsonShapeProblem(object(jsonShapeLimits.keysPerObject)), null);
@@ -38,13 +45,20 @@ describe('JSON shape limits', () => {
 describe('size guard', () => {
   const schema = stripIds(
     Type.Object({
-      grants: Type.Array(Type.Object({ tools: Type.Union([Type.Array(Type.String(), { maxItems: 3 }), Type.Null()]) }), { maxItems: 5 }),
+      grants: Type.Array(
+        Type.Object({ tools: Type.Union([Type.Array(Type.String(), { maxItems: 3 }), Type.Null()]) }),
+        { maxItems: 5 },
+      ),
       env: Type.Optional(Type.Record(Type.String(), Type.String(), { maxProperties: 2 })),
     }),
   );
 
   it('reports the first container over its bound, with its path, before looking at items', () => {
-    assert.deepEqual(findOversize(schema, { grants: Array.from({ length: 6 }, () => 1) }), { path: ['grants'], code: 'too_long', message: 'must have at most 5 items' });
+    assert.deepEqual(findOversize(schema, { grants: Array.from({ length: 6 }, () => 1) }), {
+      path: ['grants'],
+      code: 'too_long',
+      message: 'must have at most 5 items',
+    });
     const inUnion = findOversize(schema, { grants: [{ tools: null }, { tools: ['a', 'b', 'c', 'd'] }] });
     assert.ok(inUnion && inUnion !== tooManyValues);
     assert.deepEqual(inUnion.path, ['grants', 1, 'tools'], 'the array branch of the union');
@@ -52,7 +66,14 @@ describe('size guard', () => {
     assert.ok(map && map !== tooManyValues);
     assert.equal(map.code, 'too_many_fields');
     assert.equal(findOversize(schema, { grants: [{ tools: ['a'] }], env: { a: '1' } }), null);
-    assert.equal(findOversize(schema, { grants: Array.from({ length: 5 }, () => ({ tools: ['a', 'b', 'c'] })) }, { nodes: 0, limit: 10 }), tooManyValues);
+    assert.equal(
+      findOversize(
+        schema,
+        { grants: Array.from({ length: 5 }, () => ({ tools: ['a', 'b', 'c'] })) },
+        { nodes: 0, limit: 10 },
+      ),
+      tooManyValues,
+    );
   });
 
   it('answers a failing part with at most 20 fields and the count of all, or the first field of a large part', () => {
@@ -63,7 +84,10 @@ describe('size guard', () => {
     assert.equal(many.error.summary.count, 50);
     const large = validate(Array.from({ length: 1000 }, () => ({ n: 'x' })));
     assert.ok(typeof large === 'object' && 'error' in large);
-    assert.deepEqual(large.error.summary, { fields: [{ field: '[0].n', code: 'invalid_type', message: 'must be integer' }], count: null });
+    assert.deepEqual(large.error.summary, {
+      fields: [{ field: '[0].n', code: 'invalid_type', message: 'must be integer' }],
+      count: null,
+    });
     assert.equal(validate([{ n: 1 }]), true);
   });
 });
@@ -78,7 +102,12 @@ describe('field summary', () => {
           { instancePath: at, schemaPath: '#/anyOf/0/type', keyword: 'type', params: { type: 'array' } },
           { instancePath: at, schemaPath: '#/anyOf/1/type', keyword: 'type', params: { type: 'null' } },
           { instancePath: at, schemaPath: '#/anyOf', keyword: 'anyOf', params: {} },
-          { instancePath: `/${i}`, schemaPath: '#/required', keyword: 'required', params: { missingProperty: 'serverId' } },
+          {
+            instancePath: `/${i}`,
+            schemaPath: '#/required',
+            keyword: 'required',
+            params: { missingProperty: 'serverId' },
+          },
         );
       }
       return errors;
@@ -98,7 +127,10 @@ describe('field summary', () => {
     const small = fastest(5_000);
     const large = fastest(40_000);
     // Eight times the errors: about eight times the time when linear, sixty-four when quadratic (as it was).
-    assert.ok(large.ms < small.ms * 25 + 50, `20,000 errors: ${small.ms.toFixed(0)} ms; 160,000: ${large.ms.toFixed(0)} ms`);
+    assert.ok(
+      large.ms < small.ms * 25 + 50,
+      `20,000 errors: ${small.ms.toFixed(0)} ms; 160,000: ${large.ms.toFixed(0)} ms`,
+    );
     const summary = large.summary;
     assert.equal(summary.count, 80_000);
     assert.equal(summary.fields.length, 20);
@@ -111,6 +143,9 @@ describe('field summary', () => {
       { instancePath: '/mode', schemaPath: '#/anyOf/1/const', keyword: 'const', params: { allowedValue: 'b' } },
       { instancePath: '/mode', schemaPath: '#/anyOf', keyword: 'anyOf', params: {} },
     ]);
-    assert.deepEqual(literal, { fields: [{ field: 'mode', code: 'invalid', message: 'must be one of "a", "b"' }], count: 1 });
+    assert.deepEqual(literal, {
+      fields: [{ field: 'mode', code: 'invalid', message: 'must be one of "a", "b"' }],
+      count: 1,
+    });
   });
 });

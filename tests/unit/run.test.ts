@@ -4,7 +4,21 @@ import { DomainError } from '../../domain/decider.js';
 import { jobRunsDecider, type JobRunsEvent, type JobRunsState } from '../../domain/job-runs.js';
 import { emptyOutcome, runDecider, type RunEvent, type RunPlan, type RunState } from '../../domain/run.js';
 
-const plan: RunPlan = { runId: 'r1', jobId: 'j1', jobName: 'J', workspaceId: 'w', number: 1, trigger: 'manual', triggeredBy: null, input: {}, instructions: null, mode: 'explore', playbookVersion: 0, modelId: null, queuedAt: 1000 };
+const plan: RunPlan = {
+  runId: 'r1',
+  jobId: 'j1',
+  jobName: 'J',
+  workspaceId: 'w',
+  number: 1,
+  trigger: 'manual',
+  triggeredBy: null,
+  input: {},
+  instructions: null,
+  mode: 'explore',
+  playbookVersion: 0,
+  modelId: null,
+  queuedAt: 1000,
+};
 
 function fold(events: RunEvent[]): RunState {
   return events.reduce(runDecider.evolve, runDecider.initialState);
@@ -31,15 +45,24 @@ describe('run decider', () => {
     const done = step(s, { type: 'FinishRun', outcome: { ...emptyOutcome(5000), status: 'succeeded' } });
     assert.equal(done.state.status, 'succeeded');
     assert.equal((done.events[0]!.data as { msTotal: number }).msTotal, 3000);
-    assert.equal(code(() => runDecider.decide({ type: 'FinishRun', outcome: emptyOutcome(6000) }, done.state)), 'conflict');
+    assert.equal(
+      code(() => runDecider.decide({ type: 'FinishRun', outcome: emptyOutcome(6000) }, done.state)),
+      'conflict',
+    );
   });
 
   it('lets exactly one claim win, and only a submitted run be claimed', () => {
     const waiting = fold([{ type: 'RunQueued', data: { ...plan, submitted: false } }]);
-    assert.equal(code(() => runDecider.decide({ type: 'ClaimRun', runnerId: 'a', now: 1 }, waiting)), 'conflict');
+    assert.equal(
+      code(() => runDecider.decide({ type: 'ClaimRun', runnerId: 'a', now: 1 }, waiting)),
+      'conflict',
+    );
     const s = step(waiting, { type: 'SubmitRun' }).state;
     const claimed = step(s, { type: 'ClaimRun', runnerId: 'a', now: 1 }).state;
-    assert.equal(code(() => runDecider.decide({ type: 'ClaimRun', runnerId: 'b', now: 1 }, claimed)), 'conflict');
+    assert.equal(
+      code(() => runDecider.decide({ type: 'ClaimRun', runnerId: 'b', now: 1 }, claimed)),
+      'conflict',
+    );
   });
 
   it('cancels: a queued run ends at once, a live one is asked once, a final one is refused', () => {
@@ -48,23 +71,35 @@ describe('run decider', () => {
     assert.equal(ended.state.status, 'cancelled');
     assert.equal((ended.events[0]!.data as { error: string }).error, 'Cancelled before it started');
     assert.equal((ended.events[0]!.data as { msTotal: number | null }).msTotal, null);
-    assert.equal(code(() => runDecider.decide({ type: 'CancelRun', now: 4000 }, ended.state)), 'conflict');
+    assert.equal(
+      code(() => runDecider.decide({ type: 'CancelRun', now: 4000 }, ended.state)),
+      'conflict',
+    );
     const live = step(queued, { type: 'ClaimRun', runnerId: 'a', now: 1 }).state;
     const asked = step(live, { type: 'CancelRun', now: 2 });
     assert.equal(asked.events[0]!.type, 'RunCancelRequested');
     assert.deepEqual(runDecider.decide({ type: 'CancelRun', now: 3 }, asked.state), []);
-    assert.equal(code(() => runDecider.decide({ type: 'CancelRun', now: 1 }, runDecider.initialState)), 'not_found');
+    assert.equal(
+      code(() => runDecider.decide({ type: 'CancelRun', now: 1 }, runDecider.initialState)),
+      'not_found',
+    );
   });
 });
 
 describe('job admission', () => {
   const admit = (s: JobRunsState, runId: string, concurrency: 'skip' | 'queue' | 'parallel') => {
     const events = jobRunsDecider.decide({ type: 'AdmitRun', runId, concurrency }, s);
-    return { outcome: (events[0] as Extract<JobRunsEvent, { type: 'RunAdmitted' }>).data.outcome, state: events.reduce(jobRunsDecider.evolve, s) };
+    return {
+      outcome: (events[0] as Extract<JobRunsEvent, { type: 'RunAdmitted' }>).data.outcome,
+      state: events.reduce(jobRunsDecider.evolve, s),
+    };
   };
   const release = (s: JobRunsState, runId: string) => {
     const events = jobRunsDecider.decide({ type: 'ReleaseRun', runId }, s);
-    return { next: events.length ? (events[0] as Extract<JobRunsEvent, { type: 'RunReleased' }>).data.next : undefined, state: events.reduce(jobRunsDecider.evolve, s) };
+    return {
+      next: events.length ? (events[0] as Extract<JobRunsEvent, { type: 'RunReleased' }>).data.next : undefined,
+      state: events.reduce(jobRunsDecider.evolve, s),
+    };
   };
 
   it('skips when busy under skip, waits under queue, starts under parallel', () => {
@@ -84,7 +119,12 @@ describe('job admission', () => {
 
   it('starts the next waiting run only when nothing is active', () => {
     let s = jobRunsDecider.initialState;
-    for (const [id, c] of [['a', 'parallel'], ['b', 'parallel'], ['c', 'queue']] as const) s = admit(s, id, c).state;
+    for (const [id, c] of [
+      ['a', 'parallel'],
+      ['b', 'parallel'],
+      ['c', 'queue'],
+    ] as const)
+      s = admit(s, id, c).state;
     assert.deepEqual(s.waiting, ['c']);
     const first = release(s, 'a');
     assert.equal(first.next, null);

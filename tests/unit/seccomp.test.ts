@@ -36,7 +36,8 @@ function run(program: Buffer, nr: number, arch: number): number {
 
 function headerNumbers(file: string, prefix: RegExp): Map<string, number> {
   const out = new Map<string, number>();
-  for (const m of readFileSync(file, 'utf8').matchAll(new RegExp(`#define\\s+${prefix.source}(\\w+)\\s+(\\d+)`, 'g'))) out.set(m[1]!, Number(m[2]));
+  for (const m of readFileSync(file, 'utf8').matchAll(new RegExp(`#define\\s+${prefix.source}(\\w+)\\s+(\\d+)`, 'g')))
+    out.set(m[1]!, Number(m[2]));
   return out;
 }
 
@@ -46,11 +47,13 @@ describe('bwrap seccomp filter', () => {
       const program = seccompProgram(arch);
       const denied = deniedSyscalls.map((d) => d[arch]).filter((n): n is number => n !== null);
       for (const nr of denied) assert.equal(run(program, nr, arches[arch]), eperm, `call ${nr}`);
-      for (let nr = 0; nr < 460; nr++) if (!denied.includes(nr)) assert.equal(run(program, nr, arches[arch]), allow, `call ${nr} is allowed`);
+      for (let nr = 0; nr < 460; nr++)
+        if (!denied.includes(nr)) assert.equal(run(program, nr, arches[arch]), allow, `call ${nr} is allowed`);
       const other = arch === 'x64' ? arches.arm64 : arches.x64;
       assert.equal(run(program, 0, other), kill, 'a call of another architecture');
       assert.equal(run(program, 0, i386), kill, 'an i386 call (int 0x80 on x86_64)');
-      if (arch === 'x64') assert.equal(run(program, 0x40000000 | 39, arches.x64), eperm, 'an x32 call cannot walk around the list');
+      if (arch === 'x64')
+        assert.equal(run(program, 0x40000000 | 39, arches.x64), eperm, 'an x32 call cannot walk around the list');
     });
   }
 

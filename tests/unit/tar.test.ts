@@ -29,25 +29,36 @@ function header(name: string, flag: string, size: number | string, prefix = ''):
 const body = (content: Buffer) => Buffer.concat([content, Buffer.alloc((512 - (content.length % 512)) % 512)]);
 const end = Buffer.alloc(1024);
 const all = { keep: () => true, maxStreamBytes: 1 << 30 };
-const chunked = (b: Buffer, size = 7) => (async function* () {
-  for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
-})();
+const chunked = (b: Buffer, size = 7) =>
+  (async function* () {
+    for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
+  })();
 
 describe('reading archives from a sandbox', () => {
   it('reads what pack writes, in chunks of any size', async () => {
     const tar = pack([
       { name: 'outputs', type: 'dir', mode: 0o755, uid: 1000, gid: 1000 },
       { name: 'outputs/a.txt', type: 'file', mode: 0o644, uid: 1000, gid: 1000, content: Buffer.from('aaa') },
-      { name: `outputs/${'d'.repeat(120)}/b.txt`, type: 'file', mode: 0o644, uid: 1000, gid: 1000, content: Buffer.alloc(700, 1) },
+      {
+        name: `outputs/${'d'.repeat(120)}/b.txt`,
+        type: 'file',
+        mode: 0o644,
+        uid: 1000,
+        gid: 1000,
+        content: Buffer.alloc(700, 1),
+      },
     ]);
     for (const size of [1, 7, 512, 100_000]) {
       const read = await readTar(chunked(tar, size), all);
       assert.equal(read.cut, false);
-      assert.deepEqual(read.entries.map((e) => [e.name, e.type, e.size, e.content?.length ?? null]), [
-        ['outputs', 'dir', 0, null],
-        ['outputs/a.txt', 'file', 3, 3],
-        [`outputs/${'d'.repeat(120)}/b.txt`, 'file', 700, 700],
-      ]);
+      assert.deepEqual(
+        read.entries.map((e) => [e.name, e.type, e.size, e.content?.length ?? null]),
+        [
+          ['outputs', 'dir', 0, null],
+          ['outputs/a.txt', 'file', 3, 3],
+          [`outputs/${'d'.repeat(120)}/b.txt`, 'file', 700, 700],
+        ],
+      );
     }
   });
 
@@ -65,9 +76,16 @@ describe('reading archives from a sandbox', () => {
       Buffer.concat([header('pax', 'x', 24), body(Buffer.from('24 path=/etc/shadow\n')), header('harmless', '0', 0)]),
     ];
     for (const tar of hostile) {
-      await assert.rejects(readTar(chunked(Buffer.concat([tar, end])), all), /not a plain relative path/, `accepted ${tar.subarray(0, 40).toString('utf8')}`);
+      await assert.rejects(
+        readTar(chunked(Buffer.concat([tar, end])), all),
+        /not a plain relative path/,
+        `accepted ${tar.subarray(0, 40).toString('utf8')}`,
+      );
     }
-    assert.throws(() => pack([{ name: '../x', type: 'file', mode: 0o644, uid: 0, gid: 0 }]), /not a plain relative path/);
+    assert.throws(
+      () => pack([{ name: '../x', type: 'file', mode: 0o644, uid: 0, gid: 0 }]),
+      /not a plain relative path/,
+    );
   });
 
   it('gives links and other entries no content, and never keeps a file the caller declines', async () => {
@@ -75,26 +93,44 @@ describe('reading archives from a sandbox', () => {
       header('outputs/link', '2', 0),
       header('outputs/hard', '1', 0),
       header('outputs/fifo', '6', 0),
-      header('outputs/big', '0', 2048), body(Buffer.alloc(2048, 7)),
-      header('outputs/small', '0', 2), body(Buffer.from('ok')),
+      header('outputs/big', '0', 2048),
+      body(Buffer.alloc(2048, 7)),
+      header('outputs/small', '0', 2),
+      body(Buffer.from('ok')),
       end,
     ]);
     const seen: TarHeader[] = [];
     const read = await readTar(chunked(tar), { keep: (h) => (seen.push(h), h.size < 100), maxStreamBytes: 1 << 20 });
-    assert.deepEqual(read.entries.map((e) => [e.name, e.type, e.content?.toString('utf8') ?? null]), [
-      ['outputs/link', 'symlink', null],
-      ['outputs/hard', 'other', null],
-      ['outputs/fifo', 'other', null],
-      ['outputs/big', 'file', null],
-      ['outputs/small', 'file', 'ok'],
-    ]);
-    assert.deepEqual(seen.map((h) => h.name), ['outputs/big', 'outputs/small'], 'only regular files are offered to keep');
+    assert.deepEqual(
+      read.entries.map((e) => [e.name, e.type, e.content?.toString('utf8') ?? null]),
+      [
+        ['outputs/link', 'symlink', null],
+        ['outputs/hard', 'other', null],
+        ['outputs/fifo', 'other', null],
+        ['outputs/big', 'file', null],
+        ['outputs/small', 'file', 'ok'],
+      ],
+    );
+    assert.deepEqual(
+      seen.map((h) => h.name),
+      ['outputs/big', 'outputs/small'],
+      'only regular files are offered to keep',
+    );
   });
 
   it('throws on a size it cannot read or an archive cut inside an entry', async () => {
-    await assert.rejects(readTar(chunked(Buffer.concat([header('outputs/x', '0', '\x80\0\0\0\0\0\0\0\0\0\0\x10'), end])), all), /size/);
-    await assert.rejects(readTar(chunked(Buffer.concat([header('outputs/x', '0', 'zzzzzzzzzzz\0'), end])), all), /size/);
-    await assert.rejects(readTar(chunked(Buffer.concat([header('outputs/x', '0', 4096), Buffer.alloc(100)])), all), /ends inside/);
+    await assert.rejects(
+      readTar(chunked(Buffer.concat([header('outputs/x', '0', '\x80\0\0\0\0\0\0\0\0\0\0\x10'), end])), all),
+      /size/,
+    );
+    await assert.rejects(
+      readTar(chunked(Buffer.concat([header('outputs/x', '0', 'zzzzzzzzzzz\0'), end])), all),
+      /size/,
+    );
+    await assert.rejects(
+      readTar(chunked(Buffer.concat([header('outputs/x', '0', 4096), Buffer.alloc(100)])), all),
+      /ends inside/,
+    );
     await assert.rejects(readTar(chunked(Buffer.concat([header('pax', 'x', 8 * 1024 * 1024), end])), all), /oversized/);
   });
 
@@ -108,7 +144,7 @@ describe('reading archives from a sandbox', () => {
       }
     }
     let kept = 0;
-    const read = await readTar(endless(), { keep: () => (kept++ < 2), maxStreamBytes: 8 * 1024 * 1024 });
+    const read = await readTar(endless(), { keep: () => kept++ < 2, maxStreamBytes: 8 * 1024 * 1024 });
     assert.equal(read.cut, true);
     assert.ok(produced < 12 * 1024 * 1024, `read ${produced} bytes of an endless archive`);
     assert.equal(read.entries.filter((e) => e.content !== null).length, 2);

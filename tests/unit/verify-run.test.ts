@@ -1,24 +1,61 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { checksFor, fallbackBrief, filePaths, runChecks, sameValue, scriptedSummary, verdictExcerpt, type VerifyFacts } from '../../domain/verify-run.js';
+import {
+  checksFor,
+  fallbackBrief,
+  filePaths,
+  runChecks,
+  sameValue,
+  scriptedSummary,
+  verdictExcerpt,
+  type VerifyFacts,
+} from '../../domain/verify-run.js';
 
-const facts = (over: Partial<VerifyFacts> = {}): VerifyFacts => ({ exitCode: 0, outputs: {}, stdout: '', files: {}, ...over });
+const facts = (over: Partial<VerifyFacts> = {}): VerifyFacts => ({
+  exitCode: 0,
+  outputs: {},
+  stdout: '',
+  files: {},
+  ...over,
+});
 
 describe('scripted run verification (BEHAVIOUR §2.5, §2.6)', () => {
   it('orders the built-in exit check, declared outputs, then the playbook checks, skipping repeats', () => {
-    const checks = checksFor(['count', 'report'], { checks: ['output.count  exists', 'exit_code == 0', 'output.count > 3'], llm: false, varies: [] });
+    const checks = checksFor(['count', 'report'], {
+      checks: ['output.count  exists', 'exit_code == 0', 'output.count > 3'],
+      llm: false,
+      varies: [],
+    });
     assert.deepEqual(checks, ['exit_code == 0', 'output.count exists', 'output.report exists', 'output.count > 3']);
     assert.deepEqual(checksFor([], null), ['exit_code == 0']);
   });
 
   it('judges every kind of check and names the first failure', () => {
-    const checks = ['exit_code == 0', 'output.n >= 2', 'output.s == "ok"', 'output.o == {"b":2,"a":1}', 'file /svc/outputs/r.csv exists', 'stdout contains "done"', 'exit_code != 3'];
-    const pass = runChecks(checks, facts({ outputs: { n: '2', s: 'ok', o: { a: 1, b: 2 } }, stdout: 'all done\n', files: { '/svc/outputs/r.csv': true } }));
+    const checks = [
+      'exit_code == 0',
+      'output.n >= 2',
+      'output.s == "ok"',
+      'output.o == {"b":2,"a":1}',
+      'file /svc/outputs/r.csv exists',
+      'stdout contains "done"',
+      'exit_code != 3',
+    ];
+    const pass = runChecks(
+      checks,
+      facts({
+        outputs: { n: '2', s: 'ok', o: { a: 1, b: 2 } },
+        stdout: 'all done\n',
+        files: { '/svc/outputs/r.csv': true },
+      }),
+    );
     assert.equal(pass.failure, null);
     assert.ok(pass.results.every((r) => r.passed));
     const fail = runChecks(checks, facts({ exitCode: 3, outputs: { n: 1, s: 'no' }, stdout: '', files: {} }));
     assert.equal(fail.failure, 'the check "exit_code == 0" failed: the exit code was 3');
-    assert.deepEqual(fail.results.map((r) => r.passed), [false, false, false, false, false, false, false]);
+    assert.deepEqual(
+      fail.results.map((r) => r.passed),
+      [false, false, false, false, false, false, false],
+    );
     assert.equal(fail.results[1]!.detail, 'the output n was 1');
     assert.equal(fail.results[3]!.detail, 'the output o was not set');
     assert.equal(fail.results[4]!.detail, '/svc/outputs/r.csv does not exist');
@@ -39,7 +76,10 @@ describe('scripted run verification (BEHAVIOUR §2.5, §2.6)', () => {
   });
 
   it('lists the paths file checks need', () => {
-    assert.deepEqual(filePaths(['file /workspace/a exists', 'exit_code == 0', 'file /svc/outputs/b exists']), ['/workspace/a', '/svc/outputs/b']);
+    assert.deepEqual(filePaths(['file /workspace/a exists', 'exit_code == 0', 'file /svc/outputs/b exists']), [
+      '/workspace/a',
+      '/svc/outputs/b',
+    ]);
   });
 
   it('summarises with svc summary, else the verdict, else the end of the output', () => {
@@ -59,12 +99,22 @@ describe('scripted run verification (BEHAVIOUR §2.5, §2.6)', () => {
   });
 
   it('briefs the agent on a fallback with the reason, last step, output and actions', () => {
-    const brief = fallbackBrief({ reason: 'the check "exit_code == 0" failed: the exit code was 1', lastStep: 'upload', exitCode: 1, output: 'boom', outputs: { a: 1 }, actions: [{ server: 'crm', tool: 'create', args: '{"x":1}', ok: true }] });
+    const brief = fallbackBrief({
+      reason: 'the check "exit_code == 0" failed: the exit code was 1',
+      lastStep: 'upload',
+      exitCode: 1,
+      output: 'boom',
+      outputs: { a: 1 },
+      actions: [{ server: 'crm', tool: 'create', args: '{"x":1}', ok: true }],
+    });
     assert.match(brief, /fell short: the check "exit_code == 0" failed/);
     assert.match(brief, /The last step it marked with svc step was "upload"/);
     assert.match(brief, /```\nboom\n```/);
     assert.match(brief, /\{"a":1\}/);
     assert.match(brief, /- crm\.create with \{"x":1\} \(succeeded\)/);
-    assert.match(fallbackBrief({ reason: 'r', lastStep: null, exitCode: -1, output: '', outputs: {}, actions: [] }), /No action with side effects went through the broker/);
+    assert.match(
+      fallbackBrief({ reason: 'r', lastStep: null, exitCode: -1, output: '', outputs: {}, actions: [] }),
+      /No action with side effects went through the broker/,
+    );
   });
 });

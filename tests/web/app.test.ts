@@ -75,12 +75,27 @@ describe('web app serving', () => {
 
   it('never serves a file outside the build, however the path is spelled', async () => {
     const html = await (await fetch(`${server.t.url}/`)).text();
-    for (const path of ['/../package.json', '/%2e%2e/package.json', '/..%2f..%2fpackage.json', '/assets/..%2f..%2f..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/index.html%00.js', '/%E0%A4%A', '/.source-hash']) {
+    for (const path of [
+      '/../package.json',
+      '/%2e%2e/package.json',
+      '/..%2f..%2fpackage.json',
+      '/assets/..%2f..%2f..%2fpackage.json',
+      '/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+      '/index.html%00.js',
+      '/%E0%A4%A',
+      '/.source-hash',
+    ]) {
       const res = await fetch(server.t.url + path);
       const text = await res.text();
-      assert.ok(!text.includes('"devDependencies"') && !text.includes('root:x:0') && !/^[0-9a-f]{64}$/.test(text), `${path} leaked a file`);
+      assert.ok(
+        !text.includes('"devDependencies"') && !text.includes('root:x:0') && !/^[0-9a-f]{64}$/.test(text),
+        `${path} leaked a file`,
+      );
       // 400: the router itself refuses a malformed escape before any route sees it.
-      assert.ok(res.status === 404 || res.status === 400 || text === html, `${path}: ${res.status} ${text.slice(0, 200)} ${html.slice(0, 200)}`);
+      assert.ok(
+        res.status === 404 || res.status === 400 || text === html,
+        `${path}: ${res.status} ${text.slice(0, 200)} ${html.slice(0, 200)}`,
+      );
     }
   });
 });
@@ -113,7 +128,7 @@ describe('web app in a browser', () => {
       // Signing out clears the session: the app is back at sign-in and the API refuses the browser.
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.waitForURL(/\/sign-in/);
-      assert.equal((await page.evaluate(async () => (await fetch('/api/users/me')).status)), 401);
+      assert.equal(await page.evaluate(async () => (await fetch('/api/users/me')).status), 401);
       assert.deepEqual(problems, []);
     } catch (err) {
       throw await web.explain(page, err);
@@ -155,7 +170,10 @@ describe('web app in a browser', () => {
       await page.locator('.entry[data-type="tool.call"]').first().waitFor();
       await page.locator('.entry[data-type="tool.result"]', { hasText: 'hello from the sandbox' }).waitFor();
       await page.locator('h1 .badge', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
-      assert.ok(streams.some((u) => u.endsWith(`/api/runs/${runId}/stream`)), 'the page read the live stream');
+      assert.ok(
+        streams.some((u) => u.endsWith(`/api/runs/${runId}/stream`)),
+        'the page read the live stream',
+      );
       await expectTexts(page, '.entry[data-type="run.status"] .badge', ['provisioning', 'running', 'succeeded']);
 
       // The summary is rendered markdown, and nothing in it runs, loads or posts.
@@ -163,18 +181,37 @@ describe('web app in a browser', () => {
       await summary.getByRole('heading', { name: 'Weather report' }).waitFor();
       assert.equal(await summary.locator('strong').first().textContent(), 'sunny');
       assert.equal(await summary.locator('li').count(), 2);
-      assert.equal(await summary.getByRole('link', { name: 'the source' }).getAttribute('href'), 'https://example.com/forecast');
-      assert.equal(await summary.getByRole('link', { name: 'click me' }).count(), 0, 'a javascript: link is not a link');
+      assert.equal(
+        await summary.getByRole('link', { name: 'the source' }).getAttribute('href'),
+        'https://example.com/forecast',
+      );
+      assert.equal(
+        await summary.getByRole('link', { name: 'click me' }).count(),
+        0,
+        'a javascript: link is not a link',
+      );
       assert.match((await summary.textContent()) ?? '', /<script>window.__pwned=2<\/script>/, 'raw HTML shows as text');
       assert.match((await summary.textContent()) ?? '', /\[image: tracker\]/);
       await expectInert(page);
       assert.equal(await page.locator('.crumbs a').first().textContent(), hostileName, 'the job name is text');
 
       // The timeline exports as the JSON the events route answers.
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
-      const exported = JSON.parse(readFileSync((await download.path())!, 'utf8')) as Array<{ seq: number; type: string }>;
-      const stored = (await server.api.get(`/api/runs/${runId}/events?limit=2000`)).body as Array<{ seq: number; type: string }>;
-      assert.deepEqual(exported.map((e) => e.seq), stored.map((e) => e.seq));
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Export JSON' }).click(),
+      ]);
+      const exported = JSON.parse(readFileSync((await download.path())!, 'utf8')) as Array<{
+        seq: number;
+        type: string;
+      }>;
+      const stored = (await server.api.get(`/api/runs/${runId}/events?limit=2000`)).body as Array<{
+        seq: number;
+        type: string;
+      }>;
+      assert.deepEqual(
+        exported.map((e) => e.seq),
+        stored.map((e) => e.seq),
+      );
 
       // A deep link reloads into the same page, read from the stored timeline.
       await page.reload();
@@ -195,7 +232,10 @@ describe('web app in a browser', () => {
       // The job's overview sums up its runs; the runs page finds the run by its job's name.
       await row.locator('a.job-name').click();
       await page.locator('.tile', { hasText: 'succeeded' }).locator('.tile-value', { hasText: '100%' }).waitFor();
-      assert.equal(await page.locator('.tile', { hasText: 'runs in 30 days' }).locator('.tile-value').textContent(), '1');
+      assert.equal(
+        await page.locator('.tile', { hasText: 'runs in 30 days' }).locator('.tile-value').textContent(),
+        '1',
+      );
       await page.goto(`${server.t.url}/runs`);
       await page.getByLabel('Search runs').fill('Daily');
       await page.waitForURL(/search=Daily/);
@@ -215,7 +255,9 @@ describe('web app in a browser', () => {
     try {
       await signIn(page);
       await page.goto(`${server.t.url}/jobs/new`);
-      await page.getByLabel('Describe the job in a sentence').fill('Every monday at 8am Europe/Berlin fetch the weather from wttr.in');
+      await page
+        .getByLabel('Describe the job in a sentence')
+        .fill('Every monday at 8am Europe/Berlin fetch the weather from wttr.in');
       await page.getByRole('button', { name: 'Compile into a job' }).click();
       await page.getByText('Proposed from your sentence.').waitFor();
       assert.equal(await page.getByLabel('Name').inputValue(), 'Every monday at 8am Europe Berlin');
@@ -256,7 +298,11 @@ describe('web app in a browser', () => {
       await page.getByLabel('Name', { exact: true }).fill('WEATHER_KEY');
       await page.getByRole('button', { name: 'Add secret' }).click();
       await page.locator('td code', { hasText: 'WEATHER_KEY' }).waitFor();
-      assert.equal(await page.getByLabel('Value', { exact: true }).inputValue(), '', 'the value is not kept in the form');
+      assert.equal(
+        await page.getByLabel('Value', { exact: true }).inputValue(),
+        '',
+        'the value is not kept in the form',
+      );
       await page.getByRole('button', { name: 'Replace the value of WEATHER_KEY' }).click();
       await page.getByLabel('New value for WEATHER_KEY').fill(`${value}-2`);
       await page.getByRole('button', { name: 'Save', exact: true }).click();
@@ -277,7 +323,10 @@ describe('web app in a browser', () => {
       assert.ok(!(await page.content()).includes(token), 'a token is shown once only');
       await page.getByRole('button', { name: 'Delete token nightly script' }).click();
       await page.locator('td', { hasText: 'nightly script' }).waitFor({ state: 'detached' });
-      assert.equal((await fetch(`${server.t.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+      assert.equal(
+        (await fetch(`${server.t.url}/api/users/me`, { headers: { authorization: `Bearer ${token}` } })).status,
+        401,
+      );
 
       await page.getByRole('link', { name: 'Secrets' }).click();
       await page.getByRole('button', { name: 'Delete WEATHER_KEY' }).click();
@@ -292,10 +341,21 @@ describe('web app in a browser', () => {
 
   it('opens a long timeline with its newest entries and shows the earlier ones on request', async () => {
     // Three turns of 75 notes each (a scripted answer holds at most 100 calls): over 450 entries in a second or two.
-    const turn = (n: number) => ({ toolCalls: Array.from({ length: 75 }, (_, i) => ({ name: 'remember', args: { note: `note ${n}.${i}` } })) });
-    const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, { reset: true, responses: [turn(1), turn(2), turn(3), { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'noted' } }] }] });
+    const turn = (n: number) => ({
+      toolCalls: Array.from({ length: 75 }, (_, i) => ({ name: 'remember', args: { note: `note ${n}.${i}` } })),
+    });
+    const pushed = await server.api.post(`/api/providers/${server.providerId}/script`, {
+      reset: true,
+      responses: [
+        turn(1),
+        turn(2),
+        turn(3),
+        { toolCalls: [{ name: 'finish', args: { status: 'success', summary: 'noted' } }] },
+      ],
+    });
     assert.equal(pushed.status, 200, pushed.text);
-    const job = (await server.api.post('/api/jobs', { name: 'long timeline', instruction: 'x', selfImprove: false })).body.id as string;
+    const job = (await server.api.post('/api/jobs', { name: 'long timeline', instruction: 'x', selfImprove: false }))
+      .body.id as string;
     const runId = (await server.api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
     const { run, events } = await finishedRun(server.api, runId);
     assert.equal(run.status, 'succeeded', run.error);
@@ -309,10 +369,16 @@ describe('web app in a browser', () => {
       const openMs = Date.now() - t0;
       assert.equal(await page.locator('.entry').count(), 400, 'the newest 400 entries first');
       await page.getByRole('button', { name: new RegExp(`Show ${events.length - 400} earlier`) }).click();
-      await page.locator('.entry').nth(events.length - 1).waitFor();
+      await page
+        .locator('.entry')
+        .nth(events.length - 1)
+        .waitFor();
       assert.equal(await page.locator('.entry').count(), events.length);
       await page.locator('.entry[data-type="run.status"]').first().locator('summary').click();
-      assert.match((await page.locator('.entry[data-type="run.status"]').first().locator('pre').textContent()) ?? '', /"status": "provisioning"/);
+      assert.match(
+        (await page.locator('.entry[data-type="run.status"]').first().locator('pre').textContent()) ?? '',
+        /"status": "provisioning"/,
+      );
       console.log(`[web] a finished run of ${events.length} entries opened in ${openMs} ms`);
       assert.deepEqual(problems, []);
     } catch (err) {
@@ -347,7 +413,10 @@ describe('web app in a browser', () => {
       const alpha = (await server.api.get('/api/jobs?search=alpha%20sorter')).body.items[0];
       const started = await server.api.post(`/api/jobs/${alpha.id}/runs`, {});
       assert.equal(started.status, 201, started.text);
-      await page.locator('tr', { hasText: 'alpha sorter' }).locator(`.strip a[href="/runs/${started.body.runId}"]`).waitFor();
+      await page
+        .locator('tr', { hasText: 'alpha sorter' })
+        .locator(`.strip a[href="/runs/${started.body.runId}"]`)
+        .waitFor();
 
       // Paging is the server's: two per page (a URL value the page-size menu does not offer is still honoured).
       await page.goto(`${server.t.url}/jobs?search=sorter&pageSize=2`);
@@ -388,7 +457,13 @@ describe('web app in a browser', () => {
   });
 
   it('opens job tabs by deep link, saves settings, and cancels a live run from its page', async () => {
-    const id = (await server.api.post('/api/jobs', { name: 'tabbed job', instruction: 'Wait with `sleep 30` and report.', selfImprove: false })).body.id as string;
+    const id = (
+      await server.api.post('/api/jobs', {
+        name: 'tabbed job',
+        instruction: 'Wait with `sleep 30` and report.',
+        selfImprove: false,
+      })
+    ).body.id as string;
     await server.api.post(`/api/providers/${server.providerId}/script`, { reset: true, responses: [] });
     const { context, page, problems } = await web.open(390, 800);
     try {
@@ -413,7 +488,10 @@ describe('web app in a browser', () => {
       await page.waitForURL(/\/runs\//);
       await page.locator('h1 .badge', { hasText: /running|provisioning/ }).waitFor({ timeout: 30_000 });
       await page.screenshot({ path: screenshotPath('run-phone') });
-      assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'the run page fits a phone screen');
+      assert.ok(
+        await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'),
+        'the run page fits a phone screen',
+      );
       await page.getByRole('button', { name: 'Cancel run' }).click();
       await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor({ timeout: 30_000 });
       await page.getByRole('button', { name: 'Retry' }).waitFor();
@@ -421,11 +499,16 @@ describe('web app in a browser', () => {
       await page.goto(`${server.t.url}/jobs/${id}/runs`);
       await page.getByRole('link', { name: '#1' }).waitFor();
       assert.equal(await page.locator('tbody .badge.status-cancelled').count(), 1);
-      assert.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'), 'the runs list fits a phone screen');
+      assert.ok(
+        await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'),
+        'the runs list fits a phone screen',
+      );
 
       // Playbook versions: each shows what it changed against the one before, and the version is in the URL.
       for (const main of ['#!/bin/sh\necho one\necho done\n', '#!/bin/sh\necho two\necho done\n']) {
-        const saved = await server.api.request('PUT', `/api/jobs/${id}/playbook`, { content: { main, learnings: [{ text: `main says ${main.includes('two') ? 'two' : 'one'}` }] } });
+        const saved = await server.api.request('PUT', `/api/jobs/${id}/playbook`, {
+          content: { main, learnings: [{ text: `main says ${main.includes('two') ? 'two' : 'one'}` }] },
+        });
         assert.equal(saved.status, 200, saved.text);
       }
       await page.goto(`${server.t.url}/jobs/${id}/playbook?version=2`);

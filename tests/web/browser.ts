@@ -10,7 +10,16 @@ import { chromium, type Browser, type BrowserContext, type Page } from '@playwri
  * the edit, not yesterday's dist/web).
  */
 export const chromiumPath = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const args = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const root = new URL('../../', import.meta.url).pathname;
 export const webBuildDir = join(root, 'dist/web');
 
@@ -58,7 +67,9 @@ export function browserSuite(index: string): BrowserSuite {
   const s = {} as BrowserSuite;
   before(async () => {
     if (!existsSync(chromiumPath)) {
-      throw new Error(`chromium is missing at ${chromiumPath}: the web app's browser tests need Debian's chromium package (scripts/prepare-host.sh installs it; or set SVC_CHROMIUM)`);
+      throw new Error(
+        `chromium is missing at ${chromiumPath}: the web app's browser tests need Debian's chromium package (scripts/prepare-host.sh installs it; or set SVC_CHROMIUM)`,
+      );
     }
     s.browser = await chromium.launch({ executablePath: chromiumPath, args });
   });
@@ -78,10 +89,16 @@ export function browserSuite(index: string): BrowserSuite {
   };
   s.checkServed = async (url) => {
     const served = await (await fetch(`${url}/`)).text();
-    if (served !== index) throw new Error('the server loaded another web build than the one of the current sources: a concurrent `npm run build` rewrote dist/web while the suite started; run the suite again');
+    if (served !== index)
+      throw new Error(
+        'the server loaded another web build than the one of the current sources: a concurrent `npm run build` rewrote dist/web while the suite started; run the suite again',
+      );
   };
   s.explain = async (page, err) => {
-    const shown = await page.locator('body').innerText({ timeout: 2000 }).catch(() => '(page unreadable)');
+    const shown = await page
+      .locator('body')
+      .innerText({ timeout: 2000 })
+      .catch(() => '(page unreadable)');
     const message = err instanceof Error ? err.message : String(err);
     await page.screenshot({ path: screenshotPath('failure') }).catch(() => undefined);
     // A new error: the reporter prints the stack, which holds the message as it was when the error was made.

@@ -14,13 +14,37 @@ let vite: ViteDevServer;
 let render: (source: string) => string;
 
 before(async () => {
-  vite = await createServer({ configFile: new URL('../../web/vite.config.ts', import.meta.url).pathname, server: { middlewareMode: true, hmr: false, ws: false }, appType: 'custom', logLevel: 'warn' });
+  vite = await createServer({
+    configFile: new URL('../../web/vite.config.ts', import.meta.url).pathname,
+    server: { middlewareMode: true, hmr: false, ws: false },
+    appType: 'custom',
+    logLevel: 'warn',
+  });
   const mod = (await vite.ssrLoadModule('/src/markdown.tsx')) as { Markdown: FunctionComponent<{ source: string }> };
   render = (source) => renderToStaticMarkup(createElement(mod.Markdown, { source }));
 });
 after(async () => vite?.close());
 
-const allowedTags = new Set(['div', 'p', 'br', 'strong', 'em', 'code', 'pre', 'ul', 'ol', 'li', 'blockquote', 'hr', 'h3', 'h4', 'h5', 'h6', 'a', 'span']);
+const allowedTags = new Set([
+  'div',
+  'p',
+  'br',
+  'strong',
+  'em',
+  'code',
+  'pre',
+  'ul',
+  'ol',
+  'li',
+  'blockquote',
+  'hr',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'a',
+  'span',
+]);
 const allowedAttributes = new Set(['class', 'href', 'target', 'rel', 'title']);
 
 function check(markup: string): void {
@@ -34,22 +58,62 @@ function check(markup: string): void {
 }
 
 const fragments = [
-  '<script>alert(1)</script>', '<img src=x onerror=alert(1)>', '"><svg onload=alert(1)>', '<iframe src=//evil>', '<form action=//evil><input>',
-  '[x](javascript:alert(1))', '[x](JaVaScRiPt:alert(1))', '[x]( javascript:alert(1))', '[x](data:text/html,<script>)', '[x](vbscript:x)',
-  '![t](http://127.0.0.1/p.gif)', '![t](javascript:x)', '[a](https://ok.example/x "t")', 'https://ok.example/a?b=<c>', '<a href="javascript:x">y</a>',
-  '**', '*', '_', '`', '```', '~~~', '# ', '> ', '- ', '1. ', '\n', '\n\n', '[', ']', '(', ')', '"', "'", '&lt;', '&#60;script&#62;', '\u0000', '\u2028',
+  '<script>alert(1)</script>',
+  '<img src=x onerror=alert(1)>',
+  '"><svg onload=alert(1)>',
+  '<iframe src=//evil>',
+  '<form action=//evil><input>',
+  '[x](javascript:alert(1))',
+  '[x](JaVaScRiPt:alert(1))',
+  '[x]( javascript:alert(1))',
+  '[x](data:text/html,<script>)',
+  '[x](vbscript:x)',
+  '![t](http://127.0.0.1/p.gif)',
+  '![t](javascript:x)',
+  '[a](https://ok.example/x "t")',
+  'https://ok.example/a?b=<c>',
+  '<a href="javascript:x">y</a>',
+  '**',
+  '*',
+  '_',
+  '`',
+  '```',
+  '~~~',
+  '# ',
+  '> ',
+  '- ',
+  '1. ',
+  '\n',
+  '\n\n',
+  '[',
+  ']',
+  '(',
+  ')',
+  '"',
+  "'",
+  '&lt;',
+  '&#60;script&#62;',
+  '\u0000',
+  '\u2028',
 ];
-const source = fc.array(fc.oneof(fc.constantFrom(...fragments), fc.string({ maxLength: 12 })), { maxLength: 30 }).map((parts) => parts.join(''));
+const source = fc
+  .array(fc.oneof(fc.constantFrom(...fragments), fc.string({ maxLength: 12 })), { maxLength: 30 })
+  .map((parts) => parts.join(''));
 
 describe('run summary markdown', () => {
   it('renders the common forms as elements', () => {
-    const html = render('## Title\n\nSome **bold** and _em_ and `code`.\n\n- one\n- two\n\n```\n<b>raw</b>\n```\n\n> quoted\n\n[site](https://example.com/x)');
+    const html = render(
+      '## Title\n\nSome **bold** and _em_ and `code`.\n\n- one\n- two\n\n```\n<b>raw</b>\n```\n\n> quoted\n\n[site](https://example.com/x)',
+    );
     assert.match(html, /<h4>Title<\/h4>/);
     assert.match(html, /<strong>bold<\/strong>/);
     assert.match(html, /<em>em<\/em>/);
     assert.match(html, /<ul><li>one<\/li><li>two<\/li><\/ul>/);
     assert.match(html, /<pre><code>&lt;b&gt;raw&lt;\/b&gt;<\/code><\/pre>/);
-    assert.match(html, /<a href="https:\/\/example.com\/x" target="_blank" rel="noopener noreferrer nofollow">site<\/a>/);
+    assert.match(
+      html,
+      /<a href="https:\/\/example.com\/x" target="_blank" rel="noopener noreferrer nofollow">site<\/a>/,
+    );
     check(html);
   });
 
@@ -59,6 +123,9 @@ describe('run summary markdown', () => {
   });
 
   it('never lets generated markdown add a tag, an attribute or a link target of its own', () => {
-    fc.assert(fc.property(source, (md) => check(render(md))), { numRuns: 1500, seed: 1124 });
+    fc.assert(
+      fc.property(source, (md) => check(render(md))),
+      { numRuns: 1500, seed: 1124 },
+    );
   });
 });

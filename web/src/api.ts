@@ -22,7 +22,12 @@ export class ApiError extends Error {
 export const signedOutEvent = 'svc:signed-out';
 
 function isErrorBody(v: unknown): v is ErrorBody {
-  return typeof v === 'object' && v !== null && typeof (v as ErrorBody).code === 'string' && typeof (v as ErrorBody).message === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as ErrorBody).code === 'string' &&
+    typeof (v as ErrorBody).message === 'string'
+  );
 }
 
 /** One call of the JSON API with the session cookie; error answers become ApiError. */
@@ -32,7 +37,10 @@ export async function api<T>(method: string, path: string, body?: unknown, signa
     res = await fetch(path, {
       method,
       credentials: 'same-origin',
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers:
+        body === undefined
+          ? { accept: 'application/json' }
+          : { accept: 'application/json', 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });

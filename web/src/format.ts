@@ -7,7 +7,11 @@ function dateFormat(timeZone: string | null | undefined): Intl.DateTimeFormat {
   let f = dateFormats.get(key);
   if (!f) {
     try {
-      f = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short', ...(timeZone ? { timeZone } : {}) });
+      f = new Intl.DateTimeFormat(undefined, {
+        dateStyle: 'medium',
+        timeStyle: 'short',
+        ...(timeZone ? { timeZone } : {}),
+      });
     } catch {
       // An unknown zone name must not break the page.
       f = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });

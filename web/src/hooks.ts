@@ -11,7 +11,12 @@ export interface Loaded<T> {
 
 /** GETs `path` (null: nothing) and again whenever it changes; a late answer for an older path is dropped. */
 export function useApi<T>(path: string | null): Loaded<T> {
-  const [state, setState] = useState<{ path: string | null; data: T | undefined; error: ApiError | null; loading: boolean }>({ path, data: undefined, error: null, loading: path !== null });
+  const [state, setState] = useState<{
+    path: string | null;
+    data: T | undefined;
+    error: ApiError | null;
+    loading: boolean;
+  }>({ path, data: undefined, error: null, loading: path !== null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (path === null) return;
@@ -21,7 +26,12 @@ export function useApi<T>(path: string | null): Loaded<T> {
       (data) => setState({ path, data, error: null, loading: false }),
       (err: unknown) => {
         if (abort.signal.aborted) return;
-        setState((s) => ({ ...s, path, error: err instanceof ApiError ? err : new ApiError(0, 'error', String(err)), loading: false }));
+        setState((s) => ({
+          ...s,
+          path,
+          error: err instanceof ApiError ? err : new ApiError(0, 'error', String(err)),
+          loading: false,
+        }));
       },
     );
     return () => abort.abort();
@@ -34,7 +44,10 @@ export function useApi<T>(path: string | null): Loaded<T> {
  * Calls `onChange` (at most every `minMs`) when any run of the workspace changes status: lists and strips stay live
  * without polling. The browser's EventSource reconnects by itself after a network drop.
  */
-export function useRunEvents(onChange: (e: { runId: string; jobId: string; status: string }) => void, minMs = 500): void {
+export function useRunEvents(
+  onChange: (e: { runId: string; jobId: string; status: string }) => void,
+  minMs = 500,
+): void {
   const latest = useRef(onChange);
   latest.current = onChange;
   useEffect(() => {

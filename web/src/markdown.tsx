@@ -49,7 +49,8 @@ function blocks(source: string): Block[] {
         let text = item.exec(lines[i]!)![2]!;
         i++;
         // Indented continuation lines belong to the item.
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]!) && !item.test(lines[i]!)) text += ' ' + lines[i++]!.trim();
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]!) && !item.test(lines[i]!))
+          text += ' ' + lines[i++]!.trim();
         items.push(text);
       }
       out.push({ kind: 'list', ordered, items });
@@ -66,7 +67,12 @@ function blocks(source: string): Block[] {
       continue;
     }
     const body: string[] = [];
-    while (i < lines.length && lines[i]!.trim() !== '' && !/^(#{1,6}\s|\s*(`{3,}|~{3,})|\s*>|\s*([-*+]|\d{1,9}[.)])\s)/.test(lines[i]!)) body.push(lines[i++]!);
+    while (
+      i < lines.length &&
+      lines[i]!.trim() !== '' &&
+      !/^(#{1,6}\s|\s*(`{3,}|~{3,})|\s*>|\s*([-*+]|\d{1,9}[.)])\s)/.test(lines[i]!)
+    )
+      body.push(lines[i++]!);
     // Every pass consumes a line: a line no rule above took (one a block pattern half-matched) is a paragraph.
     if (body.length === 0) body.push(lines[i++]!);
     out.push({ kind: 'para', text: body.join('\n') });
@@ -81,7 +87,8 @@ export function safeHref(raw: string): string | null {
   return null;
 }
 
-const inlinePattern = /(`+)([\s\S]*?[^`])\1(?!`)|!\[([^\]]*)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\[([^\]]+)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s][^*]*?)\*|_([^_\s][^_]*?)_|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/;
+const inlinePattern =
+  /(`+)([\s\S]*?[^`])\1(?!`)|!\[([^\]]*)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\[([^\]]+)\]\(([^)\s]*)(?:\s+"[^"]*")?\)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s][^*]*?)\*|_([^_\s][^_]*?)_|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])/;
 
 function inline(text: string, key: string): ReactNode[] {
   const nodes: ReactNode[] = [];
@@ -96,20 +103,43 @@ function inline(text: string, key: string): ReactNode[] {
     if (m.index > 0) nodes.push(rest.slice(0, m.index));
     const k = `${key}.${n++}`;
     if (m[1] !== undefined) nodes.push(<code key={k}>{m[2]}</code>);
-    else if (m[4] !== undefined) nodes.push(<span key={k} className="md-image" title={m[4]}>[image: {m[3] || 'untitled'}]</span>);
+    else if (m[4] !== undefined)
+      nodes.push(
+        <span key={k} className="md-image" title={m[4]}>
+          [image: {m[3] || 'untitled'}]
+        </span>,
+      );
     else if (m[5] !== undefined) {
       const href = safeHref(m[6]!);
-      nodes.push(href ? <a key={k} href={href} target="_blank" rel="noopener noreferrer nofollow">{inline(m[5], k)}</a> : <span key={k}>{inline(m[5], k)}</span>);
-    } else if (m[7] !== undefined || m[8] !== undefined) nodes.push(<strong key={k}>{inline((m[7] ?? m[8])!, k)}</strong>);
+      nodes.push(
+        href ? (
+          <a key={k} href={href} target="_blank" rel="noopener noreferrer nofollow">
+            {inline(m[5], k)}
+          </a>
+        ) : (
+          <span key={k}>{inline(m[5], k)}</span>
+        ),
+      );
+    } else if (m[7] !== undefined || m[8] !== undefined)
+      nodes.push(<strong key={k}>{inline((m[7] ?? m[8])!, k)}</strong>);
     else if (m[9] !== undefined || m[10] !== undefined) nodes.push(<em key={k}>{inline((m[9] ?? m[10])!, k)}</em>);
-    else if (m[11] !== undefined) nodes.push(<a key={k} href={m[11]} target="_blank" rel="noopener noreferrer nofollow">{m[11]}</a>);
+    else if (m[11] !== undefined)
+      nodes.push(
+        <a key={k} href={m[11]} target="_blank" rel="noopener noreferrer nofollow">
+          {m[11]}
+        </a>,
+      );
     rest = rest.slice(m.index + m[0].length);
   }
   return nodes;
 }
 
 function withBreaks(text: string, key: string): ReactNode[] {
-  return text.split('\n').flatMap((line, i) => (i === 0 ? inline(line, `${key}l${i}`) : [<br key={`${key}br${i}`} />, ...inline(line, `${key}l${i}`)]));
+  return text
+    .split('\n')
+    .flatMap((line, i) =>
+      i === 0 ? inline(line, `${key}l${i}`) : [<br key={`${key}br${i}`} />, ...inline(line, `${key}l${i}`)],
+    );
 }
 
 export function Markdown({ source }: { source: string }) {
@@ -124,7 +154,11 @@ export function Markdown({ source }: { source: string }) {
             return <H key={k}>{inline(b.text, k)}</H>;
           }
           case 'code':
-            return <pre key={k}><code>{b.text}</code></pre>;
+            return (
+              <pre key={k}>
+                <code>{b.text}</code>
+              </pre>
+            );
           case 'list': {
             const items = b.items.map((t, j) => <li key={j}>{inline(t, `${k}.${j}`)}</li>);
             return b.ordered ? <ol key={k}>{items}</ol> : <ul key={k}>{items}</ul>;

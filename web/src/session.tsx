@@ -22,7 +22,8 @@ export function useSession(): Session {
 
 /** Where to go back to after signing in: only a path of this app, never another origin. */
 export function safeNext(raw: string | null): string {
-  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || raw.startsWith('/sign-in')) return '/jobs';
+  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || raw.startsWith('/sign-in'))
+    return '/jobs';
   return raw;
 }
 
@@ -55,7 +56,9 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     const onSignedOut = () => {
       setMe(null);
       if (!window.location.pathname.startsWith('/sign-in')) {
-        navigate(`/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+        navigate(`/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, {
+          replace: true,
+        });
       }
     };
     window.addEventListener(signedOutEvent, onSignedOut);
@@ -74,5 +77,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     navigate('/sign-in', { replace: true });
   }, [navigate]);
 
-  return <SessionContext.Provider value={{ me, checking, error, refresh, signOut }}>{children}</SessionContext.Provider>;
+  return (
+    <SessionContext.Provider value={{ me, checking, error, refresh, signOut }}>{children}</SessionContext.Provider>
+  );
 }

@@ -47,7 +47,8 @@ const clipMiddle = (text: string) => (text.length <= 4000 ? text : `${text.slice
 export function firstMessage(m: FirstMessageInput): string {
   const at = new Date(m.now);
   let when = at.toUTCString();
-  if (m.timezone) when += ` (${at.toLocaleString('en-GB', { timeZone: m.timezone, dateStyle: 'full', timeStyle: 'long' })} in ${m.timezone})`;
+  if (m.timezone)
+    when += ` (${at.toLocaleString('en-GB', { timeZone: m.timezone, dateStyle: 'full', timeStyle: 'long' })} in ${m.timezone})`;
   const parts = [`Start the run. Trigger: ${m.trigger}. Time: ${when}.`];
   const input = JSON.stringify(m.input ?? {});
   if (input !== '{}' && input !== 'null') parts.push(`Run input (also in /svc/input.json):\n${clipMiddle(input)}`);

@@ -30,7 +30,9 @@ async function body(req: IncomingMessage): Promise<unknown> {
  * A real MCP server over HTTP on loopback, built with the SDK: Streamable HTTP (stateless, a server per request as the
  * SDK documents), the legacy SSE transport on its own path, a bearer-protected path and a path that hangs.
  */
-export async function startHttpMcpServer(options: { token?: string; extraTools?: number } = {}): Promise<TestHttpServer> {
+export async function startHttpMcpServer(
+  options: { token?: string; extraTools?: number } = {},
+): Promise<TestHttpServer> {
   const log: ServerLog = { notes: [] };
   const authorizations: string[] = [];
   const sse = new Map<string, SSEServerTransport>();
@@ -38,7 +40,14 @@ export async function startHttpMcpServer(options: { token?: string; extraTools?:
   const streamable = async (req: IncomingMessage, res: ServerResponse) => {
     const server = buildTestServer('http', log, options);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close().then(() => server.close()).catch(() => undefined));
+    res.on(
+      'close',
+      () =>
+        void transport
+          .close()
+          .then(() => server.close())
+          .catch(() => undefined),
+    );
     await server.connect(transport);
     await transport.handleRequest(req, res, req.method === 'POST' ? await body(req) : undefined);
   };
@@ -49,7 +58,9 @@ export async function startHttpMcpServer(options: { token?: string; extraTools?:
       if (path === '/protected') {
         authorizations.push(req.headers.authorization ?? '');
         if (req.headers.authorization !== `Bearer ${token}`) {
-          res.writeHead(401, { 'www-authenticate': 'Bearer realm="test"', 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+          res
+            .writeHead(401, { 'www-authenticate': 'Bearer realm="test"', 'content-type': 'application/json' })
+            .end('{"error":"unauthorized"}');
           return;
         }
         return streamable(req, res);
@@ -76,7 +87,12 @@ export async function startHttpMcpServer(options: { token?: string; extraTools?:
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   return {
-    url: `${base}/mcp`, sseUrl: `${base}/sse`, protectedUrl: `${base}/protected`, hangUrl: `${base}/hang`, log, authorizations,
+    url: `${base}/mcp`,
+    sseUrl: `${base}/sse`,
+    protectedUrl: `${base}/protected`,
+    hangUrl: `${base}/hang`,
+    log,
+    authorizations,
     async close() {
       http.closeAllConnections();
       await new Promise<void>((r) => http.close(() => r()));

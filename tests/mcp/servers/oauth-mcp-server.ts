@@ -36,7 +36,9 @@ export async function startProtectedMcpServer(issuer: string): Promise<Protected
   const refused = new Set<string>();
   const discovery = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as { jwks_uri: string };
   const jwks = (await (await fetch(discovery.jwks_uri)).json()) as { keys: Array<JsonWebKey & { kid?: string }> };
-  const keys = new Map<string, KeyObject>(jwks.keys.map((k) => [k.kid ?? '', createPublicKey({ key: k, format: 'jwk' })]));
+  const keys = new Map<string, KeyObject>(
+    jwks.keys.map((k) => [k.kid ?? '', createPublicKey({ key: k, format: 'jwk' })]),
+  );
 
   const http = createServer();
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
@@ -49,17 +51,30 @@ export async function startProtectedMcpServer(issuer: string): Promise<Protected
     if (!h || !p || !s || refused.has(token)) return false;
     const header = part(h);
     const key = keys.get(String(header.kid));
-    if (header.alg !== 'RS256' || !key || !verify('sha256', Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url'))) return false;
+    if (header.alg !== 'RS256' || !key || !verify('sha256', Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url')))
+      return false;
     const claims = part(p);
     const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    return claims.iss === issuer && audience.includes(resource) && typeof claims.exp === 'number' && claims.exp * 1000 > Date.now();
+    return (
+      claims.iss === issuer &&
+      audience.includes(resource) &&
+      typeof claims.exp === 'number' &&
+      claims.exp * 1000 > Date.now()
+    );
   };
 
   http.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const path = new URL(req.url ?? '/', base).pathname;
     void (async () => {
       if (path === '/.well-known/oauth-protected-resource/mcp') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'] }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            resource,
+            authorization_servers: [issuer],
+            scopes_supported: ['mcp:tools'],
+            bearer_methods_supported: ['header'],
+          }),
+        );
         return;
       }
       if (path !== '/mcp') return void res.writeHead(404).end();
@@ -67,13 +82,25 @@ export async function startProtectedMcpServer(issuer: string): Promise<Protected
       if (!valid(token)) {
         state.unauthorized++;
         const error = token ? ', error="invalid_token"' : '';
-        res.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${metadataUrl}", scope="mcp:tools"${error}`, 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+        res
+          .writeHead(401, {
+            'www-authenticate': `Bearer resource_metadata="${metadataUrl}", scope="mcp:tools"${error}`,
+            'content-type': 'application/json',
+          })
+          .end('{"error":"unauthorized"}');
         return;
       }
       accepted.push(token);
       const server = buildTestServer('oauth', log);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on('close', () => void transport.close().then(() => server.close()).catch(() => undefined));
+      res.on(
+        'close',
+        () =>
+          void transport
+            .close()
+            .then(() => server.close())
+            .catch(() => undefined),
+      );
       await server.connect(transport);
       await transport.handleRequest(req, res, req.method === 'POST' ? await body(req) : undefined);
     })().catch((err: unknown) => {
@@ -81,7 +108,11 @@ export async function startProtectedMcpServer(issuer: string): Promise<Protected
     });
   });
   const state: ProtectedMcpServer = {
-    url: resource, log, accepted, refused, unauthorized: 0,
+    url: resource,
+    log,
+    accepted,
+    refused,
+    unauthorized: 0,
     async close() {
       http.closeAllConnections();
       await new Promise<void>((r) => http.close(() => r()));

@@ -26,7 +26,9 @@ export interface TestAuthServer {
 export const testAccount = 'user-1';
 
 /** `clients`: statically registered clients, as an operator registers one by hand. */
-export async function startAuthServer(options: { registration?: boolean; clients?: Array<Record<string, unknown>> } = {}): Promise<TestAuthServer> {
+export async function startAuthServer(
+  options: { registration?: boolean; clients?: Array<Record<string, unknown>> } = {},
+): Promise<TestAuthServer> {
   const http = createServer();
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
@@ -34,7 +36,11 @@ export async function startAuthServer(options: { registration?: boolean; clients
   const grantIds: string[] = [];
 
   const state: TestAuthServer = {
-    issuer, accessTokenTtl: 300, deny: false, grants: {}, registrations: 0,
+    issuer,
+    accessTokenTtl: 300,
+    deny: false,
+    grants: {},
+    registrations: 0,
     async revokeAll() {
       for (const id of grantIds) await (await provider.Grant.find(id))?.destroy();
     },
@@ -60,7 +66,13 @@ export async function startAuthServer(options: { registration?: boolean; clients
         useGrantedResource: async () => true,
         getResourceServerInfo: async (_ctx: unknown, resource: string) => {
           if (!resource.startsWith('http://127.0.0.1:')) throw new errors.InvalidTarget();
-          return { scope: 'mcp:tools', audience: resource, accessTokenTTL: state.accessTokenTtl, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+          return {
+            scope: 'mcp:tools',
+            audience: resource,
+            accessTokenTTL: state.accessTokenTtl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
         },
       },
     },
@@ -75,12 +87,27 @@ export async function startAuthServer(options: { registration?: boolean; clients
 
   const interaction = async (req: IncomingMessage, res: ServerResponse) => {
     const details = await provider.interactionDetails(req, res);
-    if (state.deny) return provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'The user declined' }, { mergeWithLastSubmission: false });
-    if (details.prompt.name === 'login') return provider.interactionFinished(req, res, { login: { accountId: testAccount } }, { mergeWithLastSubmission: false });
-    const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ?? new provider.Grant({ accountId: details.session?.accountId ?? testAccount, clientId: details.params.client_id });
+    if (state.deny)
+      return provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'The user declined' },
+        { mergeWithLastSubmission: false },
+      );
+    if (details.prompt.name === 'login')
+      return provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: testAccount } },
+        { mergeWithLastSubmission: false },
+      );
+    const grant =
+      (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ??
+      new provider.Grant({ accountId: details.session?.accountId ?? testAccount, clientId: details.params.client_id });
     const missing = details.prompt.details;
     if (missing.missingOIDCScope?.length) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+      grant.addResourceScope(resource, scopes.join(' '));
     const grantId = await grant.save();
     grantIds.push(grantId);
     return provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
@@ -114,14 +141,18 @@ export async function followAuthorization(authorizationUrl: string, stopAt: stri
   let url = authorizationUrl;
   for (let hop = 0; hop < 20; hop++) {
     if (url.startsWith(stopAt)) return url;
-    const res = await fetch(url, { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const res = await fetch(url, {
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const eq = pair!.indexOf('=');
       jar.set(pair!.slice(0, eq), pair!.slice(eq + 1));
     }
     const location = res.headers.get('location');
-    if (!location) throw new Error(`the authorization server answered ${res.status} at ${url}: ${(await res.text()).slice(0, 500)}`);
+    if (!location)
+      throw new Error(`the authorization server answered ${res.status} at ${url}: ${(await res.text()).slice(0, 500)}`);
     url = new URL(location, url).href;
   }
   throw new Error('too many redirects');

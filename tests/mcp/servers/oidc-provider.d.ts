@@ -4,7 +4,10 @@ declare module 'oidc-provider' {
 
   export interface Interaction {
     uid: string;
-    prompt: { name: string; details: { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> } };
+    prompt: {
+      name: string;
+      details: { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+    };
     params: Record<string, unknown> & { client_id: string };
     session?: { accountId: string };
     grantId?: string;
@@ -26,7 +29,12 @@ declare module 'oidc-provider' {
     constructor(issuer: string, configuration?: Record<string, unknown>);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
-    interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
     readonly Grant: GrantClass;
   }

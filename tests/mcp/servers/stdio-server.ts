@@ -10,10 +10,11 @@ import { buildTestServer, type ServerLog } from './tools.js';
 const log: ServerLog = {
   notes: new Proxy([] as string[], {
     get(target, prop, receiver) {
-      if (prop === 'push') return (...items: string[]) => {
-        for (const i of items) appendFileSync('/tmp/notes', `${i}\n`);
-        return target.push(...items);
-      };
+      if (prop === 'push')
+        return (...items: string[]) => {
+          for (const i of items) appendFileSync('/tmp/notes', `${i}\n`);
+          return target.push(...items);
+        };
       return Reflect.get(target, prop, receiver) as unknown;
     },
   }),

@@ -31,7 +31,14 @@ export function CompileBox({ onCompiled }: { onCompiled: (job: CompiledJob) => v
       <label htmlFor="compile-sentence">
         <strong>Describe the job in a sentence</strong>
       </label>
-      <textarea id="compile-sentence" rows={3} maxLength={20000} value={sentence} placeholder="Every weekday at 7:00 Europe/Berlin, summarise the open issues of example.org and post them to team-chat" onChange={(e) => setSentence(e.target.value)} />
+      <textarea
+        id="compile-sentence"
+        rows={3}
+        maxLength={20000}
+        value={sentence}
+        placeholder="Every weekday at 7:00 Europe/Berlin, summarise the open issues of example.org and post them to team-chat"
+        onChange={(e) => setSentence(e.target.value)}
+      />
       <div className="form-actions">
         <button type="submit" disabled={busy || sentence.trim() === ''}>
           {busy ? 'Compiling…' : 'Compile into a job'}
@@ -53,14 +60,24 @@ export function CompiledNotes({ job }: { job: CompiledJob }) {
   return (
     <div className="notice compiled" role="status">
       <strong>Proposed from your sentence.</strong> Check the fields, then save.
-      {job.scheduleHuman && <div>Schedule: {job.scheduleHuman}{job.timezone ? ` (${job.timezone})` : ''}</div>}
+      {job.scheduleHuman && (
+        <div>
+          Schedule: {job.scheduleHuman}
+          {job.timezone ? ` (${job.timezone})` : ''}
+        </div>
+      )}
       {job.mcp.length > 0 && (
         <div>
           MCP servers it needs:
           <ul>
             {job.mcp.map((m) => (
               <li key={m.server}>
-                <strong>{m.server}</strong>: {m.why} {m.serverId ? <span className="badge status-succeeded">configured</span> : <span className="badge status-failed">not configured</span>}
+                <strong>{m.server}</strong>: {m.why}{' '}
+                {m.serverId ? (
+                  <span className="badge status-succeeded">configured</span>
+                ) : (
+                  <span className="badge status-failed">not configured</span>
+                )}
               </li>
             ))}
           </ul>

@@ -24,7 +24,9 @@ export function Layout() {
         )}
         {me && (
           <div className="who">
-            <kbd className="muted kbd-hint" title="Open the command palette">Ctrl K</kbd>
+            <kbd className="muted kbd-hint" title="Open the command palette">
+              Ctrl K
+            </kbd>
             <span className="muted" title={me.workspace.name}>
               {me.name ?? me.email ?? 'signed in'}
             </span>
@@ -38,7 +40,13 @@ export function Layout() {
       <main id="main" tabIndex={-1}>
         {/* The page starts loading its data while the session is checked: one round trip less before the first
             rows. A page's own 401 sends the app to sign-in like the check does. */}
-        {error ? <ErrorBox error={error} onRetry={refresh} /> : checking || me ? <Outlet /> : <Spinner label="Redirecting to sign-in…" />}
+        {error ? (
+          <ErrorBox error={error} onRetry={refresh} />
+        ) : checking || me ? (
+          <Outlet />
+        ) : (
+          <Spinner label="Redirecting to sign-in…" />
+        )}
       </main>
     </div>
   );

@@ -66,7 +66,11 @@ export function Palette() {
       ([jobs, runs]) => {
         setFound([
           ...jobs.items.map((j) => ({ label: j.name, hint: 'job', to: `/jobs/${j.id}` })),
-          ...runs.items.map((r) => ({ label: `${r.jobName} #${r.number}`, hint: `run · ${r.status.replace('_', ' ')}`, to: `/runs/${r.id}` })),
+          ...runs.items.map((r) => ({
+            label: `${r.jobName} #${r.number}`,
+            hint: `run · ${r.status.replace('_', ' ')}`,
+            to: `/runs/${r.id}`,
+          })),
         ]);
       },
       () => setFound([]),
@@ -98,7 +102,13 @@ export function Palette() {
   };
 
   return (
-    <dialog ref={dialog} className="palette" aria-label="Go to" onClose={() => setOpen(false)} onClick={(e) => e.target === dialog.current && setOpen(false)}>
+    <dialog
+      ref={dialog}
+      className="palette"
+      aria-label="Go to"
+      onClose={() => setOpen(false)}
+      onClick={(e) => e.target === dialog.current && setOpen(false)}
+    >
       <input
         ref={input}
         role="combobox"
@@ -116,7 +126,15 @@ export function Palette() {
       />
       <ul id="palette-list" role="listbox">
         {items.map((item, i) => (
-          <li key={`${item.to}`} id={`palette-${i}`} role="option" aria-selected={i === current} className={i === current ? 'active' : ''} onMouseEnter={() => setActive(i)} onClick={() => go(item)}>
+          <li
+            key={`${item.to}`}
+            id={`palette-${i}`}
+            role="option"
+            aria-selected={i === current}
+            className={i === current ? 'active' : ''}
+            onMouseEnter={() => setActive(i)}
+            onClick={() => go(item)}
+          >
             <span>{item.label}</span> <span className="muted small">{item.hint}</span>
           </li>
         ))}

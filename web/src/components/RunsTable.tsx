@@ -23,7 +23,9 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   }, [debounced]);
   const page = Math.max(1, Number(params.get('page')) || 1);
   const pageSize = Number(params.get('pageSize')) || 25;
-  const list = useApi<RunListEnvelope>(`/api/runs${qs({ job: jobId, status: status || undefined, search: search || undefined, sort: '-queuedAt', page, pageSize })}`);
+  const list = useApi<RunListEnvelope>(
+    `/api/runs${qs({ job: jobId, status: status || undefined, search: search || undefined, sort: '-queuedAt', page, pageSize })}`,
+  );
   useRunEvents((e) => {
     if (!jobId || e.jobId === jobId) list.reload();
   });
@@ -40,7 +42,14 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   return (
     <div>
       <div className="toolbar">
-        <input type="search" aria-label="Search runs" placeholder="Search job name, summary or error" value={typed} maxLength={200} onChange={(e) => setTyped(e.target.value)} />
+        <input
+          type="search"
+          aria-label="Search runs"
+          placeholder="Search job name, summary or error"
+          value={typed}
+          maxLength={200}
+          onChange={(e) => setTyped(e.target.value)}
+        />
         <label>
           Status{' '}
           <select value={status} onChange={(e) => set({ status: e.target.value || null, page: null })}>
@@ -79,7 +88,11 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
                   </td>
                   {showJob && (
                     <td data-label="Job">
-                      {r.jobDeleted ? <span className="muted">{r.jobName} (archived)</span> : <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>}
+                      {r.jobDeleted ? (
+                        <span className="muted">{r.jobName} (archived)</span>
+                      ) : (
+                        <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>
+                      )}
                     </td>
                   )}
                   <td data-label="Status">
@@ -98,7 +111,15 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
           </table>
         </div>
       )}
-      {data && data.total > 0 && <Pager page={page} pageSize={pageSize} total={data.total} onPage={(p) => set({ page: p === 1 ? null : String(p) })} onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })} />}
+      {data && data.total > 0 && (
+        <Pager
+          page={page}
+          pageSize={pageSize}
+          total={data.total}
+          onPage={(p) => set({ page: p === 1 ? null : String(p) })}
+          onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })}
+        />
+      )}
     </div>
   );
 }

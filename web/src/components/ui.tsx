@@ -18,7 +18,13 @@ export function RunStrip({ runs }: { runs: LastRun[] | null }) {
   return (
     <span className="strip" aria-label="Recent runs">
       {list.map((r) => (
-        <Link key={r.id} to={`/runs/${r.id}`} className={`tick status-${r.status}`} title={`Run #${r.number}: ${r.status}`} aria-label={`Run #${r.number}: ${r.status}`} />
+        <Link
+          key={r.id}
+          to={`/runs/${r.id}`}
+          className={`tick status-${r.status}`}
+          title={`Run #${r.number}: ${r.status}`}
+          aria-label={`Run #${r.number}: ${r.status}`}
+        />
       ))}
     </span>
   );
@@ -68,7 +74,19 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
   );
 }
 
-export function Field({ label, htmlFor, error, hint, children }: { label: string; htmlFor: string; error?: string | undefined; hint?: ReactNode; children: ReactNode }) {
+export function Field({
+  label,
+  htmlFor,
+  error,
+  hint,
+  children,
+}: {
+  label: string;
+  htmlFor: string;
+  error?: string | undefined;
+  hint?: ReactNode;
+  children: ReactNode;
+}) {
   return (
     <div className={`field${error ? ' has-error' : ''}`}>
       <label htmlFor={htmlFor}>{label}</label>
@@ -84,10 +102,27 @@ export function Field({ label, htmlFor, error, hint, children }: { label: string
 }
 
 /** A labelled on/off switch (a checkbox with the switch role, so keyboard and screen readers treat it as one). */
-export function Toggle({ checked, onChange, label, disabled }: { checked: boolean; onChange: (v: boolean) => void; label: string; disabled?: boolean }) {
+export function Toggle({
+  checked,
+  onChange,
+  label,
+  disabled,
+}: {
+  checked: boolean;
+  onChange: (v: boolean) => void;
+  label: string;
+  disabled?: boolean;
+}) {
   return (
     <label className="toggle">
-      <input type="checkbox" role="switch" checked={checked} disabled={disabled} aria-label={label} onChange={(e) => onChange(e.target.checked)} />
+      <input
+        type="checkbox"
+        role="switch"
+        checked={checked}
+        disabled={disabled}
+        aria-label={label}
+        onChange={(e) => onChange(e.target.checked)}
+      />
       <span className="track" aria-hidden="true" />
     </label>
   );

@@ -54,7 +54,12 @@ export function JobPage() {
       </div>
       <nav className="tabs" aria-label="Job sections">
         {tabs.map((t) => (
-          <NavLink key={t.id} to={`/jobs/${j.id}${t.id ? `/${t.id}` : ''}`} end className={({ isActive }) => (isActive ? 'active' : '')}>
+          <NavLink
+            key={t.id}
+            to={`/jobs/${j.id}${t.id ? `/${t.id}` : ''}`}
+            end
+            className={({ isActive }) => (isActive ? 'active' : '')}
+          >
             {t.label}
           </NavLink>
         ))}
@@ -87,7 +92,11 @@ function RunNow({ job }: { job: JobDto }) {
         try {
           body.input = JSON.parse(input) as unknown;
         } catch (err) {
-          setError(new ApiError(400, 'validation_failed', 'The input is not valid JSON', [{ field: 'input', code: 'invalid', message: (err as Error).message }]));
+          setError(
+            new ApiError(400, 'validation_failed', 'The input is not valid JSON', [
+              { field: 'input', code: 'invalid', message: (err as Error).message },
+            ]),
+          );
           return;
         }
       }
@@ -124,14 +133,27 @@ function RunNow({ job }: { job: JobDto }) {
       {open && (
         <div id="run-options" className="card popover">
           <label htmlFor="run-input">Input (JSON)</label>
-          <textarea id="run-input" rows={5} value={input} placeholder='{"city": "Berlin"}' onChange={(e) => setInput(e.target.value)} aria-invalid={error?.field('input') !== undefined} />
+          <textarea
+            id="run-input"
+            rows={5}
+            value={input}
+            placeholder='{"city": "Berlin"}'
+            onChange={(e) => setInput(e.target.value)}
+            aria-invalid={error?.field('input') !== undefined}
+          />
           {error?.field('input') && (
             <div className="field-error" role="alert">
               {error.field('input')}
             </div>
           )}
           <label htmlFor="run-instructions">Extra instructions for this run</label>
-          <textarea id="run-instructions" rows={3} value={instructions} maxLength={10000} onChange={(e) => setInstructions(e.target.value)} />
+          <textarea
+            id="run-instructions"
+            rows={3}
+            value={instructions}
+            maxLength={10000}
+            onChange={(e) => setInstructions(e.target.value)}
+          />
           {error && !error.field('input') && <ErrorBox error={error} />}
           <div className="form-actions">
             <button type="button" className="primary" disabled={busy} onClick={() => void start(true)}>
@@ -203,7 +225,8 @@ function Overview({ job, onChange }: { job: JobDto; onChange: () => void }) {
           <dd>
             {job.lastRun ? (
               <>
-                <Link to={`/runs/${job.lastRun.id}`}>#{job.lastRun.number}</Link> <StatusBadge status={job.lastRun.status} />
+                <Link to={`/runs/${job.lastRun.id}`}>#{job.lastRun.number}</Link>{' '}
+                <StatusBadge status={job.lastRun.status} />
               </>
             ) : (
               <span className="muted">never</span>
@@ -303,7 +326,12 @@ function Tiles({ jobId }: { jobId: string }) {
     if (e.jobId === jobId) stats.reload();
   });
   const s = stats.data;
-  if (stats.error) return <div className="span2"><ErrorBox error={stats.error} onRetry={stats.reload} /></div>;
+  if (stats.error)
+    return (
+      <div className="span2">
+        <ErrorBox error={stats.error} onRetry={stats.reload} />
+      </div>
+    );
   return (
     <div className="tiles span2" aria-label="Last 30 days">
       <div className="tile">

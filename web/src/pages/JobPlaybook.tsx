@@ -10,7 +10,9 @@ export function PlaybookTab({ jobId }: { jobId: string }) {
   const [params, setParams] = useSearchParams();
   const version = params.get('version');
   const current = useApi<PlaybookDto>(version === null ? `/api/jobs/${jobId}/playbook` : null);
-  const chosen = useApi<PlaybookVersionDetailDto>(version !== null ? `/api/jobs/${jobId}/playbook/versions/${encodeURIComponent(version)}` : null);
+  const chosen = useApi<PlaybookVersionDetailDto>(
+    version !== null ? `/api/jobs/${jobId}/playbook/versions/${encodeURIComponent(version)}` : null,
+  );
   const versions = useApi<PlaybookVersionEnvelope>(`/api/jobs/${jobId}/playbook/versions?pageSize=100`);
   const shown = version === null ? current : chosen;
   const data = shown.data;
@@ -19,11 +21,17 @@ export function PlaybookTab({ jobId }: { jobId: string }) {
       <aside className="versions card" aria-label="Versions">
         <h2>Versions</h2>
         <ErrorBox error={versions.error} />
-        {versions.data && versions.data.items.length === 0 && <p className="muted">No versions yet: the job learns from its runs.</p>}
+        {versions.data && versions.data.items.length === 0 && (
+          <p className="muted">No versions yet: the job learns from its runs.</p>
+        )}
         <ul>
           {versions.data?.items.map((v) => (
             <li key={v.version}>
-              <button type="button" className={`link${String(v.version) === version || (version === null && data?.version === v.version) ? ' current' : ''}`} onClick={() => setParams({ version: String(v.version) })}>
+              <button
+                type="button"
+                className={`link${String(v.version) === version || (version === null && data?.version === v.version) ? ' current' : ''}`}
+                onClick={() => setParams({ version: String(v.version) })}
+              >
                 v{v.version}
               </button>{' '}
               <span className="muted small">
@@ -59,8 +67,10 @@ export function PlaybookTab({ jobId }: { jobId: string }) {
 function ContentView({ content }: { content: Content }) {
   const learnings = content.learnings ?? [];
   const toolkit = content.toolkit ?? [];
-  const empty = learnings.length === 0 && toolkit.length === 0 && !content.main && !content.setup && !content.dockerfile;
-  if (empty) return <Empty title="The playbook is empty">The job explores with the agent; what it learns shows up here.</Empty>;
+  const empty =
+    learnings.length === 0 && toolkit.length === 0 && !content.main && !content.setup && !content.dockerfile;
+  if (empty)
+    return <Empty title="The playbook is empty">The job explores with the agent; what it learns shows up here.</Empty>;
   return (
     <>
       {learnings.length > 0 && (
@@ -69,7 +79,10 @@ function ContentView({ content }: { content: Content }) {
           <ul className="learnings">
             {learnings.map((l) => (
               <li key={l.id} className={l.status === 'retired' ? 'retired' : ''}>
-                <span className="badge">{l.kind}</span> {l.text} <span className="muted small">{l.id} · used {l.hits}×{l.status === 'retired' ? ' · retired' : ''}</span>
+                <span className="badge">{l.kind}</span> {l.text}{' '}
+                <span className="muted small">
+                  {l.id} · used {l.hits}×{l.status === 'retired' ? ' · retired' : ''}
+                </span>
                 {l.when && <div className="muted small">When: {l.when}</div>}
               </li>
             ))}
@@ -79,7 +92,10 @@ function ContentView({ content }: { content: Content }) {
       {toolkit.map((s) => (
         <section key={s.name}>
           <h3>
-            Toolkit: <code>{s.name}</code> <span className="muted small">{s.language} · {s.calls} calls, {s.failures} failed</span>
+            Toolkit: <code>{s.name}</code>{' '}
+            <span className="muted small">
+              {s.language} · {s.calls} calls, {s.failures} failed
+            </span>
           </h3>
           {s.description && <p>{s.description}</p>}
           <pre className="code">
@@ -122,18 +138,27 @@ function Changes({ before, after }: { before: Content; after: Content }) {
   const learningsBefore = new Map((before.learnings ?? []).map((l) => [l.id, l.text]));
   const learningsAfter = new Map((after.learnings ?? []).map((l) => [l.id, l.text]));
   const learningChanges = [
-    ...[...learningsAfter].filter(([id, text]) => learningsBefore.get(id) !== text).map(([id, text]) => ({ kind: learningsBefore.has(id) ? 'changed' : 'added', id, text })),
-    ...[...learningsBefore].filter(([id]) => !learningsAfter.has(id)).map(([id, text]) => ({ kind: 'removed', id, text })),
+    ...[...learningsAfter]
+      .filter(([id, text]) => learningsBefore.get(id) !== text)
+      .map(([id, text]) => ({ kind: learningsBefore.has(id) ? 'changed' : 'added', id, text })),
+    ...[...learningsBefore]
+      .filter(([id]) => !learningsAfter.has(id))
+      .map(([id, text]) => ({ kind: 'removed', id, text })),
   ];
   const texts: Array<[string, string, string]> = [];
   const scriptsBefore = new Map((before.toolkit ?? []).map((t) => [t.name, t.content]));
-  for (const t of after.toolkit ?? []) if (scriptsBefore.get(t.name) !== t.content) texts.push([`toolkit/${t.name}`, scriptsBefore.get(t.name) ?? '', t.content]);
-  for (const [name, content] of scriptsBefore) if (!(after.toolkit ?? []).some((t) => t.name === name)) texts.push([`toolkit/${name}`, content, '']);
-  for (const key of ['setup', 'main', 'dockerfile'] as const) if ((before[key] ?? '') !== (after[key] ?? '')) texts.push([key, before[key] ?? '', after[key] ?? '']);
+  for (const t of after.toolkit ?? [])
+    if (scriptsBefore.get(t.name) !== t.content)
+      texts.push([`toolkit/${t.name}`, scriptsBefore.get(t.name) ?? '', t.content]);
+  for (const [name, content] of scriptsBefore)
+    if (!(after.toolkit ?? []).some((t) => t.name === name)) texts.push([`toolkit/${name}`, content, '']);
+  for (const key of ['setup', 'main', 'dockerfile'] as const)
+    if ((before[key] ?? '') !== (after[key] ?? '')) texts.push([key, before[key] ?? '', after[key] ?? '']);
   const checksBefore = (before.verify?.checks ?? []).join('\n');
   const checksAfter = (after.verify?.checks ?? []).join('\n');
   if (checksBefore !== checksAfter) texts.push(['checks', checksBefore, checksAfter]);
-  if (learningChanges.length === 0 && texts.length === 0) return <p className="muted">No change against the version before.</p>;
+  if (learningChanges.length === 0 && texts.length === 0)
+    return <p className="muted">No change against the version before.</p>;
   return (
     <section className="changes" aria-label="Changes against the version before">
       <h3>Changes against the version before</h3>

@@ -34,13 +34,16 @@ export function JobsPage() {
 
   useEffect(() => {
     if (debounced === search) return;
-    setParams((p) => {
-      const n = new URLSearchParams(p);
-      if (debounced) n.set('search', debounced);
-      else n.delete('search');
-      n.delete('page');
-      return n;
-    }, { replace: true });
+    setParams(
+      (p) => {
+        const n = new URLSearchParams(p);
+        if (debounced) n.set('search', debounced);
+        else n.delete('search');
+        n.delete('page');
+        return n;
+      },
+      { replace: true },
+    );
   }, [debounced]);
 
   const path = `/api/jobs${qs({ search: search || undefined, sort, page, pageSize: pageSize === 25 ? undefined : pageSize })}`;
@@ -78,7 +81,11 @@ export function JobsPage() {
     setActionError(null);
     try {
       const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, {});
-      setNotice(started.runId ? { text: `Started a run of “${job.name}”.`, runId: started.runId } : { text: `“${job.name}” skipped the run: one is already under way.` });
+      setNotice(
+        started.runId
+          ? { text: `Started a run of “${job.name}”.`, runId: started.runId }
+          : { text: `“${job.name}” skipped the run: one is already under way.` },
+      );
       list.reload();
     } catch (err) {
       setActionError(err as ApiError);
@@ -95,7 +102,14 @@ export function JobsPage() {
         </button>
       </div>
       <div className="toolbar">
-        <input type="search" aria-label="Search jobs" placeholder="Search name or instruction" value={typed} onChange={(e) => setTyped(e.target.value)} maxLength={200} />
+        <input
+          type="search"
+          aria-label="Search jobs"
+          placeholder="Search name or instruction"
+          value={typed}
+          onChange={(e) => setTyped(e.target.value)}
+          maxLength={200}
+        />
         {list.loading && data && <span className="spinner small" aria-label="Updating" />}
       </div>
       {notice && (
@@ -111,7 +125,10 @@ export function JobsPage() {
       {!data && !list.error && <Spinner />}
       {data && data.total === 0 && !search && (
         <Empty title="No jobs yet">
-          <p>A job is an instruction the service runs on a schedule, by webhook or when you ask. It learns from each run and can graduate to a proven script.</p>
+          <p>
+            A job is an instruction the service runs on a schedule, by webhook or when you ask. It learns from each run
+            and can graduate to a proven script.
+          </p>
           <Link className="button primary" to="/jobs/new">
             Create your first job
           </Link>
@@ -145,7 +162,9 @@ export function JobsPage() {
                     </Link>{' '}
                     <ModeBadge mode={job.nextMode} />
                   </td>
-                  <td data-label="Schedule">{job.scheduleHuman ?? job.cron ?? <span className="muted">manual</span>}</td>
+                  <td data-label="Schedule">
+                    {job.scheduleHuman ?? job.cron ?? <span className="muted">manual</span>}
+                  </td>
                   <td data-label="Last runs">
                     <RunStrip runs={job.recentRuns} />
                   </td>
@@ -153,7 +172,10 @@ export function JobsPage() {
                     {job.nextRunAt ? (
                       <>
                         {dateTime(job.nextRunAt, job.timezone)}
-                        <div className="muted small">{relative(job.nextRunAt)}{job.timezone ? ` · ${job.timezone}` : ''}</div>
+                        <div className="muted small">
+                          {relative(job.nextRunAt)}
+                          {job.timezone ? ` · ${job.timezone}` : ''}
+                        </div>
                       </>
                     ) : (
                       <span className="muted">—</span>
@@ -161,7 +183,11 @@ export function JobsPage() {
                   </td>
                   <td data-label="Runs">{job.runCount}</td>
                   <td data-label="Enabled">
-                    <Toggle checked={job.enabled} label={`Enable ${job.name}`} onChange={(v) => void setEnabled(job, v)} />
+                    <Toggle
+                      checked={job.enabled}
+                      label={`Enable ${job.name}`}
+                      onChange={(v) => void setEnabled(job, v)}
+                    />
                   </td>
                   <td className="actions">
                     <button type="button" onClick={() => void runNow(job)} aria-label={`Run ${job.name} now`}>
@@ -174,12 +200,28 @@ export function JobsPage() {
           </table>
         </div>
       )}
-      {data && data.total > 0 && <Pager page={page} pageSize={pageSize} total={data.total} onPage={(p) => set({ page: p === 1 ? null : String(p) })} onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })} />}
+      {data && data.total > 0 && (
+        <Pager
+          page={page}
+          pageSize={pageSize}
+          total={data.total}
+          onPage={(p) => set({ page: p === 1 ? null : String(p) })}
+          onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })}
+        />
+      )}
     </section>
   );
 }
 
-function SortHeader({ col, sort, onSort }: { col: { key: string; label: string }; sort: string; onSort: (k: string) => void }) {
+function SortHeader({
+  col,
+  sort,
+  onSort,
+}: {
+  col: { key: string; label: string };
+  sort: string;
+  onSort: (k: string) => void;
+}) {
   const dir = sort === col.key ? 'ascending' : sort === `-${col.key}` ? 'descending' : 'none';
   return (
     <th scope="col" aria-sort={dir}>

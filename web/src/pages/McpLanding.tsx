@@ -18,7 +18,11 @@ export function McpLandingPage() {
           <strong>The MCP server login did not complete: {error.replace(/_/g, ' ')}</strong>
         </div>
       )}
-      {!ok && !error && <p>Servers are managed through the API for now (<code>/api/mcp-servers</code>).</p>}
+      {!ok && !error && (
+        <p>
+          Servers are managed through the API for now (<code>/api/mcp-servers</code>).
+        </p>
+      )}
       <p>
         <Link to="/jobs">Back to the jobs</Link>
       </p>

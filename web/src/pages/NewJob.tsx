@@ -46,7 +46,10 @@ export function NewJobPage() {
     setError(null);
     try {
       // The compiled spec (inputs, outputs, success criteria, Dockerfile) goes with the form's fields.
-      const job = await post<JobDto>('/api/jobs', { ...toJobFields(v), ...(compiled ? { spec: compiled.job.spec } : {}) });
+      const job = await post<JobDto>('/api/jobs', {
+        ...toJobFields(v),
+        ...(compiled ? { spec: compiled.job.spec } : {}),
+      });
       if (submitter === 'run') {
         const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, {});
         navigate(started.runId ? `/runs/${started.runId}` : `/jobs/${job.id}`);

@@ -106,7 +106,8 @@ export function RunPage() {
         return;
       }
       setLive((l) => {
-        if (d.type === 'tool_output' && d.callId) return { ...l, tools: { ...l.tools, [d.callId]: ((l.tools[d.callId] ?? '') + d.text).slice(-20000) } };
+        if (d.type === 'tool_output' && d.callId)
+          return { ...l, tools: { ...l.tools, [d.callId]: ((l.tools[d.callId] ?? '') + d.text).slice(-20000) } };
         if (d.type === 'reasoning') return { ...l, reasoning: (l.reasoning + d.text).slice(-20000) };
         if (d.type === 'text') return { ...l, text: (l.text + d.text).slice(-20000) };
         return l;
@@ -188,7 +189,8 @@ export function RunPage() {
   return (
     <section>
       <nav className="crumbs" aria-label="Breadcrumb">
-        {r.jobDeleted ? <span>{r.jobName}</span> : <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>} / <Link to={`/jobs/${r.jobId}/runs`}>Runs</Link> / #{r.number}
+        {r.jobDeleted ? <span>{r.jobName}</span> : <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>} /{' '}
+        <Link to={`/jobs/${r.jobId}/runs`}>Runs</Link> / #{r.number}
       </nav>
       <div className="page-head">
         <h1>
@@ -206,7 +208,12 @@ export function RunPage() {
             </button>
           )}
           {['succeeded', 'failed', 'timed_out'].includes(r.status) && r.reflection !== 'pending' && (
-            <button type="button" disabled={busy} onClick={() => void learn()} title="Reflect on this run and update the playbook">
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() => void learn()}
+              title="Reflect on this run and update the playbook"
+            >
               Learn from this run
             </button>
           )}
@@ -253,7 +260,11 @@ export function RunPage() {
         <aside className="run-side">
           <div className="card">
             <h2>Summary</h2>
-            {r.summary ? <Markdown source={r.summary} /> : <p className="muted">{isLive ? 'Written when the run ends.' : 'No summary.'}</p>}
+            {r.summary ? (
+              <Markdown source={r.summary} />
+            ) : (
+              <p className="muted">{isLive ? 'Written when the run ends.' : 'No summary.'}</p>
+            )}
           </div>
           <div className="card">
             <h2>Outputs</h2>
@@ -278,7 +289,9 @@ export function RunPage() {
               <h2>What it learned</h2>
               <p className="pre-wrap">{r.reflectionSummary}</p>
               {r.reflectionVersion !== null && (
-                <Link to={`/jobs/${r.jobId}/playbook?version=${r.reflectionVersion}`}>Playbook version {r.reflectionVersion}</Link>
+                <Link to={`/jobs/${r.jobId}/playbook?version=${r.reflectionVersion}`}>
+                  Playbook version {r.reflectionVersion}
+                </Link>
               )}
             </div>
           )}

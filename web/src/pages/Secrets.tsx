@@ -34,7 +34,9 @@ export function SecretsPage() {
     setNotice('');
     try {
       await post('/api/secrets', { name: name.trim(), value });
-      setNotice(`Saved the secret ${name.trim()}. Use it in a job as {{secret:${name.trim()}}} or map it to a variable.`);
+      setNotice(
+        `Saved the secret ${name.trim()}. Use it in a job as {{secret:${name.trim()}}} or map it to a variable.`,
+      );
       setName('');
       setValue('');
       list.reload();
@@ -57,8 +59,19 @@ export function SecretsPage() {
             <Field label="Name" htmlFor="secret-name" error={error?.field('name')} hint="Letters, digits, . - and _">
               <input id="secret-name" value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
             </Field>
-            <Field label="Value" htmlFor="secret-value" error={error?.field('value')} hint="Encrypted at rest; never shown again">
-              <input id="secret-value" type="password" autoComplete="new-password" value={value} onChange={(e) => setValue(e.target.value)} />
+            <Field
+              label="Value"
+              htmlFor="secret-value"
+              error={error?.field('value')}
+              hint="Encrypted at rest; never shown again"
+            >
+              <input
+                id="secret-value"
+                type="password"
+                autoComplete="new-password"
+                value={value}
+                onChange={(e) => setValue(e.target.value)}
+              />
             </Field>
           </div>
           <div className="form-actions">
@@ -74,7 +87,12 @@ export function SecretsPage() {
         )}
         <ErrorBox error={list.error} onRetry={list.reload} />
         {!list.data && !list.error && <Spinner />}
-        {list.data && list.data.total === 0 && <Empty title="No secrets yet">Add API keys and passwords here; jobs get them as environment variables, and they are redacted from every timeline.</Empty>}
+        {list.data && list.data.total === 0 && (
+          <Empty title="No secrets yet">
+            Add API keys and passwords here; jobs get them as environment variables, and they are redacted from every
+            timeline.
+          </Empty>
+        )}
         {list.data && list.data.items.length > 0 && (
           <div className="table-wrap">
             <table>
@@ -132,7 +150,13 @@ function SecretRow({ secret, onChange }: { secret: SecretDto; onChange: () => vo
         <span className="muted small"> ••••••</span>
         {editing && (
           <form className="inline-form" onSubmit={(e) => void replace(e)} autoComplete="off">
-            <input type="password" autoComplete="new-password" aria-label={`New value for ${secret.name}`} value={value} onChange={(e) => setValue(e.target.value)} />
+            <input
+              type="password"
+              autoComplete="new-password"
+              aria-label={`New value for ${secret.name}`}
+              value={value}
+              onChange={(e) => setValue(e.target.value)}
+            />
             <button type="submit" className="primary">
               Save
             </button>

@@ -39,14 +39,19 @@ export function SignInPage() {
             <p>Open the link it prints in this browser. It works once and for a short time; you land on your jobs.</p>
             <h2>First start</h2>
             <ol className="steps">
-              <li>Start the server with <code>svc serve</code> and open a sign-in link as above.</li>
-              <li>Add a model provider (API: <code>POST /api/providers</code>) and choose the workspace's agent model.</li>
+              <li>
+                Start the server with <code>svc serve</code> and open a sign-in link as above.
+              </li>
+              <li>
+                Add a model provider (API: <code>POST /api/providers</code>) and choose the workspace's agent model.
+              </li>
               <li>
                 Create a job from <strong>Jobs → New job</strong>, then <strong>Run now</strong> and watch its timeline.
               </li>
             </ol>
             <p className="muted">
-              Sign-in with an identity provider comes with a later version. Scripts use API tokens; the reference is at <a href="/api/docs">/api/docs</a>.
+              Sign-in with an identity provider comes with a later version. Scripts use API tokens; the reference is at{' '}
+              <a href="/api/docs">/api/docs</a>.
             </p>
             <button type="button" onClick={refresh}>
               I have opened a link — check again

@@ -65,9 +65,16 @@ export function TokensPage() {
       <div className="narrow">
         <form className="card form" onSubmit={(e) => void create(e)}>
           <h2>Create a token</h2>
-          <p className="muted small">A token acts with your role in this workspace. Send it as <code>Authorization: Bearer svc_…</code>.</p>
+          <p className="muted small">
+            A token acts with your role in this workspace. Send it as <code>Authorization: Bearer svc_…</code>.
+          </p>
           <div className="row">
-            <Field label="Name" htmlFor="token-name" error={error?.field('name')} hint="What uses it, e.g. nightly backup script">
+            <Field
+              label="Name"
+              htmlFor="token-name"
+              error={error?.field('name')}
+              hint="What uses it, e.g. nightly backup script"
+            >
               <input id="token-name" value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
             </Field>
             <Field label="Expires" htmlFor="token-expiry" error={error?.field('expiresAt')}>
@@ -90,7 +97,14 @@ export function TokensPage() {
         {created && (
           <div className="notice ok" role="status">
             <strong>Copy the token “{created.apiToken.name}” now: it is shown only once.</strong>
-            <input ref={shown} className="token-once" readOnly value={created.token} aria-label="The new token" onFocus={(e) => e.target.select()} />
+            <input
+              ref={shown}
+              className="token-once"
+              readOnly
+              value={created.token}
+              aria-label="The new token"
+              onFocus={(e) => e.target.select()}
+            />
             <button type="button" className="ghost" onClick={() => setCreated(null)}>
               I have copied it
             </button>
@@ -121,10 +135,19 @@ export function TokensPage() {
                       {t.createdBy && <div className="muted small">{t.createdBy}</div>}
                     </td>
                     <td data-label="Created">{dateTime(t.createdAt)}</td>
-                    <td data-label="Last used">{t.lastUsedAt ? relative(t.lastUsedAt) : <span className="muted">never</span>}</td>
-                    <td data-label="Expires">{t.expiresAt ? dateTime(t.expiresAt) : <span className="muted">never</span>}</td>
+                    <td data-label="Last used">
+                      {t.lastUsedAt ? relative(t.lastUsedAt) : <span className="muted">never</span>}
+                    </td>
+                    <td data-label="Expires">
+                      {t.expiresAt ? dateTime(t.expiresAt) : <span className="muted">never</span>}
+                    </td>
                     <td className="actions">
-                      <button type="button" className="danger" onClick={() => void remove(t)} aria-label={`Delete token ${t.name}`}>
+                      <button
+                        type="button"
+                        className="danger"
+                        onClick={() => void remove(t)}
+                        aria-label={`Delete token ${t.name}`}
+                      >
                         Delete
                       </button>
                     </td>
