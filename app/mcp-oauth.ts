@@ -29,6 +29,7 @@ import {
 import type { Position } from '../store/event-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import type { Keys } from '../adapters/keys.js';
+import { errorMessage } from '../domain/error-message.js';
 
 /** The purpose MCP OAuth data is sealed under (`Keys.encrypt`, BEHAVIOUR §9.5). */
 const purpose = 'mcp-oauth';
@@ -187,10 +188,7 @@ export class McpOauth {
     try {
       tokens = await exchangeCode(context, query.code, pending.codeVerifier, pending.redirectUri, this.fetch);
     } catch (err) {
-      return fail(
-        err instanceof OauthStepFailed && err.code ? err.code : 'token_exchange_failed',
-        (err as Error).message,
-      );
+      return fail(err instanceof OauthStepFailed && err.code ? err.code : 'token_exchange_failed', errorMessage(err));
     }
     const now = Date.now();
     const stored = pending.client.registered

@@ -34,6 +34,7 @@ import { newId } from './ids.js';
 import { McpOauth, type CallbackQuery } from './mcp-oauth.js';
 import type { Keys } from '../adapters/keys.js';
 import type { Secrets } from './secrets.js';
+import { errorMessage } from '../domain/error-message.js';
 
 export interface McpServersOptions {
   /** SVC_ALLOW_PRIVATE_NETWORK_TARGETS: HTTP servers on private networks and on this host may be reached. */
@@ -355,7 +356,7 @@ export class McpServers {
       result = {
         ok: false,
         latencyMs: Date.now() - started,
-        error: (err as Error).message,
+        error: errorMessage(err),
         tools: null,
         authStatus: login ? 'not_logged_in' : 'unknown',
         testedAt: Date.now(),
@@ -439,7 +440,7 @@ export class McpServers {
       } catch (err) {
         options.timeline(
           'mcp.call',
-          { server: s.name, ok: false, error: `Could not connect to ${s.name}: ${(err as Error).message}` },
+          { server: s.name, ok: false, error: `Could not connect to ${s.name}: ${errorMessage(err)}` },
           null,
         );
       }

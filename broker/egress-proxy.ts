@@ -14,6 +14,7 @@ import { lookup } from 'node:dns/promises';
 import { randomUUID } from 'node:crypto';
 import { addressAllowed, addressRefusal, decideHost } from '../adapters/egress/address-guard.js';
 import type { RunSession } from './run-session.js';
+import { errorMessage } from '../domain/error-message.js';
 
 const dialTimeoutMs = 15_000;
 const headersTimeoutMs = 60_000;
@@ -174,7 +175,7 @@ export class EgressProxy {
     try {
       socket = await dial(addresses, port);
     } catch (err) {
-      session.record({ endpoint: `proxy ${host}`, ok: false, error: (err as Error).message }, Date.now() - started);
+      session.record({ endpoint: `proxy ${host}`, ok: false, error: errorMessage(err) }, Date.now() - started);
       throw err;
     }
     const seen = this.seen.get(session) ?? new Set<string>();
@@ -187,7 +188,7 @@ export class EgressProxy {
   }
 
   private refusalBody(err: unknown): { status: number; headers: Record<string, string>; text: string } {
-    const r = err instanceof Refusal ? err : new Refusal(502, 'upstream_error', (err as Error).message);
+    const r = err instanceof Refusal ? err : new Refusal(502, 'upstream_error', errorMessage(err));
     const requestId = randomUUID();
     const text = JSON.stringify({ code: r.code, message: r.message, requestId });
     const headers: Record<string, string> = {

@@ -7,6 +7,7 @@ import type { NetworkRule } from '../adapters/egress/address-guard.js';
 import { BrokerError, invalid, providerError } from './errors.js';
 import { brokerLimits, costLimitMessage, defaultFailReason } from './limits.js';
 import { Semaphore } from './semaphore.js';
+import { errorMessage } from '../domain/error-message.js';
 
 export type LlmWhich = 'agent' | 'utility';
 
@@ -289,7 +290,7 @@ export class RunSession {
       try {
         validate = ajv.compile(req.schema);
       } catch (err) {
-        throw invalid('schema', 'invalid_schema', `is not a usable JSON Schema: ${(err as Error).message}`);
+        throw invalid('schema', 'invalid_schema', `is not a usable JSON Schema: ${errorMessage(err)}`);
       } finally {
         ajv.removeSchema(req.schema);
       }

@@ -5,6 +5,7 @@ import { loadConfig } from '../app/config.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
 import { guardProcess } from '../server/process-guards.js';
+import { errorMessage } from '../domain/error-message.js';
 
 const usage = `svc: self-hosted job automation
 
@@ -26,7 +27,7 @@ function flags(args: string[], options: NonNullable<ParseArgsConfig['options']>)
   try {
     return parseArgs({ args, options, allowPositionals: false, strict: true }).values;
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(errorMessage(err));
   }
 }
 

@@ -1,3 +1,4 @@
+import { errorMessage } from './error-message.js';
 /**
  * Cron schedules: five fields or a descriptor, evaluated on wall-clock time in an IANA timezone (BEHAVIOUR §7.1).
  * A wall time inside a skipped DST hour fires once, at the jump; a wall time that happens twice fires once, the
@@ -120,7 +121,7 @@ export function parseCron(expr: string): CronSchedule {
     ];
     return { minute, hour, dayOfMonth, month, dayOfWeek };
   } catch (err) {
-    throw new CronError(`is not a valid cron expression: ${(err as Error).message}`);
+    throw new CronError(`is not a valid cron expression: ${errorMessage(err)}`);
   }
 }
 
@@ -140,7 +141,7 @@ export function validateCron(expr: string): string | null {
     if (!canFire(parseCron(expr))) return 'never fires';
     return null;
   } catch (err) {
-    return (err as Error).message;
+    return errorMessage(err);
   }
 }
 

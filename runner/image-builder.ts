@@ -13,6 +13,7 @@ import type { CommandBus, CommandContext } from '../app/commands.js';
 import type { ImageLogs, Images } from '../app/images.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ImageBuilds } from '../adapters/sandbox/types.js';
+import { errorMessage } from '../domain/error-message.js';
 
 export const buildTimeoutMs = 15 * 60_000;
 const maxImageBytes = 5 * 1024 ** 3;
@@ -229,7 +230,7 @@ export class ImageBuilder {
           log.line(`Pinned ${base.image} to ${baseDigest}`);
         } catch (err) {
           if (abort.signal.aborted) throw abort.signal.reason;
-          log.line(`Could not pin ${base.image} to a digest (${(err as Error).message}); building from the tag`);
+          log.line(`Could not pin ${base.image} to a digest (${errorMessage(err)}); building from the tag`);
         }
       }
       const built = await this.builds.build({

@@ -24,6 +24,7 @@ import { Scheduler } from '../runner/scheduler.js';
 import { selectBackend, defaultSandboxImage } from '../adapters/sandbox/select.js';
 import { sandboxHostUid } from '../adapters/sandbox/bwrap.js';
 import type { Services } from './start.js';
+import { errorMessage } from '../domain/error-message.js';
 
 type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
 
@@ -61,7 +62,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   try {
     await backend.prepare();
   } catch (err) {
-    backendError = (err as Error).message;
+    backendError = errorMessage(err);
     s.log.error({ err }, 'the sandbox backend cannot run sandboxes; runs will fail until this is fixed');
   }
   const broker = new Broker();
@@ -106,7 +107,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       const resolved = await s.images.resolveRunImage({ ...req, canBuild: imageBuilder !== null });
       if (resolved.build && imageBuilder) {
         await imageBuilder.ensureLocal(resolved.build, req.jobId).catch((err: unknown) => {
-          throw new RunImageError(`Could not rebuild the job image on this runner: ${(err as Error).message}`);
+          throw new RunImageError(`Could not rebuild the job image on this runner: ${errorMessage(err)}`);
         });
       }
       return resolved.image;
@@ -164,7 +165,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
           if (built.build) await imageBuilder.ensureLocal(built.build, jobId);
           return { ref: built.image };
         } catch (err) {
-          return { error: (err as Error).message.replace(/^Environment build failed: /, '') };
+          return { error: errorMessage(err).replace(/^Environment build failed: /, '') };
         }
       }),
   });

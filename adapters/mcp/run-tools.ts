@@ -4,6 +4,7 @@ import type { McpToolInfo } from '../../domain/mcp-server.js';
 import { agentToolNames } from '../../domain/mcp-result.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { McpConnection, type ConnectOptions, type ResolvedConfig } from './connection.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /** A server a job is granted, with its config resolved on the host. */
 export interface GrantedServer {
@@ -108,7 +109,7 @@ export class RunMcp {
           server: server.name,
           transport: server.config.transport,
           ok: false,
-          error: `Could not connect to ${server.name}: ${(err as Error).message}`,
+          error: `Could not connect to ${server.name}: ${errorMessage(err)}`,
         },
         Date.now() - started,
       );

@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Sandbox } from '../sandbox/types.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /**
  * An MCP stdio transport whose server runs inside a run's sandbox, as the `mcp` user in /tmp (BEHAVIOUR §9.4).
@@ -65,7 +66,7 @@ export class SandboxStdioTransport implements Transport {
         this.exited = { code: this.exited?.code ?? r.exitCode, stderr: this.tail.slice(-8192).trim() };
       })
       .catch((err: unknown) => {
-        this.exited = { code: -1, stderr: (err as Error).message };
+        this.exited = { code: -1, stderr: errorMessage(err) };
       })
       .finally(() => this.finish());
   }

@@ -17,6 +17,7 @@ import type {
   SandboxSpec,
   SandboxUser,
 } from './types.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
 const writable = ['/workspace', '/svc', '/tmp'];
@@ -347,7 +348,7 @@ class DockerImages implements ImageBuilds {
         .catch(() => null);
       const digest = local?.RepoDigests?.[0]?.split('@')[1];
       if (digest) return digest;
-      throw new Error((err as { json?: { message?: string } }).json?.message ?? (err as Error).message);
+      throw new Error((err as { json?: { message?: string } }).json?.message ?? errorMessage(err));
     }
   }
 

@@ -12,6 +12,7 @@ import { CompileInputBody, CompileOutputBody } from '../../schemas/compile.js';
 import { ApiError } from '../errors.js';
 import { principalOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 const timeoutMs = 5 * 60_000;
 
@@ -62,7 +63,7 @@ export default function compileRoutes(fastify: FastifyInstance, deps: AppDeps): 
         });
         text = answer.text;
       } catch (err) {
-        throw new ApiError(502, 'provider_error', `The model could not compile the job: ${(err as Error).message}`);
+        throw new ApiError(502, 'provider_error', `The model could not compile the job: ${errorMessage(err)}`);
       }
       let raw: unknown;
       try {

@@ -40,6 +40,7 @@ import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { parseListQuery } from '../list-query.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /** The one model a fake provider comes with (BEHAVIOUR §9.1). */
 const fakeModel = (): ModelSpec => ({
@@ -158,7 +159,7 @@ export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps):
     try {
       listed = await listModels(d.kind, d.baseUrl, openKey(d));
     } catch (err) {
-      error = redact((err as Error).message, [openKey(d) ?? '']) || 'the source could not be read';
+      error = redact(errorMessage(err), [openKey(d) ?? '']) || 'the source could not be read';
     }
     // A manual source (fake) has nothing to sync.
     if (listed === null && error === null) return { added: 0, updated: 0, unlisted: 0 };
@@ -367,7 +368,7 @@ export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps):
         return {
           ok: false,
           latencyMs: latency(),
-          error: redact((err as Error).message || String(err), [apiKey ?? '']).slice(0, 2000),
+          error: redact(errorMessage(err) || String(err), [apiKey ?? '']).slice(0, 2000),
         };
       }
     },

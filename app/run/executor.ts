@@ -31,6 +31,7 @@ import {
   type Sandbox,
   type SandboxBackend,
 } from '../../adapters/sandbox/types.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /** What the runner needs of a run's broker session (the /v1 routes `svc` calls). */
 export interface BrokerSession {
@@ -347,7 +348,7 @@ export class RunExecutor {
           ttlMs: limits.timeoutSeconds * 1000 + 5 * 60_000,
         });
       } catch (err) {
-        return await finish('failed', `Failed to create the sandbox: ${(err as Error).message}`);
+        return await finish('failed', `Failed to create the sandbox: ${errorMessage(err)}`);
       }
       const info = this.ports.backend.info();
       timeline.record(
@@ -520,7 +521,7 @@ export class RunExecutor {
       return await finish(result.status, result.error, { summary: result.summary, outputs, fellBack, verifyCost });
     } catch (err) {
       this.log.error({ err, runId }, 'run failed unexpectedly');
-      await finish('failed', `The run failed unexpectedly: ${(err as Error).message}`).catch((e: unknown) =>
+      await finish('failed', `The run failed unexpectedly: ${errorMessage(err)}`).catch((e: unknown) =>
         this.log.error({ err: e, runId }, 'could not finish the run'),
       );
     } finally {
@@ -583,7 +584,7 @@ export class RunExecutor {
       await sandbox.stopProcesses();
     } catch (err) {
       timeline.record('log', {
-        message: `Collected nothing from the sandbox: its processes could not be stopped (${(err as Error).message})`,
+        message: `Collected nothing from the sandbox: its processes could not be stopped (${errorMessage(err)})`,
       });
       return;
     }
@@ -600,14 +601,14 @@ export class RunExecutor {
           artifacts: kept.map((f) => ({ name: f.name, size: f.size })),
         });
     } catch (err) {
-      timeline.record('log', { message: `Could not collect artifacts: ${(err as Error).message}` });
+      timeline.record('log', { message: `Could not collect artifacts: ${errorMessage(err)}` });
     }
     // Scripts the agent wrote for reflection to consider (BEHAVIOUR §1.3 wrap-up step 2), at most 1 MiB.
     try {
       const { files } = await sandbox.readDir('/svc/candidates', 1024 * 1024);
       for (const f of files) if (f.name !== '.keep') await this.files.saveCandidate(runId, f.name, f.content);
     } catch (err) {
-      timeline.record('log', { message: `Could not collect candidate scripts: ${(err as Error).message}` });
+      timeline.record('log', { message: `Could not collect candidate scripts: ${errorMessage(err)}` });
     }
   }
 }

@@ -34,6 +34,7 @@ import { timelineStreamId } from '../timeline.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
 import { costOf, ModelError, type Message, type ModelClient, type Price } from '../../adapters/models/types.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 export interface ReflectionModel {
   client: ModelClient;
@@ -165,7 +166,7 @@ export class Reflector {
       this.ports.log.error({ err, runId: doc._id }, 'reflection failed unexpectedly');
       result = {
         status: 'failed',
-        error: `the reflection failed unexpectedly: ${(err as Error).message}`,
+        error: `the reflection failed unexpectedly: ${errorMessage(err)}`,
         summary: null,
         ops: null,
         version: null,
@@ -547,7 +548,7 @@ export class Reflector {
       } catch (err) {
         const transient = err instanceof ModelError && err.transient;
         if (!transient || attempt >= delays.length || this.stopped)
-          return { error: `the reflection model call failed: ${(err as Error).message}`, cost: 0 };
+          return { error: `the reflection model call failed: ${errorMessage(err)}`, cost: 0 };
         await new Promise((r) => setTimeout(r, delays[attempt]));
       }
     }

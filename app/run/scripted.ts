@@ -10,6 +10,7 @@ import type { Verify } from '../../domain/playbook-verify.js';
 import { costOf, type ModelClient, type Price, type Usage } from '../../adapters/models/types.js';
 import type { Sandbox, SandboxUser } from '../../adapters/sandbox/types.js';
 import type { Timeline } from '../timeline.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /** The run's broker session as the scripted path sees it. */
 export interface ScriptedSession {
@@ -93,7 +94,7 @@ export async function runScripted(input: ScriptedInput): Promise<ScriptedResult>
     })
     .catch((err: unknown) => ({
       exitCode: -1,
-      output: Buffer.from(`the main script could not start: ${(err as Error).message}`),
+      output: Buffer.from(`the main script could not start: ${errorMessage(err)}`),
       timedOut: false,
       cancelled: false,
     }));
@@ -204,7 +205,7 @@ async function askVerdict(input: ScriptedInput, output: string): Promise<Asked> 
     const parsed = parseVerdict(res.text);
     return parsed ? { verdict: parsed, cost, usage } : { error: 'its answer was not the JSON asked for', cost, usage };
   } catch (err) {
-    return { error: (err as Error).message, cost: 0, usage: none };
+    return { error: errorMessage(err), cost: 0, usage: none };
   }
 }
 

@@ -11,6 +11,7 @@ import { sandboxEnv, type BrokerSession, type ExecutorPorts } from './executor.j
 import type { RunMcp } from '../../adapters/mcp/run-tools.js';
 import { runScripted } from './scripted.js';
 import type { Sandbox } from '../../adapters/sandbox/types.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 export interface ShadowRequest {
   workspaceId: string;
@@ -121,7 +122,7 @@ export class ShadowRunner {
           ttlMs: main.ms + 10 * 60_000,
         });
       } catch (err) {
-        return skipped(`the shadow run's sandbox could not be created: ${(err as Error).message}`);
+        return skipped(`the shadow run's sandbox could not be created: ${errorMessage(err)}`);
       }
       await sandbox.putFiles([
         { path: '/svc/input.json', content: JSON.stringify(req.reflected.input ?? {}) },
@@ -213,7 +214,7 @@ export class ShadowRunner {
     } catch (err) {
       if (controller.signal.aborted) return skipped('inconclusive: the shadow run ran out of time');
       this.log.error({ err, jobId: req.jobId }, 'shadow run failed');
-      return skipped(`the shadow run could not run: ${(err as Error).message}`);
+      return skipped(`the shadow run could not run: ${errorMessage(err)}`);
     } finally {
       clearTimeout(timer);
       session?.close();

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { writeFileSync } from 'node:fs';
 import { adminSession, Client, startTestServer, type TestServer } from './harness.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /**
  * Schema-driven fuzzing of every operation of the OpenAPI document with parameters or a body (docs/security.md,
@@ -383,7 +384,7 @@ async function send(op: Operation, req: FuzzRequest, retried = false): Promise<s
     if (streaming.has(op.key) && contentType.includes('text/event-stream')) abort.abort();
     else text = await res.text();
   } catch (err) {
-    return `no answer: ${(err as Error).message}`;
+    return `no answer: ${errorMessage(err)}`;
   } finally {
     clearTimeout(timer);
   }
@@ -466,7 +467,7 @@ describe('fuzz', () => {
         );
       } catch (err) {
         failures.push(
-          `${problem ?? `${op.key}: ${(err as Error).message.slice(0, 500)}`}\n  replay: SVC_FUZZ_SEED=${seed} (this operation's fast-check seed: ${opSeed})`,
+          `${problem ?? `${op.key}: ${errorMessage(err).slice(0, 500)}`}\n  replay: SVC_FUZZ_SEED=${seed} (this operation's fast-check seed: ${opSeed})`,
         );
       }
       durations.push([op.key, performance.now() - opStarted]);

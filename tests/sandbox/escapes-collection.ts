@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import type { ExecResult, Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { hostProcessesNamed, testSpec } from './fixture.js';
+import { errorMessage } from '../../domain/error-message.js';
 
 /**
  * Escapes through reading back from a sandbox (docs/security.md, "Reading back from sandboxes"): whatever a sandbox
@@ -96,7 +97,7 @@ export function collectionEscapes(
           execFileSync('cc', ['-static', '-O2', '-o', join(build, 'racer'), join(build, 'racer.c')], { stdio: 'pipe' });
         } catch (err) {
           throw new Error(
-            `!!! these escape tests need a C compiler with static libc (cc -static), as npm run build does: ${(err as Error).message}`,
+            `!!! these escape tests need a C compiler with static libc (cc -static), as npm run build does: ${errorMessage(err)}`,
           );
         }
         racer = readFileSync(join(build, 'racer'));

@@ -11,6 +11,7 @@ import {
 import type { TimelineWriter } from '../../timeline.js';
 import type { Tool, ToolContext, ToolOutcome } from './tools.js';
 import { compact, compactAt, estimateTokens } from './compaction.js';
+import { errorMessage } from '../../../domain/error-message.js';
 
 export interface AgentRunInput {
   client: ModelClient;
@@ -118,7 +119,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
     } catch (err) {
       input.timeline.record(
         'agent.compaction',
-        { turn, promptTokens, messages: messages.length, summary: '', error: (err as Error).message },
+        { turn, promptTokens, messages: messages.length, summary: '', error: errorMessage(err) },
         { ms: clock() - started },
       );
       return false;
@@ -185,7 +186,7 @@ export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
       } catch (err) {
         batcher.flush();
         if (input.signal.aborted) return stopped();
-        const e = err instanceof ModelError ? err : new ModelError((err as Error).message, null, true);
+        const e = err instanceof ModelError ? err : new ModelError(errorMessage(err), null, true);
         input.timeline.record(
           'llm.call',
           { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message },
@@ -269,7 +270,7 @@ async function runTools(
       try {
         outcome = await tool.run(call.args as Record<string, unknown>, call.id, input.toolContext);
       } catch (err) {
-        outcome = { content: `${call.name} failed: ${(err as Error).message}`, isError: true };
+        outcome = { content: `${call.name} failed: ${errorMessage(err)}`, isError: true };
       }
     }
     input.timeline.record(

@@ -1,5 +1,6 @@
 import type { Sandbox, SandboxUser } from '../../../adapters/sandbox/types.js';
 import type { ToolSpec } from '../../../adapters/models/types.js';
+import { errorMessage } from '../../../domain/error-message.js';
 
 /** What a tool answers the model, plus what the timeline keeps. */
 export interface ToolOutcome {
@@ -272,7 +273,7 @@ const stateSet: Tool = {
       await ctx.state.set(key, value);
       return { content: 'Saved.', isError: false };
     } catch (err) {
-      return error((err as Error).message);
+      return error(errorMessage(err));
     }
   },
 };
@@ -376,7 +377,7 @@ export function mcpAgentTools(mcp: McpAgentAccess | null): Tool[] {
         const r = await mcp.call(t.server, t.name, args, ctx.signal);
         return { content: r.output, isError: r.isError, meta };
       } catch (err) {
-        return { content: (err as Error).message, isError: true, meta };
+        return { content: errorMessage(err), isError: true, meta };
       }
     },
   }));
