@@ -39,7 +39,7 @@ const defaults = {
   notifySecret: null,
 };
 
-async function fakeModels(name: string): Promise<{ providerId: string; modelIds: string[] }> {
+async function fakeModels(name: string): Promise<{ providerId: string; modelIds: [string, string, ...string[]] }> {
   const providerId = (await admin.post('/api/providers', { name, kind: 'fake' })).body.id as string;
   const second = await admin.post('/api/models', {
     providerId,
@@ -60,7 +60,9 @@ async function fakeModels(name: string): Promise<{ providerId: string; modelIds:
     model: string;
   }>;
   assert.equal(second.status, 201);
-  return { providerId, modelIds: models.map((m) => m.id) };
+  const [first, other, ...rest] = models.map((m) => m.id);
+  assert.ok(first && other, 'the provider lists both models');
+  return { providerId, modelIds: [first, other, ...rest] };
 }
 
 describe('settings', () => {
