@@ -49,6 +49,8 @@ export default tseslint.config(
         },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
+      // A switch over a union (event types, run states) names every member or says `default:` on purpose.
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       // A leading underscore marks what is left out on purpose (a field dropped from a rest copy, an unused argument).
       '@typescript-eslint/no-unused-vars': [
         'error',
