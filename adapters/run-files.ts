@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 /**
- * A run's files on the host (BEHAVIOUR §1.3, §3.6): `runs/<id>/artifacts/<relative path>` for what the run left in
+ * A run's files on the host: `runs/<id>/artifacts/<relative path>` for what the run left in
  * /svc/outputs, `runs/<id>/events/<uuid>.json` for timeline payloads too large to keep inline.
  */
 export class RunFiles {

@@ -84,7 +84,7 @@ async function dial(addresses: string[], port: number): Promise<Socket> {
 }
 
 /**
- * The egress proxy (DESIGN §5, BEHAVIOUR §5.5), one Unix socket per run, seen as /run/svc/proxy.sock in that run's
+ * The egress proxy (docs/sandbox.md), one Unix socket per run, seen as /run/svc/proxy.sock in that run's
  * sandbox: the only way out of one. `CONNECT host:port` and absolute http:// URLs; the run token is the Basic
  * password, and a socket takes only its own run's token, so another run's token never unlocks this run's allow-list
  * (docs/design.md "One broker socket per run"). It checks the job's network rule and allow-list on the name, never

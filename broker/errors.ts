@@ -1,6 +1,6 @@
 import { DomainError, type FieldError } from '../domain/decider.js';
 
-/** A broker answer other than 200, in the SPEC §7 error body. */
+/** A broker answer other than 200, in the API's error body (docs/api.md). */
 export class BrokerError extends Error {
   constructor(
     readonly status: number,

@@ -1,4 +1,4 @@
-/** SPEC §4.6, §6.4 and §8: what one run may do through the broker. */
+/** What one run may do through the broker (docs/sandbox.md). */
 export const brokerLimits = {
   /** Requests of one run handled at once; the rest wait in order. */
   inFlight: 8,

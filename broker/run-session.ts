@@ -73,7 +73,7 @@ export interface RunSessionOptions {
   hooks: RunSessionHooks;
 }
 
-/** How a broker call counts for the timeline cap (SPEC §6.4). */
+/** How a broker call counts for the timeline cap (docs/sandbox.md, "Timeline cap"). */
 export type CallKind = 'plain' | 'action' | 'paid' | 'state';
 
 export interface LlmRequest {
@@ -204,7 +204,7 @@ export class RunSession {
     }
   }
 
-  /** SPEC §6.4: the first 1,000 calls; then only actions (200), paid llm calls and the first state set. */
+  /** The first 1,000 calls; then only actions (200), paid llm calls and the first state set. */
   record(payload: Record<string, unknown>, ms: number, kind: CallKind = 'plain'): void {
     const { recordedCalls, actionCalls } = brokerLimits;
     const underCap = this.callCount < recordedCalls;
@@ -271,7 +271,7 @@ export class RunSession {
   }
 
   /**
-   * `svc llm` (BEHAVIOUR §5.3): reserve the worst case, call, and with a schema validate the answer and ask once more
+   * `svc llm` (docs/sandbox.md): reserve the worst case, call, and with a schema validate the answer and ask once more
    * when it does not match; settle with the actual cost, or the worst case when billing may have started.
    */
   async llm(

@@ -20,7 +20,7 @@ class RawJson {
 const noMcp = () => new BrokerError(404, 'not_found', 'This job has no MCP servers');
 
 /**
- * The /v1 routes `svc` calls from inside sandboxes (SPEC §4.6, BEHAVIOUR §5). Each run is served on a Unix socket of
+ * The /v1 routes `svc` calls from inside sandboxes (docs/sandbox.md). Each run is served on a Unix socket of
  * its own, which only its sandbox sees as /run/svc/broker.sock, and that socket honours that run's token alone, until
  * the run's session closes (docs/design.md "One broker socket per run"). At most 8 of a run's requests are handled
  * at once, the rest wait in order.

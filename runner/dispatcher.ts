@@ -38,7 +38,7 @@ export interface DispatcherLogger {
 /**
  * Claims queued runs and executes them, at most `maxConcurrent` at once. Claiming is an expected-revision append to
  * the run's stream, so two runners never take the same run. A heartbeat document per runner lets any runner end
- * the live runs of a dead one as interrupted (BEHAVIOUR §1.5); they are never resumed.
+ * the live runs of a dead one as interrupted; they are never resumed.
  */
 export class Dispatcher {
   readonly runnerId = newId();
@@ -181,7 +181,7 @@ export class Dispatcher {
   }
 
   /**
-   * Destroys sandboxes nothing needs (BEHAVIOUR §1.5): no run after 15 minutes, a finished run, or past their expiry.
+   * Destroys sandboxes nothing needs: no run after 15 minutes, a finished run, or past their expiry.
    * A lookup that fails destroys nothing.
    */
   async reap(): Promise<number> {

@@ -99,7 +99,7 @@ export class BuildLog {
 }
 
 /**
- * The build pool of one runner (BEHAVIOUR §6.3): one build at a time, claimed by an expected-revision append so two
+ * The build pool of one runner (docs/design.md, "Images"): one build at a time, claimed by an expected-revision append so two
  * runners never build the same image; 15 minutes at most; an interrupted build is retried once, any other error
  * fails the image with its message. Base images are pinned to a digest when the engine can tell one.
  */

@@ -25,7 +25,7 @@ export function nextGcAt(now: number, random: () => number = Math.random): numbe
 }
 
 /**
- * ImageGC (BEHAVIOUR §6.3), daily: removes builds no recent playbook version uses (the engine image first; a row
+ * ImageGC (docs/design.md, "Images"), daily: removes builds no recent playbook version uses (the engine image first; a row
  * stays when its image cannot be removed), then local job image tags no row refers to.
  */
 export class ImageGc {

@@ -48,7 +48,7 @@ export interface NotifierPorts {
 const checkWindowMs = 60 * 60_000;
 
 /**
- * The notifier (BEHAVIOUR §9.3), one per runner. It checks finished runs for triggers and queues what they raise on
+ * The notifier (docs/design.md, "Notifications"), one per runner. It checks finished runs for triggers and queues what they raise on
  * the run's notification stream, then delivers due notifications, `notificationConcurrency` at a time. Every step is
  * an expected-revision append, so runners share the work without sending anything twice, and a crash loses nothing:
  * an unchecked run is checked again, and an attempt whose runner stopped is ended and retried.

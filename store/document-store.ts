@@ -1,5 +1,5 @@
 /**
- * The document port: an explicit subset of MongoDB (DESIGN §2). Both adapters must answer every query of the subset
+ * The document port: an explicit subset of MongoDB. Both adapters must answer every query of the subset
  * identically; anything outside it is not used by projectors or queries.
  */
 

@@ -6,7 +6,7 @@ export interface Actor {
   id: string | null;
 }
 
-/** Metadata every event carries (DESIGN §1). */
+/** Metadata every event carries (docs/architecture.md). */
 export interface EventMetadata {
   workspaceId: string | null;
   actor: Actor;

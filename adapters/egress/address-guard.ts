@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 
 /**
- * Where outgoing connections may go (BEHAVIOUR §5.5): decisions on host names and addresses, pure and without I/O,
+ * Where outgoing connections may go (docs/sandbox.md, "The egress proxy"): decisions on host names and addresses, pure and without I/O,
  * so the egress proxy and the host's own outgoing calls (HTTP MCP servers) decide the same way. Names are checked
  * before any DNS lookup; addresses are checked after it, at dial time, so DNS cannot route around the rules.
  */

@@ -151,7 +151,7 @@ export class McpConnection {
       if (status401(first)) throw new LoginRequired(null);
       if (first instanceof NoAnswer)
         throw new Error(`could not connect to ${url.origin}${url.pathname}: ${first.message}`);
-      // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE (BEHAVIOUR §9.4).
+      // Servers of the older protocol answer the Streamable POST with 4xx; they speak SSE.
       try {
         return await attempt(new SSEClientTransport(url, { requestInit, fetch }), 'SSE');
       } catch (second) {

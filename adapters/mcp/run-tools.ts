@@ -14,7 +14,7 @@ export interface GrantedServer {
   allowedTools: string[] | null;
 }
 
-/** A tool as `svc mcp tools` lists it (BEHAVIOUR §5.2). */
+/** A tool as `svc mcp tools` lists it (docs/sandbox.md). */
 export interface RunToolView {
   server: string;
   name: string;
@@ -29,7 +29,7 @@ export interface AgentMcpTool extends RunToolView {
 }
 
 export interface RunMcpOptions {
-  /** A shadow run of a main script: calls of tools not marked read-only are refused (BEHAVIOUR §2.8). */
+  /** A shadow run of a main script: calls of tools not marked read-only are refused. */
   shadow: boolean;
   runAsRoot: boolean;
   connect: Omit<ConnectOptions, 'sandbox'>;
@@ -59,7 +59,7 @@ export class RunMcp {
   get refused(): ReadonlyArray<{ server: string; tool: string }> {
     return this.refusedCalls;
   }
-  /** Calls of tools not marked read-only (actions, SPEC §6.4), for the fallback brief. */
+  /** Calls of tools not marked read-only (actions), for the fallback brief. */
   get actions(): ReadonlyArray<{ server: string; tool: string }> {
     return this.actionCalls;
   }
@@ -73,7 +73,7 @@ export class RunMcp {
   private async connectOne(server: GrantedServer, sandbox: Sandbox | null): Promise<void> {
     const started = Date.now();
     if (server.config.transport === 'stdio' && this.options.runAsRoot && Object.keys(server.config.env).length > 0) {
-      // As root the agent could read the server's environment, which may hold secrets (BEHAVIOUR §9.4).
+      // As root the agent could read the server's environment, which may hold secrets.
       this.options.timeline(
         'mcp.call',
         {

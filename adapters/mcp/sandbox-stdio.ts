@@ -6,7 +6,7 @@ import type { Sandbox } from '../sandbox/types.js';
 import { errorMessage } from '../../domain/error-message.js';
 
 /**
- * An MCP stdio transport whose server runs inside a run's sandbox, as the `mcp` user in /tmp (BEHAVIOUR §9.4).
+ * An MCP stdio transport whose server runs inside a run's sandbox, as the `mcp` user in /tmp (docs/design.md, "MCP").
  *
  * Messages to the server go down the exec's stdin as it runs; its stdout comes back live through the exec's output.
  * Nothing passes through the sandbox's files, so the agent (another exec of the same sandbox) has no way to talk to

@@ -2,7 +2,7 @@ import { graduationMarker } from '../../domain/reflection.js';
 import type { ModelRequest } from './types.js';
 
 /**
- * The fake provider's reflection when its script queue is empty (issue "learning", DESIGN §6): deterministic, read
+ * The fake provider's reflection when its script queue is empty: deterministic, read
  * from the reflection prompt. After a successful run it adds one toolkit script that runs the instruction's quoted
  * commands, and a learning; once the server says the job is eligible, it proposes a main script that calls that
  * script, with `exit_code == 0` as its check. So a job's whole life can be shown and tested offline.

@@ -11,7 +11,7 @@ import {
   type ToolCall,
 } from './types.js';
 
-/** One scripted answer of the fake provider (DESIGN §6). */
+/** One scripted answer of the fake provider (the provider that needs no network, for demos and tests). */
 export interface FakeResponse {
   text?: string;
   reasoning?: string;
@@ -124,7 +124,7 @@ function scheduleOf(sentence: string): { cron: string; human: string } | null {
 }
 
 /**
- * Compile without a model (BEHAVIOUR §7.4 answer shape), deterministic in the sentence: a name from its first words,
+ * Compile without a model (the compile route's answer shape), deterministic in the sentence: a name from its first words,
  * a schedule from plain words, a timezone when one is named, the sites it names as an allow-list, and the
  * configured MCP servers it mentions (or `<name> MCP`), so a fresh install can try compile offline.
  */

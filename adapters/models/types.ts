@@ -95,7 +95,7 @@ export interface ModelClient {
   complete(request: ModelRequest): Promise<ModelResponse>;
 }
 
-/** micro-USD per 1M tokens (SPEC §2.9 Price). */
+/** micro-USD per 1M tokens. */
 export interface Price {
   in: number;
   out: number;
@@ -103,7 +103,7 @@ export interface Price {
   cacheWrite: number;
 }
 
-/** BEHAVIOUR §9.1: (in·p_in + out·p_out + cacheRead·p_cr + cacheWrite·p_cw) / 1e6, in micro-USD, rounded up. */
+/** (in·p_in + out·p_out + cacheRead·p_cr + cacheWrite·p_cw) / 1e6, in micro-USD, rounded up. */
 export function costOf(usage: Pick<Usage, 'input' | 'output' | 'cacheRead' | 'cacheWrite'>, price: Price): number {
   const micro =
     usage.input * price.in +

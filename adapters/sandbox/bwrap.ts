@@ -150,7 +150,7 @@ function runBwrap(
 }
 
 /**
- * Sandboxes from Linux namespaces with bubblewrap, for machines without a container engine (DESIGN §5). A sandbox
+ * Sandboxes from Linux namespaces with bubblewrap, for machines without a container engine (docs/design.md, "Sandbox isolation"). A sandbox
  * is a host directory; every exec is a fresh bwrap whose first process is `svc init`, in the sandbox's cgroups.
  */
 export class BwrapBackend implements SandboxBackend {

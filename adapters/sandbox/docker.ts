@@ -67,7 +67,7 @@ export function dockerClient(host: string | undefined): Docker {
   return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: 'http' });
 }
 
-/** Sandboxes as containers through the Docker Engine API (DESIGN §5): network none, all capabilities dropped. */
+/** Sandboxes as containers through the Docker Engine API (docs/design.md, "Sandbox isolation"): network none, all capabilities dropped. */
 export class DockerBackend implements SandboxBackend {
   readonly kind = 'docker' as const;
   private version = 'unknown';
@@ -225,7 +225,7 @@ export class DockerBackend implements SandboxBackend {
       }),
       this.keep(spec, ttl, mounts),
     ]);
-    // The layout of SPEC §4.7, owned by the agent, before the first process starts.
+    // The layout of docs/sandbox.md, owned by the agent, before the first process starts.
     const dirs = ['workspace', 'svc', 'svc/outputs', 'svc/logs', 'svc/candidates'].map((name) => ({
       name,
       type: 'dir' as const,

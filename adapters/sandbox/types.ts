@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 /**
  * The sandbox port: one interface, two real backends (bwrap, docker), one conformance suite (tests/sandbox).
- * Paths inside a sandbox follow SPEC §4.7: /workspace, /svc, /svc/outputs, /svc/logs, /usr/local/bin/svc.
+ * Paths inside a sandbox follow docs/sandbox.md: /workspace, /svc, /svc/outputs, /svc/logs, /usr/local/bin/svc.
  */
 
 export type NetworkMode = 'none' | 'internet' | 'allowlist';
@@ -120,7 +120,7 @@ export interface LimitSet {
   pids: boolean;
 }
 
-/** SPEC §2.13 SandboxInfo / Capabilities, as GET /api/system/info reports them. */
+/** The backend and what it can do, as GET /api/system/info reports them. */
 export interface SandboxInfo {
   backend: 'bwrap' | 'docker';
   version: string;
@@ -145,7 +145,7 @@ export interface ImageBuildRequest {
   onLog(text: string): void;
 }
 
-/** Job image builds (BEHAVIOUR §6.3): only a backend whose `imageBuilds` is true has them. */
+/** Job image builds (docs/design.md, "Images"): only a backend whose `imageBuilds` is true has them. */
 export interface ImageBuilds {
   /** Builds and tags; throws with the engine's message when the build fails. Answers the engine's image id and size. */
   build(request: ImageBuildRequest): Promise<{ id: string; sizeBytes: number }>;

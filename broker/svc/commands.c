@@ -1,5 +1,5 @@
 /*
- * The client commands (SPEC §4.6, BEHAVIOUR §5.2): each one is a single request to $SVC_BROKER_URL with the run's
+ * The client commands (docs/sandbox.md): each one is a single request to $SVC_BROKER_URL with the run's
  * token. Exit codes: 0 ok, 1 the call failed (a missing state key and `svc fail` too), 2 usage error.
  * Order of checks: arguments (2), then the environment (1), then stdin, then the call.
  */
@@ -40,7 +40,7 @@ static int usage(const char *line) {
 
 static const char *broker_url, *broker_token;
 
-/* 0 when the sandbox's variables are there, else 1 with the message of SPEC §4.6. */
+/* 0 when the sandbox's variables are there, else 1 with the message docs/sandbox.md gives. */
 static int check_env(void) {
   broker_url = getenv("SVC_BROKER_URL");
   broker_token = getenv("SVC_TOKEN");

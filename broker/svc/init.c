@@ -1,5 +1,5 @@
 /*
- * svc init [--ttl SECONDS] [-- CMD ARGS...]: the first process of a sandbox (DESIGN §5).
+ * svc init [--ttl SECONDS] [-- CMD ARGS...]: the first process of a sandbox (docs/design.md, "Sandbox isolation").
  *
  * - Child subreaper: every orphan below it is reaped.
  * - Forwards 127.0.0.1:4180 to /run/svc/broker.sock and 127.0.0.1:4181 to /run/svc/proxy.sock, each only when the

@@ -1,4 +1,4 @@
-/* svc: the command a run's sandbox uses to reach the service (SPEC §4.6), and the sandbox's first process. */
+/* svc: the command a run's sandbox uses to reach the service (docs/sandbox.md), and the sandbox's first process. */
 #include <stdio.h>
 #include <string.h>
 #include "svc.h"

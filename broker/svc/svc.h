@@ -1,4 +1,4 @@
-/* The in-sandbox svc command (SPEC §4.6, DESIGN §5): shared declarations. */
+/* The in-sandbox svc command (docs/sandbox.md): shared declarations. */
 #ifndef SVC_H
 #define SVC_H
 #include <stddef.h>
