@@ -31,7 +31,11 @@ export interface TriggerAnswer {
  * the release that lets the next queued run start. Every decision is an expected-revision append.
  */
 export class Runs {
-  /** Nudges the local dispatcher when a run may start; other processes find it by polling. */
+  /**
+   * Nudges the local dispatcher when a run may start, once the runs read model shows it (the dispatcher claims from
+   * that model, so a nudge before the projection would find nothing and leave the run to the next poll, 500 ms
+   * later); other processes find it by polling.
+   */
   readonly startable = new Subject<string>();
 
   constructor(
@@ -39,7 +43,15 @@ export class Runs {
     private readonly events: EventStore,
     private readonly docs: DocumentStore,
     private readonly clock: () => number = Date.now,
+    /** Resolves once the read models have caught up with a position (the projection engine's `waitFor`). */
+    private readonly projected: (position: Position | null) => Promise<unknown> = async () => undefined,
   ) {}
+
+  private nudge(runId: string, position: Position | null): void {
+    // A projection that is late or failing only delays the nudge: the dispatcher's poll still finds the run.
+    const go = () => this.startable.next(runId);
+    this.projected(position).then(go, go);
+  }
 
   /**
    * What the workspace's runs queued since `since` cost, reflection and verification included (micro-USD). Runs still
@@ -98,7 +110,7 @@ export class Runs {
         ? { type: 'SkipRun' as const, plan, error: skippedBecauseBusy }
         : { type: 'QueueRun' as const, plan, submitted: admission.outcome === 'start' };
     const created = await this.bus.execute(runStreamId(runId), runDecider, command, ctx);
-    if (admission.outcome === 'start') this.startable.next(runId);
+    if (admission.outcome === 'start') this.nudge(runId, created.position);
     return { runId, status: admission.outcome === 'skip' ? 'skipped' : 'queued', position: created.position };
   }
 
@@ -203,8 +215,8 @@ export class Runs {
     const { state } = await this.bus.load(runStreamId(next.next), runDecider);
     // The next run's stream is missing or it ended while waiting (cancelled): let the one after it go instead.
     if (state.status !== 'queued') return this.release(jobId, next.next, ctx);
-    await this.bus.execute(runStreamId(next.next), runDecider, { type: 'SubmitRun' }, ctx);
-    this.startable.next(next.next);
+    const submitted = await this.bus.execute(runStreamId(next.next), runDecider, { type: 'SubmitRun' }, ctx);
+    this.nudge(next.next, submitted.position);
   }
 
   /** The final status on the run's timeline, for runs that end without a runner to write it. */

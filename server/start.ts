@@ -64,7 +64,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // Cached answers are only safe where the projector runs, because only there is every change seen.
   const cache = new ReadCache(engine, config.roles.has('projector'));
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  const runs = new Runs(bus, stores.events, stores.docs);
+  const runs = new Runs(bus, stores.events, stores.docs, Date.now, (position) => engine.waitFor(position));
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
