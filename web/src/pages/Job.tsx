@@ -1,18 +1,25 @@
 import { useEffect, useState } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router-dom';
-import { ApiError, del, patch, post } from '../api.js';
+import { ApiError, del, patch } from '../api.js';
 import { domainList, JobForm, type JobFormValues } from '../components/JobForm.js';
 import { RunsTable } from '../components/RunsTable.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge, Toggle } from '../components/ui.js';
 import { cost, dateTime, duration, relative } from '../format.js';
 import { useApi, useRunEvents } from '../hooks.js';
-import type { JobDto, JobPatch, JobStatsOutputBody, TriggerRunOutput } from '../types.js';
+import type { JobDto, JobPatch, JobStatsOutputBody } from '../types.js';
 import { PlaybookTab } from './JobPlaybook.js';
+import { StateTab } from './JobState.js';
+import { EnvironmentTab } from './JobEnvironment.js';
+import { ToolsTab } from './JobTools.js';
+import { RunNowDialog } from './RunNowDialog.js';
 
 const tabs = [
   { id: '', label: 'Overview' },
   { id: 'runs', label: 'Runs' },
   { id: 'playbook', label: 'Playbook' },
+  { id: 'state', label: 'State' },
+  { id: 'environment', label: 'Environment' },
+  { id: 'tools', label: 'Tools' },
   { id: 'settings', label: 'Settings' },
 ];
 
@@ -50,7 +57,7 @@ export function JobPage() {
           {j.name} <ModeBadge mode={j.nextMode} />
           {!j.enabled && <span className="badge">disabled</span>}
         </h1>
-        <RunNow job={j} />
+        <RunNowDialog job={j} />
       </div>
       <nav className="tabs" aria-label="Job sections">
         {tabs.map((t) => (
@@ -67,105 +74,12 @@ export function JobPage() {
       {!known && <ErrorBox error={new ApiError(404, 'not_found', `This job has no “${tab}” section`)} />}
       {tab === '' && <Overview job={j} onChange={job.reload} />}
       {tab === 'runs' && <RunsTable jobId={j.id} showJob={false} />}
-      {tab === 'playbook' && <PlaybookTab jobId={j.id} />}
+      {tab === 'playbook' && <PlaybookTab job={j} onJobChange={job.reload} />}
+      {tab === 'state' && <StateTab jobId={j.id} />}
+      {tab === 'environment' && <EnvironmentTab job={j} onJobChange={job.reload} />}
+      {tab === 'tools' && <ToolsTab job={j} />}
       {tab === 'settings' && <Settings job={j} onSaved={job.reload} />}
     </section>
-  );
-}
-
-/** Run now, with optional input (checked as JSON before it is sent) and extra instructions for this run. */
-function RunNow({ job }: { job: JobDto }) {
-  const navigate = useNavigate();
-  const [open, setOpen] = useState(false);
-  const [input, setInput] = useState('');
-  const [instructions, setInstructions] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [skipped, setSkipped] = useState(false);
-
-  const start = async (withOptions: boolean) => {
-    setError(null);
-    setSkipped(false);
-    const body: { input?: unknown; instructions?: string } = {};
-    if (withOptions) {
-      if (input.trim()) {
-        try {
-          body.input = JSON.parse(input) as unknown;
-        } catch (err) {
-          setError(
-            new ApiError(400, 'validation_failed', 'The input is not valid JSON', [
-              { field: 'input', code: 'invalid', message: (err as Error).message },
-            ]),
-          );
-          return;
-        }
-      }
-      if (instructions.trim()) body.instructions = instructions.trim();
-    }
-    setBusy(true);
-    try {
-      const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, body);
-      if (started.runId) navigate(`/runs/${started.runId}`);
-      else setSkipped(true);
-    } catch (err) {
-      setError(err as ApiError);
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  return (
-    <div className="run-now">
-      <div className="button-group">
-        <button type="button" className="primary" disabled={busy} onClick={() => void start(false)}>
-          Run now
-        </button>
-        <button type="button" aria-expanded={open} aria-controls="run-options" onClick={() => setOpen((o) => !o)}>
-          With input…
-        </button>
-      </div>
-      {skipped && (
-        <div className="notice" role="status">
-          Skipped: a run is already under way and the job skips overlapping runs.
-        </div>
-      )}
-      {error && !open && <ErrorBox error={error} />}
-      {open && (
-        <div id="run-options" className="card popover">
-          <label htmlFor="run-input">Input (JSON)</label>
-          <textarea
-            id="run-input"
-            rows={5}
-            value={input}
-            placeholder='{"city": "Berlin"}'
-            onChange={(e) => setInput(e.target.value)}
-            aria-invalid={error?.field('input') !== undefined}
-          />
-          {error?.field('input') && (
-            <div className="field-error" role="alert">
-              {error.field('input')}
-            </div>
-          )}
-          <label htmlFor="run-instructions">Extra instructions for this run</label>
-          <textarea
-            id="run-instructions"
-            rows={3}
-            value={instructions}
-            maxLength={10000}
-            onChange={(e) => setInstructions(e.target.value)}
-          />
-          {error && !error.field('input') && <ErrorBox error={error} />}
-          <div className="form-actions">
-            <button type="button" className="primary" disabled={busy} onClick={() => void start(true)}>
-              Start run
-            </button>
-            <button type="button" className="ghost" onClick={() => setOpen(false)}>
-              Close
-            </button>
-          </div>
-        </div>
-      )}
-    </div>
   );
 }
 
