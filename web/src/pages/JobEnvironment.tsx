@@ -215,7 +215,6 @@ function BaseImage({ job, onSaved, active }: { job: JobDto; onSaved: () => void;
   return (
     <form
       className="card form"
-      aria-label="Base image"
       onSubmit={(e) => {
         e.preventDefault();
         void save();
