@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { errorMessage } from '../../../domain/error-message.js';
 import type { EditorHandle } from './codemirror.js';
 import type { EditorLanguage } from './editor-language.js';
@@ -26,8 +26,11 @@ export function CodeEditor({
 }) {
   const host = useRef<HTMLDivElement>(null);
   const handle = useRef<EditorHandle | null>(null);
+  // The latest value and callback for the editor's listener, updated after each render (not during it).
   const latest = useRef({ value, onChange });
-  latest.current = { value, onChange };
+  useLayoutEffect(() => {
+    latest.current = { value, onChange };
+  });
   const [state, setState] = useState<'loading' | 'ready' | 'failed'>('loading');
   const [failure, setFailure] = useState('');
 

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { Link } from 'react-router-dom';
 import { ApiError, api, post } from '../api.js';
 import '../components/job-tabs.css';
@@ -47,20 +47,19 @@ const choiceOf = (g: Grant | undefined): Choice =>
 export function ToolsTab({ job }: { job: JobDto }) {
   const grants = useApi<Grant[]>(`/api/jobs/${job.id}/mcp-servers`);
   const servers = useApi<{ items: Server[]; total: number }>('/api/mcp-servers?pageSize=100');
-  const [choices, setChoices] = useState<Record<string, Choice> | null>(null);
+  // What the person changed since the grants were read; null: the grants as saved.
+  const [edits, setEdits] = useState<Record<string, Choice> | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
   const [testing, setTesting] = useState<string | null>(null);
 
-  // The form starts from the grants as saved, and again after each save.
-  useEffect(() => {
-    if (grants.data) setChoices(Object.fromEntries(grants.data.map((g) => [g.serverId, choiceOf(g)])));
-  }, [grants.data]);
+  const asSaved = grants.data ? Object.fromEntries(grants.data.map((g) => [g.serverId, choiceOf(g)])) : null;
+  const choices = edits ?? asSaved;
 
   const set = (serverId: string, c: Choice) => {
     setSaved(false);
-    setChoices((all) => ({ ...all, [serverId]: c }));
+    setEdits({ ...choices, [serverId]: c });
   };
 
   const save = async () => {
@@ -75,6 +74,7 @@ export function ToolsTab({ job }: { job: JobDto }) {
     setBusy(true);
     try {
       await api('PUT', `/api/jobs/${job.id}/mcp-servers`, body);
+      // The edits stay as they are: they are what was saved now.
       setSaved(true);
       grants.reload();
     } catch (err) {
