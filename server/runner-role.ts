@@ -8,35 +8,23 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Static } from 'typebox';
 import { Broker } from '../broker/server.js';
 import { EgressProxy } from '../broker/egress-proxy.js';
 import { serveRun } from '../broker/run-channel.js';
 import { runSessionHooks } from './broker-hooks.js';
-import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
 import { Dispatcher } from '../runner/dispatcher.js';
 import { ImageBuilder } from '../runner/image-builder.js';
-import { RunImageError } from '../app/images.js';
 import { newId } from '../app/ids.js';
-import { RunExecutor, type ExecutorPorts } from '../app/run/executor.js';
+import { RunExecutor } from '../app/run/executor.js';
+import type { ExecutorPorts } from '../app/run/ports.js';
+import { reflectionImageBuild, runImageOnThisRunner } from '../app/run/job-images.js';
 import { ShadowRunner } from '../app/run/shadow.js';
 import { Scheduler } from '../runner/scheduler.js';
 import { selectBackend, defaultSandboxImage } from '../adapters/sandbox/select.js';
 import { sandboxHostUid } from '../adapters/sandbox/bwrap.js';
-import type { Services } from './start.js';
+import type { SandboxBackend } from '../adapters/sandbox/types.js';
+import type { RunnerRole, Services } from './services.js';
 import { errorMessage } from '../domain/error-message.js';
-
-type SandboxInfoDto = Static<typeof SandboxInfoSchema>;
-
-export interface RunnerRole {
-  sandboxInfo(): SandboxInfoDto;
-  dispatcher: Dispatcher;
-  /** Builds job images; null when the backend cannot build them (bwrap) or is not usable. */
-  imageBuilder: ImageBuilder | null;
-  /** Daily removal of job images no recent playbook version uses; null without an image builder. */
-  imageGc: ImageGc | null;
-  stop(): Promise<void>;
-}
 
 /**
  * Sockets and sandboxes live in a runtime directory that the unprivileged sandbox user can traverse (0711), apart
@@ -50,14 +38,56 @@ export function runtimeDir(dataDir: string): string {
   return dir;
 }
 
-/** The runner role: sandbox backend, broker, egress proxy, executor and dispatcher. */
+/** What the runner role's parts share: the backend (and why it cannot run sandboxes), the broker and the proxy. */
+interface RunnerBase {
+  dir: string;
+  backend: SandboxBackend;
+  backendError: string | null;
+  broker: Broker;
+  proxy: EgressProxy;
+}
+
+/** The runner role: sandbox backend, broker, egress proxy, executor and dispatcher, reflector, notifier, image GC. */
 export async function startRunner(s: Services): Promise<RunnerRole> {
+  const base = await startBase(s);
+  const { backend, backendError } = base;
+  const imageBuilder =
+    backend.images && backendError === null
+      ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log)
+      : null;
+  const ports = executorPorts(s, base, imageBuilder);
+  const runFiles = new RunFiles(s.config.dataDir);
+  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, runFiles, s.log);
+  const maxRuns = Number(process.env.SVC_MAX_RUNS ?? 3);
+  const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, maxRuns);
+  await dispatcher.start();
+  await imageBuilder?.start();
+  const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
+  const reflector = startReflector(s, dispatcher, runFiles, shadowRunner, imageBuilder);
+  const notifier = startNotifier(s, dispatcher);
+  const imageGc = startImageGc(s, backend, imageBuilder);
+  return {
+    sandboxInfo: () => ({ ...backend.info(), error: backendError }),
+    dispatcher,
+    imageBuilder,
+    imageGc,
+    async stop() {
+      imageGc?.stop();
+      await notifier.stop();
+      await reflector.stop();
+      await imageBuilder?.stop();
+      await dispatcher.stop();
+      await base.proxy.stop();
+      await base.broker.stop();
+    },
+  };
+}
+
+/** The backend, prepared (a failure is kept and shown; runs fail until it is fixed), and the broker for sandboxes. */
+async function startBase(s: Services): Promise<RunnerBase> {
   const dir = runtimeDir(s.config.dataDir);
-  const backend = await selectBackend(
-    s.config.sandbox,
-    join(dir, 'sandboxes'),
-    createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12),
-  );
+  const instance = createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12);
+  const backend = await selectBackend(s.config.sandbox, join(dir, 'sandboxes'), instance);
   let backendError: string | null = null;
   try {
     await backend.prepare();
@@ -66,20 +96,20 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     s.log.error({ err }, 'the sandbox backend cannot run sandboxes; runs will fail until this is fixed');
   }
   const broker = new Broker();
-  const proxy = new EgressProxy();
-  // bwrap sandboxes connect as a host uid of their own, which alone may open a run's sockets (broker/run-channel.ts).
-  const socketOwner = backend.info().backend === 'bwrap' && process.getuid?.() === 0 ? sandboxHostUid : null;
   // Runs get sockets of their own under runs/; this one is for sandboxes of no run and honours no token.
   const brokerSocket = join(dir, 'broker.sock');
   await broker.start(brokerSocket);
   // Stdio MCP servers are tested in a sandbox of their own, on this backend.
   s.mcp.useSandboxes({ backend, brokerSocket, defaultImage: async (ws) => (await s.models.settings(ws)).defaultImage });
+  return { dir, backend, backendError, broker, proxy: new EgressProxy() };
+}
 
-  const imageBuilder =
-    backend.images && backendError === null
-      ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log)
-      : null;
-  const ports: ExecutorPorts = {
+/** The executor's ports onto this process's services. */
+function executorPorts(s: Services, base: RunnerBase, imageBuilder: ImageBuilder | null): ExecutorPorts {
+  const { backend, broker, proxy, dir } = base;
+  // bwrap sandboxes connect as a host uid of their own, which alone may open a run's sockets (broker/run-channel.ts).
+  const socketOwner = backend.info().backend === 'bwrap' && process.getuid?.() === 0 ? sandboxHostUid : null;
+  return {
     backend,
     openSession: async (req) => {
       const session = broker.open({
@@ -92,10 +122,8 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
         jobState: req.stateOverlay ? new JobStateOverlay(s.jobState) : s.jobState,
         hooks: runSessionHooks(req),
       });
-      return {
-        session,
-        ...(await serveRun(broker, proxy, session, join(dir, 'runs'), req.egress.network !== 'none', socketOwner)),
-      };
+      const networked = req.egress.network !== 'none';
+      return { session, ...(await serveRun(broker, proxy, session, join(dir, 'runs'), networked, socketOwner)) };
     },
     agentModel: (ws, modelId) => s.models.resolve(ws, 'agent', modelId),
     utilityModel: (ws, modelId) => s.models.resolve(ws, 'utility', modelId),
@@ -103,15 +131,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     spentSince: (ws, since) => s.runs.spentSince(ws, since),
     secretEnv: (ws, jobId) => s.secrets.envFor(ws, jobId),
     mcp: (ws, jobId, options) => s.mcp.forRun(ws, jobId, options),
-    runImage: async (req) => {
-      const resolved = await s.images.resolveRunImage({ ...req, canBuild: imageBuilder !== null });
-      if (resolved.build && imageBuilder) {
-        await imageBuilder.ensureLocal(resolved.build, req.jobId).catch((err: unknown) => {
-          throw new RunImageError(`Could not rebuild the job image on this runner: ${errorMessage(err)}`);
-        });
-      }
-      return resolved.image;
-    },
+    runImage: runImageOnThisRunner(s.images, imageBuilder),
     secretValues: (ws) => s.secrets.valuesFor(ws),
     recordScriptCalls: (ctx, ws, jobId, runId, counts) => s.playbooks.recordScriptCalls(ctx, ws, jobId, runId, counts),
     jobState: {
@@ -119,21 +139,15 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       set: async (ctx, ws, jobId, key, value) => void (await s.jobState.set(ctx, ws, jobId, key, value)),
     },
   };
-  const runFiles = new RunFiles(s.config.dataDir);
-  const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, runFiles, s.log);
-  const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
-  const dispatcher = new Dispatcher(
-    s.bus,
-    s.stores.events,
-    s.stores.docs,
-    s.runs,
-    executor,
-    backend,
-    s.log,
-    Number(process.env.SVC_MAX_RUNS ?? 3),
-  );
-  await dispatcher.start();
-  await imageBuilder?.start();
+}
+
+function startReflector(
+  s: Services,
+  dispatcher: Dispatcher,
+  runFiles: RunFiles,
+  shadowRunner: ShadowRunner | null,
+  imageBuilder: ImageBuilder | null,
+): Reflector {
   const reflector = new Reflector({
     bus: s.bus,
     events: s.stores.events,
@@ -152,24 +166,13 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
     log: s.log,
     shadow: shadowRunner && ((request) => shadowRunner.run(request)),
     candidates: (runId) => runFiles.candidates(runId, 10, 16_000),
-    buildImage:
-      imageBuilder &&
-      (async (ws, jobId, dockerfile) => {
-        try {
-          const ctx = { workspaceId: ws, actor: { type: 'system' as const, id: dispatcher.runnerId }, requestId: null };
-          await s.images.ensureBuild(ctx, ws, jobId, dockerfile, 'playbook');
-          const built = await s.images.imageFor(
-            { workspaceId: ws, jobId, canBuild: true, signal: AbortSignal.timeout(20 * 60_000) },
-            dockerfile,
-          );
-          if (built.build) await imageBuilder.ensureLocal(built.build, jobId);
-          return { ref: built.image };
-        } catch (err) {
-          return { error: errorMessage(err).replace(/^Environment build failed: /, '') };
-        }
-      }),
+    buildImage: imageBuilder && reflectionImageBuild(s.images, imageBuilder, dispatcher.runnerId),
   });
   reflector.start();
+  return reflector;
+}
+
+function startNotifier(s: Services, dispatcher: Dispatcher): Notifier {
   const notifier = new Notifier({
     bus: s.bus,
     docs: s.stores.docs,
@@ -184,38 +187,25 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   // Changes come from the projection engine of this process (when it has the projector role); polling covers the rest.
   s.engine.onChange((collections) => notifier.changed(collections));
   notifier.start();
-  const imageGc =
-    imageBuilder && backend.images
-      ? new ImageGc({
-          bus: s.bus,
-          docs: s.stores.docs,
-          images: backend.images,
-          log: s.log,
-          recentHashes: async (jobId) => {
-            const versions = await s.stores.docs
-              .collection<PlaybookVersionDoc>(playbookVersionsCollection)
-              .find({ jobId }, { sort: [['version', -1]], limit: 5 });
-            return new Set(versions.flatMap((v) => (v.dockerfileHash ? [v.dockerfileHash] : [])));
-          },
-        })
-      : null;
-  imageGc?.start();
-  const info = () => ({ ...backend.info(), error: backendError });
-  return {
-    sandboxInfo: info,
-    dispatcher,
-    imageBuilder,
-    imageGc,
-    async stop() {
-      imageGc?.stop();
-      await notifier.stop();
-      await reflector.stop();
-      await imageBuilder?.stop();
-      await dispatcher.stop();
-      await proxy.stop();
-      await broker.stop();
+  return notifier;
+}
+
+/** Daily removal of job images no recent playbook version uses; only beside an image builder. */
+function startImageGc(s: Services, backend: SandboxBackend, imageBuilder: ImageBuilder | null): ImageGc | null {
+  if (!imageBuilder || !backend.images) return null;
+  const versions = s.stores.docs.collection<PlaybookVersionDoc>(playbookVersionsCollection);
+  const gc = new ImageGc({
+    bus: s.bus,
+    docs: s.stores.docs,
+    images: backend.images,
+    log: s.log,
+    recentHashes: async (jobId) => {
+      const recent = await versions.find({ jobId }, { sort: [['version', -1]], limit: 5 });
+      return new Set(recent.flatMap((v) => (v.dockerfileHash ? [v.dockerfileHash] : [])));
     },
-  };
+  });
+  gc.start();
+  return gc;
 }
 
 /** The scheduler role. */

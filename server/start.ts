@@ -10,7 +10,7 @@ import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../doma
 import { ProjectionEngine } from '../projections/engine.js';
 import { allProjectors } from '../projections/index.js';
 import { ReadCache } from '../projections/read-cache.js';
-import { closeStores, openMemoryStores, openStores, type Stores } from '../store/open.js';
+import { closeStores, openMemoryStores, openStores } from '../store/open.js';
 import { CommandBus, systemContext } from '../app/commands.js';
 import type { Config } from '../app/config.js';
 import { Identity } from '../app/identity.js';
@@ -22,35 +22,12 @@ import { McpServers } from '../app/mcp-servers.js';
 import { NotificationSender } from '../app/notifications.js';
 import { JobStateStore } from '../app/job-state.js';
 import { ImageLogs, Images } from '../app/images.js';
-import { startRunner, startScheduler, type RunnerRole } from './runner-role.js';
+import { startRunner, startScheduler } from './runner-role.js';
+import type { Services } from './services.js';
 import type { Scheduler } from '../runner/scheduler.js';
 import { version } from './version.js';
 
-/** Everything a process of the service holds, wired once. */
-export interface Services {
-  config: Config;
-  stores: Stores;
-  keys: Keys;
-  bus: CommandBus;
-  engine: ProjectionEngine;
-  identity: Identity;
-  cache: ReadCache;
-  runs: Runs;
-  models: Models;
-  secrets: Secrets;
-  mcp: McpServers;
-  jobState: JobStateStore;
-  playbooks: Playbooks;
-  /** Job images: builds of playbook Dockerfiles, their reads, and the image a run starts from. */
-  images: Images;
-  /** Posts notifications to workspace webhooks through the egress guard (the runner role's notifier uses it). */
-  notifications: NotificationSender;
-  /** Where people open the web app: SVC_PUBLIC_URL, else the address the API listens on once it does. */
-  appUrl: () => string;
-  /** Set when this process has the runner role. */
-  runner: RunnerRole | null;
-  log: Logger;
-}
+export type { Services } from './services.js';
 
 export function createLogger(level: string): Logger {
   return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });

@@ -73,11 +73,34 @@ const verdictSchema = {
   additionalProperties: false,
 };
 
+/** What the main script did: its exit code (-1 when it timed out or could not start), output and time. */
+export interface MainRun {
+  exitCode: number;
+  output: string;
+  timedOut: boolean;
+  mainMs: number;
+}
+
+export type VerifyResult = Exclude<ScriptedResult, { kind: 'stopped' }>;
+/** What verifying needs: the scripted run's input without what only the main script's run uses. */
+export type VerifyInput = Omit<ScriptedInput, 'stopReason' | 'onVerifying' | 'remainingMs'>;
+
 /**
- * A scripted run (BEHAVIOUR §2.6): the main script with half the remaining time, then the checks, then the optional
- * model verdict. Answers whether it passed, was stopped, or fell short (the caller hands over to the agent then).
+ * A scripted run (docs/design.md, "Learning: scripted runs, reflection, shadow runs"): the main script with half the
+ * remaining time, then the checks, then the optional model verdict. Answers whether it passed, was stopped, or fell
+ * short (the caller hands over to the agent then).
  */
 export async function runScripted(input: ScriptedInput): Promise<ScriptedResult> {
+  const main = await runMain(input);
+  if (input.signal.aborted) return { kind: 'stopped', ...input.stopReason(), outputs: input.session.outputs };
+  await input.onVerifying();
+  return verifyMain(input, main);
+}
+
+/** Runs /svc/main as the run's user in /workspace, with half the remaining time; its output goes to the timeline. */
+export async function runMain(
+  input: Pick<ScriptedInput, 'sandbox' | 'user' | 'timeline' | 'signal' | 'remainingMs' | 'clock'>,
+): Promise<MainRun> {
   const { sandbox, timeline } = input;
   const t0 = input.clock();
   timeline.record('tool.call', { callId: 'main', name: 'main', args: {} }, { spanId: 'main' });
@@ -111,15 +134,16 @@ export async function runScripted(input: ScriptedInput): Promise<ScriptedResult>
     },
     { spanId: 'main', ms: mainMs },
   );
+  return { exitCode: exec.timedOut ? -1 : exec.exitCode, output, timedOut: exec.timedOut, mainMs };
+}
 
-  if (input.signal.aborted) return { kind: 'stopped', ...input.stopReason(), outputs: input.session.outputs };
-
-  await input.onVerifying();
-  const exitCode = exec.timedOut ? -1 : exec.exitCode;
+/** Judges what main did: the checks, then the model's verdict when `verify.llm` asks for one and the checks passed. */
+export async function verifyMain(input: VerifyInput, main: MainRun): Promise<VerifyResult> {
+  const { exitCode, output, mainMs } = main;
   const checks = checksFor(input.declaredOutputs, input.verify);
   const files: Record<string, boolean> = {};
   for (const path of filePaths(checks)) {
-    const probe = await sandbox
+    const probe = await input.sandbox
       .exec({ cmd: ['test', '-e', path], user: input.user, timeoutMs: 10_000 })
       .catch(() => null);
     files[path] = probe?.exitCode === 0;
@@ -127,36 +151,50 @@ export async function runScripted(input: ScriptedInput): Promise<ScriptedResult>
   const outputs = input.session.outputs;
   const judged = runChecks(checks, { exitCode, outputs, stdout: output, files });
   // The script's own `svc fail` reason says more than the exit code it causes, so it comes first.
-  let failure = exec.timedOut ? `the main script did not finish within half of the run's remaining time` : null;
+  let failure = main.timedOut ? `the main script did not finish within half of the run's remaining time` : null;
   if (!failure && input.session.failReason) failure = `the script reported a failure: ${input.session.failReason}`;
   failure ??= judged.failure;
-
-  let verdict: { pass: boolean; reason: string; summary: string } | null = null;
-  let verifyCost = 0;
-  const verifyUsage = { input: 0, output: 0 };
-  if (!failure && input.verify?.llm) {
-    const asked = await askVerdict(input, output);
-    verifyCost = asked.cost;
-    verifyUsage.input = asked.usage.input;
-    verifyUsage.output = asked.usage.output;
-    if ('error' in asked) failure = `the verifier could not judge the result: ${asked.error}`;
-    else {
-      verdict = asked.verdict;
-      if (!verdict.pass) failure = `the verifier rejected the result: ${verdict.reason}`;
-    }
-  }
+  const verdict = failure === null && input.verify?.llm ? await judge(input, output) : null;
+  if (verdict?.failure) failure = verdict.failure;
+  const verifyCost = verdict?.cost ?? 0;
+  const verifyUsage = verdict?.usage ?? { input: 0, output: 0 };
   const results: CheckResult[] = judged.results;
-  timeline.record('verify.result', { passed: failure === null, checks: results, ...(verdict ? { llm: verdict } : {}) });
-
+  const llm = verdict?.verdict ?? null;
+  input.timeline.record('verify.result', { passed: failure === null, checks: results, ...(llm ? { llm } : {}) });
   if (failure) return { kind: 'fell_short', reason: failure, exitCode, output, mainMs, verifyCost, verifyUsage };
   return {
     kind: 'passed',
-    summary: scriptedSummary(input.session.summary, verdict?.summary ?? null, output),
+    summary: scriptedSummary(input.session.summary, llm?.summary ?? null, output),
     outputs,
     verifyCost,
     verifyUsage,
   };
 }
+
+/** The utility model's verdict as a failure (null when it passed), with what asking cost. */
+async function judge(
+  input: VerifyInput,
+  output: string,
+): Promise<{
+  verdict: Verdict | null;
+  failure: string | null;
+  cost: number;
+  usage: { input: number; output: number };
+}> {
+  const asked = await askVerdict(input, output);
+  const usage = { input: asked.usage.input, output: asked.usage.output };
+  if ('error' in asked)
+    return {
+      verdict: null,
+      failure: `the verifier could not judge the result: ${asked.error}`,
+      cost: asked.cost,
+      usage,
+    };
+  const failure = asked.verdict.pass ? null : `the verifier rejected the result: ${asked.verdict.reason}`;
+  return { verdict: asked.verdict, failure, cost: asked.cost, usage };
+}
+
+type Verdict = { pass: boolean; reason: string; summary: string };
 
 type Asked =
   | {
@@ -166,7 +204,7 @@ type Asked =
     }
   | { error: string; cost: number; usage: { input: number; output: number } };
 
-async function askVerdict(input: ScriptedInput, output: string): Promise<Asked> {
+async function askVerdict(input: VerifyInput, output: string): Promise<Asked> {
   const none = { input: 0, output: 0 };
   const m = input.verdictModel;
   if (!m) return { error: 'no utility model is configured', cost: 0, usage: none };
