@@ -220,19 +220,9 @@ export class ImageBuilder {
     let baseDigest: string | null = null;
     const ref = imageTag(doc.jobId, row.dockerfileHash, row.imageId);
     try {
-      let dockerfile = row.dockerfile;
-      const base = firstExternalBase(dockerfile);
-      if (base) {
-        log.line(`Resolving ${base.image}`);
-        try {
-          baseDigest = await this.builds.resolveDigest(base.image, abort.signal);
-          dockerfile = pinnedDockerfile(dockerfile, baseDigest);
-          log.line(`Pinned ${base.image} to ${baseDigest}`);
-        } catch (err) {
-          if (abort.signal.aborted) throw abort.signal.reason;
-          log.line(`Could not pin ${base.image} to a digest (${errorMessage(err)}); building from the tag`);
-        }
-      }
+      const pinned = await this.pinBase(row.dockerfile, log, abort.signal);
+      baseDigest = pinned.baseDigest;
+      const dockerfile = pinned.dockerfile;
       const built = await this.builds.build({
         dockerfile,
         tag: ref,
@@ -273,6 +263,27 @@ export class ImageBuilder {
       });
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** The Dockerfile with its first external base pinned to a digest, when the digest can be found. */
+  private async pinBase(
+    dockerfile: string,
+    log: BuildLog,
+    signal: AbortSignal,
+  ): Promise<{ dockerfile: string; baseDigest: string | null }> {
+    const base = firstExternalBase(dockerfile);
+    if (!base) return { dockerfile, baseDigest: null };
+    log.line(`Resolving ${base.image}`);
+    try {
+      const baseDigest = await this.builds.resolveDigest(base.image, signal);
+      const pinned = pinnedDockerfile(dockerfile, baseDigest);
+      log.line(`Pinned ${base.image} to ${baseDigest}`);
+      return { dockerfile: pinned, baseDigest };
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      log.line(`Could not pin ${base.image} to a digest (${errorMessage(err)}); building from the tag`);
+      return { dockerfile, baseDigest: null };
     }
   }
 

@@ -185,32 +185,59 @@ export class Reflector {
     }
   }
 
-  /** One reflection on one run; never throws for a failure it can word. */
+  /** One reflection on one run, in steps; never throws for a failure it can word. */
   private async reflect(doc: RunDoc, ctx: CommandContext): Promise<ReflectionResult> {
+    const ready = await this.preflight(doc);
+    if ('status' in ready) return ready;
+    const facts = await this.gather(doc, ready.job);
+    const graduation = graduationOf(doc, facts);
+    const prompt = await this.prompt(doc, facts, graduation.section);
+    const chat = new Conversation((messages) => this.call(ready.model, messages), prompt);
+    const opContext = {
+      runId: doc._id,
+      secretValues: facts.secretValues,
+      declaresInputs: (facts.spec.inputs ?? []).length > 0,
+      jobImage: ready.job.image ?? ready.settings.defaultImage,
+      graduationBlocked: graduation.blocker,
+    };
+    const shadowFacts = this.shadowFacts(ready.job, facts.timeline);
+    // Apply on a scratch copy, then try a new or changed main in a shadow run before anything is saved.
+    const attempt = async (ops: PlaybookOp[]): Promise<Applied> => {
+      const result = await this.verifyDockerfile(doc, facts.original, applyOps(facts.original, ops, opContext));
+      const shadow = await this.verifyMain(doc, ready.job, facts.original, facts.baseVersion, result, shadowFacts);
+      chat.cost += shadow.cost;
+      return { ...result, content: shadow.content, results: shadow.results, shadowOutput: shadow.output };
+    };
+    const proposed = await propose(chat, attempt);
+    if ('error' in proposed) return failedReflection(proposed.error, chat.cost);
+    return this.keep(ctx, doc, proposed, { baseVersion: facts.baseVersion, opContext, cost: chat.cost });
+  }
+
+  /** The job, the reflection model and the daily spend cap: what must hold before anything is spent. */
+  private async preflight(
+    doc: RunDoc,
+  ): Promise<
+    | { job: JobConfig; model: ReflectionModel; settings: { dailySpendLimitUsd: number; defaultImage: string | null } }
+    | ReflectionResult
+  > {
     const ws = doc.workspaceId;
-    const failed = (error: string, cost = 0): ReflectionResult => ({
-      status: 'failed',
-      error,
-      summary: null,
-      ops: null,
-      version: null,
-      cost,
-    });
     const { state: job } = await this.ports.bus.load(jobStreamId(doc.jobId), jobDecider);
-    if (job.status === 'none') return failed('the job does not exist any more');
+    if (job.status === 'none') return failedReflection('the job does not exist any more');
     const model = await this.ports.reflectionModel(ws, job.config.modelId);
-    if (!model) return failed(noReflectionModel);
+    if (!model) return failedReflection(noReflectionModel);
     const settings = await this.ports.settings(ws);
     if (settings.dailySpendLimitUsd > 0) {
-      const over = dailySpendError(
-        settings.dailySpendLimitUsd,
-        await this.ports.runs.spentSince(ws, utcDayStart(this.clock())),
-      );
-      if (over) return failed(over);
+      const spent = await this.ports.runs.spentSince(ws, utcDayStart(this.clock()));
+      const over = dailySpendError(settings.dailySpendLimitUsd, spent);
+      if (over) return failedReflection(over);
     }
+    return { job: job.config, model, settings };
+  }
 
+  /** What reflection reads: the playbook it starts from, the run's timeline and the runs before it. */
+  private async gather(doc: RunDoc, job: JobConfig): Promise<ReflectionFacts> {
+    const ws = doc.workspaceId;
     const secretValues = await this.ports.secretValues(ws).catch(() => []);
-    const redact = redactor(secretValues);
     const baseVersion = await this.ports.playbooks.latestVersion(doc.jobId);
     const original = (await versionContent(this.ports.events, ws, doc.jobId, baseVersion)) ?? emptyContent();
     const jobDoc = await this.ports.docs.collection<JobDoc>(jobsCollection).findOne({ _id: doc.jobId });
@@ -220,97 +247,60 @@ export class Reflector {
       { sort: [['number', -1]], limit: 5 },
     );
     const [latest] = await runDocs.find({ jobId: doc.jobId }, { sort: [['number', -1]], limit: 1 });
-    const timeline = await this.ports.events.readStream(timelineStreamId(doc._id), { fromRevision: 0 });
-    const spec = job.config.spec as {
-      successCriteria?: string[];
-      inputs?: Array<{ name: string; type: string; description?: string }>;
-      outputs?: Array<{ name: string; type: string; description?: string }>;
-    };
-
+    const timeline = await this.timelineOf(doc._id);
     const graduationRuns: GraduationRun[] = [];
     for (const r of [doc, ...earlier.slice(0, 2)]) {
-      const events =
-        r._id === doc._id ? timeline : await this.ports.events.readStream(timelineStreamId(r._id), { fromRevision: 0 });
+      const events = r._id === doc._id ? timeline : await this.timelineOf(r._id);
       graduationRuns.push({ number: r.number, status: r.status, mode: r.mode, toolCalls: toolCalls(events) });
     }
-    const demoted = jobDoc?.demoted ?? false;
-    const blocker = graduationBlocker({
-      hasMain: original.main !== null,
-      demoted,
-      run: graduationRuns[0]!,
-      latestNumber: latest?.number ?? doc.number,
-      previous: graduationRuns.slice(1),
-    });
-    const fallbackReason = payloads(timeline, 'fallback')[0]?.reason;
-    let graduation: GraduationSection;
-    if (original.main !== null && doc.fellBack && !demoted)
-      graduation = { kind: 'main_failed', reason: String(fallbackReason ?? doc.error ?? 'it fell short') };
-    else if (demoted && blocker !== null)
-      graduation = {
-        kind: 'demoted',
-        reason: `The job is demoted: its last two scripted runs fell back${fallbackReason ? ` (the last: ${String(fallbackReason)})` : ''}`,
-      };
-    else if (blocker === null)
-      graduation = {
-        kind: 'eligible',
-        steps: graduationRuns[0]!.toolCalls.map((c) => (c.name === 'bash' ? `bash: ${c.command ?? ''}` : c.name)),
-      };
-    else graduation = { kind: 'off', reason: `Graduation is not possible yet: ${blocker}` };
-
-    const asRun = (r: RunDoc): PromptRun => ({
-      number: r.number,
-      status: r.status,
-      mode: r.mode,
-      turns: r.turns,
-      msTotal: r.msTotal,
-      cost: r.cost,
-      input: r.input,
-      error: r.error,
-      summary: r.summary,
-      outputs: r.outputs,
-    });
-    const prompt = redact(
-      reflectionPrompt({
-        job: {
-          instruction: job.config.instruction,
-          successCriteria: spec.successCriteria ?? [],
-          inputs: spec.inputs ?? [],
-          outputs: spec.outputs ?? [],
-          image: job.config.image,
-        },
-        playbook: original,
-        run: asRun(doc),
-        notes: payloads(timeline, 'tool.call')
-          .filter((p) => p.name === 'remember')
-          .map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
-        environment: await this.environment(doc, timeline, earlier.slice(0, 2)),
-        graduation,
-        candidates: (await this.ports.candidates?.(doc._id)) ?? [],
-        earlier: earlier.map(asRun),
-        transcript: transcript(timeline),
-      }),
-    );
-
-    const opContext = {
-      runId: doc._id,
+    return {
       secretValues,
-      declaresInputs: (spec.inputs ?? []).length > 0,
-      jobImage: job.config.image ?? settings.defaultImage,
-      graduationBlocked: blocker,
+      baseVersion,
+      original,
+      demoted: jobDoc?.demoted ?? false,
+      earlier,
+      latestNumber: latest?.number ?? doc.number,
+      timeline,
+      graduationRuns,
+      spec: job.spec as ReflectionFacts['spec'],
+      job,
     };
-    const messages: Message[] = [{ role: 'user', text: prompt }];
-    let cost = 0;
-    const ask = async (): Promise<ReflectionAnswer | { error: string }> => {
-      const answer = await this.call(model, messages);
-      cost += answer.cost;
-      if ('error' in answer) return answer;
-      messages.push({ role: 'assistant', text: answer.text, toolCalls: [] });
-      return parseReflectionAnswer(answer.text);
-    };
+  }
 
-    const shadowFacts = {
+  private timelineOf(runId: string): Promise<RecordedEvent[]> {
+    return this.ports.events.readStream(timelineStreamId(runId), { fromRevision: 0 });
+  }
+
+  /** The reflection prompt, redacted of the workspace's secret values. */
+  private async prompt(doc: RunDoc, facts: ReflectionFacts, graduation: GraduationSection): Promise<string> {
+    const { job, spec, timeline } = facts;
+    const text = reflectionPrompt({
+      job: {
+        instruction: job.instruction,
+        successCriteria: spec.successCriteria ?? [],
+        inputs: spec.inputs ?? [],
+        outputs: spec.outputs ?? [],
+        image: job.image,
+      },
+      playbook: facts.original,
+      run: asPromptRun(doc),
+      notes: payloads(timeline, 'tool.call')
+        .filter((p) => p.name === 'remember')
+        .map((p) => String((p.args as { note?: unknown } | undefined)?.note ?? '')),
+      environment: await this.environment(doc, timeline, facts.earlier.slice(0, 2)),
+      graduation,
+      candidates: (await this.ports.candidates?.(doc._id)) ?? [],
+      earlier: facts.earlier.map(asPromptRun),
+      transcript: transcript(timeline),
+    });
+    return redactor(facts.secretValues)(text);
+  }
+
+  /** What decides whether a shadow run can say anything about a proposed main. */
+  private shadowFacts(job: JobConfig, timeline: readonly RecordedEvent[]): SkipFacts {
+    return {
       backendUsable: this.ports.shadow !== null,
-      specSideEffects: (job.config.spec as { sideEffects?: string[] }).sideEffects ?? [],
+      specSideEffects: (job.spec as { sideEffects?: string[] }).sideEffects ?? [],
       runWroteState: timeline.some((e) => {
         const p = (e.data as { payload?: Record<string, unknown> }).payload ?? {};
         return (
@@ -319,43 +309,39 @@ export class Reflector {
         );
       }),
     };
-    // Apply on a scratch copy, then try a new or changed main in a shadow run before anything is saved.
-    const attempt = async (ops: PlaybookOp[]) => {
-      const result = await this.verifyDockerfile(doc, original, applyOps(original, ops, opContext));
-      const shadow = await this.verifyMain(doc, job.config, original, baseVersion, result, shadowFacts);
-      cost += shadow.cost;
-      return { ...result, content: shadow.content, results: shadow.results, shadowOutput: shadow.output };
-    };
+  }
 
-    let answer = await ask();
-    if ('error' in answer) return failed(answer.error, cost);
-    let applied = await attempt(answer.ops);
-    let over = tokensOverBudget(applied.content);
-    if (over > 0 || applied.results.some((r) => r.status === 'rejected')) {
-      messages.push({ role: 'user', text: secondAttemptMessage(applied.results, over, applied.shadowOutput) });
-      const second = await ask();
-      if ('error' in second) return failed(second.error, cost);
-      answer = second;
-      applied = await attempt(answer.ops);
-      over = tokensOverBudget(applied.content);
-      if (over > 0) return failed(`the playbook would be ${over} tokens over its budget`, cost);
-    }
-
+  /** Records the learnings the model used and saves a version when an op was applied. */
+  private async keep(
+    ctx: CommandContext,
+    doc: RunDoc,
+    proposed: { answer: ReflectionAnswer; applied: Applied },
+    s: { baseVersion: number; opContext: Parameters<typeof applyOps>[2]; cost: number },
+  ): Promise<ReflectionResult> {
+    const { answer, applied } = proposed;
+    const ws = doc.workspaceId;
     await this.ports.playbooks
       .recordLearningHits(ctx, ws, doc.jobId, doc._id, [...new Set(answer.usedLearnings)])
       .catch((err: unknown) => this.ports.log.error({ err, runId: doc._id }, 'could not record learning hits'));
     const summary = answer.summary.trim() || `Learned from run #${doc.number}`;
-    const kept = applied.results.filter((r) => r.status === 'applied');
-    if (kept.length === 0) return { status: 'done', error: null, summary, ops: applied.results, version: null, cost };
+    const done = (version: number | null): ReflectionResult => ({
+      status: 'done',
+      error: null,
+      summary,
+      ops: applied.results,
+      version,
+      cost: s.cost,
+    });
+    if (!applied.results.some((r) => r.status === 'applied')) return done(null);
     const version = await this.save(ctx, ws, doc, {
       content: applied.content,
       results: applied.results,
       summary,
-      baseVersion,
+      baseVersion: s.baseVersion,
       acceptedOps: answer.ops.filter((_, i) => applied.results[i]!.status === 'applied'),
-      opContext,
+      opContext: s.opContext,
     });
-    return { status: 'done', error: null, summary, ops: applied.results, version, cost };
+    return done(version);
   }
 
   /**
@@ -605,4 +591,117 @@ function transcript(events: readonly RecordedEvent[]): string {
   return text.length <= transcriptChars
     ? text
     : `${text.slice(0, transcriptChars / 4)}\n[… ${text.length - transcriptChars} characters left out …]\n${text.slice(-(transcriptChars * 3) / 4)}`;
+}
+
+/** What one reflection reads of the job, its playbook and its runs. */
+interface ReflectionFacts {
+  job: JobConfig;
+  secretValues: string[];
+  baseVersion: number;
+  original: PlaybookContent;
+  demoted: boolean;
+  earlier: RunDoc[];
+  latestNumber: number;
+  timeline: RecordedEvent[];
+  /** This run and the two before it, for graduation. */
+  graduationRuns: GraduationRun[];
+  spec: {
+    successCriteria?: string[];
+    inputs?: Array<{ name: string; type: string; description?: string }>;
+    outputs?: Array<{ name: string; type: string; description?: string }>;
+  };
+}
+
+/** The ops applied on a scratch copy, with the shadow run's output when main failed it. */
+interface Applied {
+  content: PlaybookContent;
+  results: AppliedOp[];
+  shadowOutput: string | null;
+}
+
+function failedReflection(error: string, cost = 0): ReflectionResult {
+  return { status: 'failed', error, summary: null, ops: null, version: null, cost };
+}
+
+const asPromptRun = (r: RunDoc): PromptRun => ({
+  number: r.number,
+  status: r.status,
+  mode: r.mode,
+  turns: r.turns,
+  msTotal: r.msTotal,
+  cost: r.cost,
+  input: r.input,
+  error: r.error,
+  summary: r.summary,
+  outputs: r.outputs,
+});
+
+/** Whether the job may graduate from this run, and the prompt's graduation section saying so. */
+function graduationOf(doc: RunDoc, f: ReflectionFacts): { blocker: string | null; section: GraduationSection } {
+  const [run, ...previous] = f.graduationRuns;
+  const hasMain = f.original.main !== null;
+  const blocker = graduationBlocker({ hasMain, demoted: f.demoted, run: run!, latestNumber: f.latestNumber, previous });
+  const fallbackReason = payloads(f.timeline, 'fallback')[0]?.reason;
+  if (hasMain && doc.fellBack && !f.demoted)
+    return {
+      blocker,
+      section: { kind: 'main_failed', reason: String(fallbackReason ?? doc.error ?? 'it fell short') },
+    };
+  if (f.demoted && blocker !== null) {
+    const last = fallbackReason ? ` (the last: ${String(fallbackReason)})` : '';
+    return {
+      blocker,
+      section: { kind: 'demoted', reason: `The job is demoted: its last two scripted runs fell back${last}` },
+    };
+  }
+  if (blocker === null) {
+    const steps = run!.toolCalls.map((c) => (c.name === 'bash' ? `bash: ${c.command ?? ''}` : c.name));
+    return { blocker, section: { kind: 'eligible', steps } };
+  }
+  return { blocker, section: { kind: 'off', reason: `Graduation is not possible yet: ${blocker}` } };
+}
+
+/** The exchange with the reflection model: its messages and what it has cost so far (shadow runs included). */
+class Conversation {
+  readonly messages: Message[];
+  cost = 0;
+
+  constructor(
+    private readonly call: (
+      messages: Message[],
+    ) => Promise<{ text: string; cost: number } | { error: string; cost: number }>,
+    prompt: string,
+  ) {
+    this.messages = [{ role: 'user', text: prompt }];
+  }
+
+  async ask(): Promise<ReflectionAnswer | { error: string }> {
+    const answer = await this.call(this.messages);
+    this.cost += answer.cost;
+    if ('error' in answer) return answer;
+    this.messages.push({ role: 'assistant', text: answer.text, toolCalls: [] });
+    return parseReflectionAnswer(answer.text);
+  }
+}
+
+/**
+ * The model's ops applied; when they are over the token budget or some were rejected, the model is told why and
+ * asked once more, and that second answer stands (over budget then fails the reflection).
+ */
+async function propose(
+  chat: Conversation,
+  attempt: (ops: PlaybookOp[]) => Promise<Applied>,
+): Promise<{ answer: ReflectionAnswer; applied: Applied } | { error: string }> {
+  const answer = await chat.ask();
+  if ('error' in answer) return answer;
+  const applied = await attempt(answer.ops);
+  const over = tokensOverBudget(applied.content);
+  if (over <= 0 && !applied.results.some((r) => r.status === 'rejected')) return { answer, applied };
+  chat.messages.push({ role: 'user', text: secondAttemptMessage(applied.results, over, applied.shadowOutput) });
+  const second = await chat.ask();
+  if ('error' in second) return second;
+  const again = await attempt(second.ops);
+  const stillOver = tokensOverBudget(again.content);
+  if (stillOver > 0) return { error: `the playbook would be ${stillOver} tokens over its budget` };
+  return { answer: second, applied: again };
 }

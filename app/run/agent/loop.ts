@@ -12,6 +12,7 @@ import type { TimelineWriter } from '../../timeline.js';
 import type { Tool, ToolContext, ToolOutcome } from './tools.js';
 import { compact, compactAt, estimateTokens } from './compaction.js';
 import { errorMessage } from '../../../domain/error-message.js';
+import { costLimitMessage, stopMessages, turnLimitMessage } from '../../../domain/run-stop.js';
 
 export interface AgentRunInput {
   client: ModelClient;
@@ -29,7 +30,7 @@ export interface AgentRunInput {
   extraSpend(): number;
   timeline: TimelineWriter;
   clock?: () => number;
-  /** Waits between repeats of a transient model error (BEHAVIOUR §3.3). */
+  /** Waits between repeats of a transient model error (docs/runs.md, "The agent phase"). */
   retryDelaysMs?: number[];
 }
 
@@ -43,8 +44,9 @@ export interface AgentRunResult {
   cost: number;
 }
 
+type ToolRun = { result: ToolResult; outcome: ToolOutcome };
+
 const zeroUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });
-const dollars = (micro: number) => `$${(micro / 1e6).toFixed(2)}`;
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -58,7 +60,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
-/** Live text is sent in batches: at 2,000 characters, after 150 ms, or when its kind changes (BEHAVIOUR §3.5). */
+/** Live text is sent in batches: at 2,000 characters, after 150 ms, or when its kind changes. */
 class DeltaBatcher {
   private type: string | null = null;
   private text = '';
@@ -79,237 +81,257 @@ class DeltaBatcher {
   }
 }
 
-/** The agent loop of BEHAVIOUR §3.3: budget checks, model call with retries, tools, until `finish`. */
+/** The agent loop (docs/runs.md, "The agent phase"): budget checks, model call with retries, tools, until `finish`. */
 export async function runAgent(input: AgentRunInput): Promise<AgentRunResult> {
-  const clock = input.clock ?? Date.now;
-  const delays = input.retryDelaysMs ?? [2000, 10_000, 30_000];
-  const usage = zeroUsage();
-  let cost = 0;
-  let turns = 0;
-  let nudged = false;
-  let messages: Message[] = [{ role: 'user', text: input.firstMessage }];
-  let lastCompactionTurn = -10;
-  let overflowRetried = false;
-  /** Context compaction (BEHAVIOUR §3.4): its cost counts toward the run; a failure is noted and the run goes on. */
-  const compactNow = async (turn: number, promptTokens: number): Promise<boolean> => {
-    const started = clock();
-    try {
-      const done = await compact(input.client, input.model.name, messages, input.model.contextWindow, input.signal);
-      if (!done) return false;
-      const callCost = costOf(done.response.usage, input.model.price);
-      cost += callCost;
-      for (const k of Object.keys(usage) as Array<keyof Usage>) usage[k] += done.response.usage[k];
-      lastCompactionTurn = turn;
-      const error = done.summary ? undefined : 'the summary was empty';
-      input.timeline.record(
-        'agent.compaction',
-        {
-          turn,
-          promptTokens,
-          messages: messages.length,
-          summary: done.summary,
-          usage: done.response.usage,
-          cost: callCost,
-          ...(error ? { error } : {}),
-        },
-        { ms: clock() - started },
-      );
-      if (!error) messages = done.messages;
-      return !error;
-    } catch (err) {
-      input.timeline.record(
-        'agent.compaction',
-        { turn, promptTokens, messages: messages.length, summary: '', error: errorMessage(err) },
-        { ms: clock() - started },
-      );
-      return false;
+  return new AgentLoop(input).run();
+}
+
+/** One agent run's state: the conversation, what it cost, and the turns taken. */
+class AgentLoop {
+  private readonly clock: () => number;
+  private readonly usage = zeroUsage();
+  private cost = 0;
+  private turns = 0;
+  private nudged = false;
+  private messages: Message[];
+  private lastCompactionTurn = -10;
+  private overflowRetried = false;
+
+  constructor(private readonly input: AgentRunInput) {
+    this.clock = input.clock ?? Date.now;
+    this.messages = [{ role: 'user', text: input.firstMessage }];
+  }
+
+  async run(): Promise<AgentRunResult> {
+    for (;;) {
+      const limit = this.limitReached();
+      if (limit) return limit;
+      const turn = this.turns + 1;
+      const response = await this.call(turn);
+      if ('status' in response) return response;
+      this.turns = turn;
+      const ended = await this.answer(response, turn);
+      if (ended) return ended;
     }
-  };
-  const specs = input.tools.map((t) => t.spec);
-  const result = (
+  }
+
+  private result(
     status: AgentRunResult['status'],
     error: string | null,
     extra: Partial<AgentRunResult> = {},
-  ): AgentRunResult => ({ status, error, summary: null, outputs: {}, turns, usage, cost, ...extra });
-  const stopped = () =>
-    clock() >= input.deadline
-      ? result('timed_out', 'the run exceeded its time limit')
-      : result('cancelled', 'run was stopped');
+  ): AgentRunResult {
+    const { turns, usage, cost } = this;
+    return { status, error, summary: null, outputs: {}, turns, usage, cost, ...extra };
+  }
 
-  for (;;) {
-    if (input.signal.aborted) return stopped();
+  private stopped(): AgentRunResult {
+    return this.clock() >= this.input.deadline
+      ? this.result('timed_out', stopMessages.timeout)
+      : this.result('cancelled', stopMessages.stopped);
+  }
+
+  /** The run's end when a limit is reached before the next turn. */
+  private limitReached(): AgentRunResult | null {
+    const { input } = this;
+    if (input.signal.aborted) return this.stopped();
     // Going on without a record would spend the model budget on a run nobody can inspect.
     if (input.timeline.failed)
-      return result('failed', `the run's timeline could not be written: ${input.timeline.failed.message}`);
-    if (clock() >= input.deadline) return result('timed_out', 'the run exceeded its time limit');
-    if (turns >= input.maxTurns)
-      return result('failed', `the run exceeded its limit of ${input.maxTurns} turn${input.maxTurns === 1 ? '' : 's'}`);
-    if (input.maxCost > 0 && cost + input.extraSpend() >= input.maxCost)
-      return result('failed', `the run exceeded its cost limit of ${dollars(input.maxCost)}`);
+      return this.result('failed', `the run's timeline could not be written: ${input.timeline.failed.message}`);
+    if (this.clock() >= input.deadline) return this.result('timed_out', stopMessages.timeout);
+    if (this.turns >= input.maxTurns) return this.result('failed', turnLimitMessage(input.maxTurns));
+    if (input.maxCost > 0 && this.cost + input.extraSpend() >= input.maxCost)
+      return this.result('failed', costLimitMessage(input.maxCost));
+    return null;
+  }
 
-    const turn = turns + 1;
-    let response: ModelResponse | null = null;
-    for (let attempt = 0; response === null; attempt++) {
-      const batcher = new DeltaBatcher(input.timeline);
-      const started = clock();
-      try {
-        response = await input.client.complete({
-          model: input.model.name,
-          system: input.system,
-          messages,
-          tools: specs,
-          maxTokens: 16_000,
-          effort: 'medium',
-          signal: input.signal,
-          onDelta: (d) =>
-            d.type === 'tool_call' ? (batcher.flush(), input.timeline.delta(d)) : batcher.push(d.type, d.text),
-        });
-        batcher.flush();
-        const callCost = costOf(response.usage, input.model.price);
-        cost += callCost;
-        for (const k of Object.keys(usage) as Array<keyof Usage>) usage[k] += response.usage[k];
-        input.timeline.record(
-          'llm.call',
-          {
-            turn,
-            latencyMs: clock() - started,
-            cost: callCost,
-            model: response.model,
-            stop: response.stop,
-            usage: response.usage,
-            text: response.text,
-            reasoning: response.reasoning,
-            toolCalls: response.toolCalls.map((c) => ({ id: c.id, name: c.name })),
-          },
-          { ms: clock() - started },
-        );
-      } catch (err) {
-        batcher.flush();
-        if (input.signal.aborted) return stopped();
-        const e = err instanceof ModelError ? err : new ModelError(errorMessage(err), null, true);
-        input.timeline.record(
-          'llm.call',
-          { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message },
-          { ms: clock() - started },
-        );
-        // A prompt too long for the window: compact once and repeat the call once.
-        if (e.contextOverflow && !overflowRetried) {
-          overflowRetried = true;
-          if (await compactNow(turn, estimateTokens(messages))) continue;
-        }
-        if (!e.transient || attempt >= delays.length) return result('failed', `model call failed: ${e.message}`);
-        await sleep(delays[attempt]!, input.signal);
+  private spend(usage: Usage, price: Price): number {
+    const callCost = costOf(usage, price);
+    this.cost += callCost;
+    for (const k of Object.keys(this.usage) as Array<keyof Usage>) this.usage[k] += usage[k];
+    return callCost;
+  }
+
+  /** The model's answer for this turn, repeated on transient errors; or the run's end. */
+  private async call(turn: number): Promise<ModelResponse | AgentRunResult> {
+    const delays = this.input.retryDelaysMs ?? [2000, 10_000, 30_000];
+    for (let attempt = 0; ; attempt++) {
+      const answered = await this.callOnce(turn);
+      if (!(answered instanceof ModelError)) return answered;
+      if (this.input.signal.aborted) return this.stopped();
+      // A prompt too long for the window: compact once and repeat the call once.
+      if (answered.contextOverflow && !this.overflowRetried) {
+        this.overflowRetried = true;
+        // The repeat counts as an attempt, as a transient error's does.
+        if (await this.compactNow(turn, estimateTokens(this.messages))) continue;
       }
+      if (!answered.transient || attempt >= delays.length)
+        return this.result('failed', `model call failed: ${answered.message}`);
+      await sleep(delays[attempt]!, this.input.signal);
     }
-    turns = turn;
+  }
 
-    if (response.stop === 'refusal') return result('failed', 'the model refused to continue');
-    messages.push({
-      role: 'assistant',
-      text: response.text,
-      ...(response.reasoning ? { reasoning: response.reasoning } : {}),
-      toolCalls: response.toolCalls,
-    });
-    if (response.toolCalls.length === 0) {
-      if (nudged) return result('failed', 'the model stopped without calling finish');
-      nudged = true;
-      messages.push({
+  /** One model call, streamed to the timeline as it comes and recorded as `llm.call`; a failure is answered. */
+  private async callOnce(turn: number): Promise<ModelResponse | ModelError> {
+    const { input, clock } = this;
+    const batcher = new DeltaBatcher(input.timeline);
+    const started = clock();
+    try {
+      const response = await input.client.complete({
+        model: input.model.name,
+        system: input.system,
+        messages: this.messages,
+        tools: input.tools.map((t) => t.spec),
+        maxTokens: 16_000,
+        effort: 'medium',
+        signal: input.signal,
+        onDelta: (d) =>
+          d.type === 'tool_call' ? (batcher.flush(), input.timeline.delta(d)) : batcher.push(d.type, d.text),
+      });
+      batcher.flush();
+      const cost = this.spend(response.usage, input.model.price);
+      const { model, stop, usage, text, reasoning } = response;
+      const toolCalls = response.toolCalls.map((c) => ({ id: c.id, name: c.name }));
+      const latencyMs = clock() - started;
+      const entry = { turn, latencyMs, cost, model, stop, usage, text, reasoning, toolCalls };
+      input.timeline.record('llm.call', entry, { ms: clock() - started });
+      return response;
+    } catch (err) {
+      batcher.flush();
+      const e = err instanceof ModelError ? err : new ModelError(errorMessage(err), null, true);
+      // A call the stop signal cut off is no failure of the model's: the caller ends the run as stopped.
+      if (input.signal.aborted) return e;
+      const entry = { turn, latencyMs: clock() - started, cost: 0, model: input.model.name, error: e.message };
+      input.timeline.record('llm.call', entry, { ms: clock() - started });
+      return e;
+    }
+  }
+
+  /** What the model answered: a refusal, text without tools (nudged once), or tool calls; null to go on. */
+  private async answer(response: ModelResponse, turn: number): Promise<AgentRunResult | null> {
+    if (response.stop === 'refusal') return this.result('failed', 'the model refused to continue');
+    const { text, reasoning, toolCalls } = response;
+    this.messages.push({ role: 'assistant', text, ...(reasoning ? { reasoning } : {}), toolCalls });
+    if (toolCalls.length === 0) {
+      if (this.nudged) return this.result('failed', 'the model stopped without calling finish');
+      this.nudged = true;
+      this.messages.push({
         role: 'user',
         text: 'Only the finish tool ends the run. Continue the work, or call finish with a status and a summary.',
       });
-      continue;
+      return null;
     }
-    nudged = false;
-
-    const outcomes = await runTools(input, response);
+    this.nudged = false;
+    const outcomes = await runTools(this.input, response);
     const results: Message = { role: 'tool', results: outcomes.map(({ result }) => result) };
-    messages.push(results);
+    this.messages.push(results);
     const finished = outcomes.find((o) => o.outcome.finish)?.outcome.finish;
     if (finished) {
-      input.timeline.record('finish', { ...finished });
+      this.input.timeline.record('finish', { ...finished });
+      const { summary, outputs } = finished;
       return finished.status === 'success'
-        ? result('succeeded', null, { summary: finished.summary, outputs: finished.outputs })
-        : result('failed', 'the agent reported failure', { summary: finished.summary, outputs: finished.outputs });
+        ? this.result('succeeded', null, { summary, outputs })
+        : this.result('failed', 'the agent reported failure', { summary, outputs });
     }
-    if (input.signal.aborted) return stopped();
+    if (this.input.signal.aborted) return this.stopped();
+    await this.compactIfFull(response, results, turn);
+    return null;
+  }
+
+  /** Compacts when the context passes its threshold, but not on two turns in a row. */
+  private async compactIfFull(response: ModelResponse, results: Message, turn: number): Promise<void> {
     const u = response.usage;
-    const appended = estimateTokens([messages[messages.length - 2]!, results]);
-    const estimate = Math.max(u.input + u.cacheRead + u.cacheWrite + u.output + appended, estimateTokens(messages));
-    if (
-      input.model.contextWindow > 0 &&
-      estimate > input.model.contextWindow * compactAt &&
-      lastCompactionTurn !== turn - 1
-    )
-      await compactNow(turn, estimate);
+    const appended = estimateTokens([this.messages[this.messages.length - 2]!, results]);
+    const estimate = Math.max(
+      u.input + u.cacheRead + u.cacheWrite + u.output + appended,
+      estimateTokens(this.messages),
+    );
+    const window = this.input.model.contextWindow;
+    if (window > 0 && estimate > window * compactAt && this.lastCompactionTurn !== turn - 1)
+      await this.compactNow(turn, estimate);
+  }
+
+  /** Context compaction: its cost counts toward the run; a failure is noted and the run goes on. */
+  private async compactNow(turn: number, promptTokens: number): Promise<boolean> {
+    const { input, clock } = this;
+    const started = clock();
+    const messages = this.messages.length;
+    try {
+      const done = await compact(
+        input.client,
+        input.model.name,
+        this.messages,
+        input.model.contextWindow,
+        input.signal,
+      );
+      if (!done) return false;
+      const cost = this.spend(done.response.usage, input.model.price);
+      this.lastCompactionTurn = turn;
+      const error = done.summary ? undefined : 'the summary was empty';
+      const { summary, response } = done;
+      const entry = { turn, promptTokens, messages, summary, usage: response.usage, cost, ...(error ? { error } : {}) };
+      input.timeline.record('agent.compaction', entry, { ms: clock() - started });
+      if (!error) this.messages = done.messages;
+      return !error;
+    } catch (err) {
+      const entry = { turn, promptTokens, messages, summary: '', error: errorMessage(err) };
+      input.timeline.record('agent.compaction', entry, { ms: clock() - started });
+      return false;
+    }
   }
 }
 
 /** Calls run in order, except that consecutive read-only calls run together; results keep the call order. */
-async function runTools(
-  input: AgentRunInput,
-  response: ModelResponse,
-): Promise<Array<{ result: ToolResult; outcome: ToolOutcome }>> {
+async function runTools(input: AgentRunInput, response: ModelResponse): Promise<ToolRun[]> {
   const calls = response.toolCalls;
-  const out: Array<{ result: ToolResult; outcome: ToolOutcome }> = new Array(calls.length);
+  const out: ToolRun[] = new Array<ToolRun>(calls.length);
   const byName = new Map(input.tools.map((t) => [t.spec.name, t]));
-  const runOne = async (i: number) => {
-    const call = calls[i]!;
-    const tool = byName.get(call.name);
-    const started = Date.now();
-    input.timeline.record(
-      'tool.call',
-      { callId: call.id, name: call.name, args: call.args ?? call.argsText },
-      { spanId: call.id },
-    );
-    let outcome: ToolOutcome;
-    if (!tool)
-      outcome = { content: `Unknown tool "${call.name}". Use one of the tools you were given.`, isError: true };
-    else if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args))
-      outcome = { content: `The arguments of ${call.name} are not a JSON object.`, isError: true };
-    else {
-      try {
-        outcome = await tool.run(call.args as Record<string, unknown>, call.id, input.toolContext);
-      } catch (err) {
-        outcome = { content: `${call.name} failed: ${errorMessage(err)}`, isError: true };
-      }
-    }
-    input.timeline.record(
-      'tool.result',
-      {
-        callId: call.id,
-        name: call.name,
-        content: outcome.content,
-        isError: outcome.isError,
-        meta: outcome.meta ?? {},
-        ...(outcome.finish ? { finish: true } : {}),
-      },
-      { spanId: call.id, ms: Date.now() - started },
-    );
-    out[i] = {
-      result: { callId: call.id, name: call.name, content: outcome.content, isError: outcome.isError },
-      outcome,
-    };
-  };
+  const readOnly = (j: number) => byName.get(calls[j]!.name)?.readOnly === true;
   for (let i = 0; i < calls.length;) {
     if (out.some((o) => o?.outcome.finish)) {
       // Calls after finish in the same batch are not run: the run is over.
+      const call = calls[i]!;
       out[i] = {
-        result: { callId: calls[i]!.id, name: calls[i]!.name, content: 'Not run: the run finished.', isError: true },
+        result: { callId: call.id, name: call.name, content: 'Not run: the run finished.', isError: true },
         outcome: { content: '', isError: true },
       };
       i++;
       continue;
     }
-    const readOnly = (j: number) => byName.get(calls[j]!.name)?.readOnly === true;
-    if (readOnly(i)) {
-      let j = i;
-      while (j < calls.length && readOnly(j)) j++;
-      await Promise.all(Array.from({ length: j - i }, (_, k) => runOne(i + k)));
-      i = j;
-    } else {
-      await runOne(i);
-      i++;
-    }
+    let j = i + 1;
+    if (readOnly(i)) while (j < calls.length && readOnly(j)) j++;
+    const batch = Array.from({ length: j - i }, (_, k) => i + k);
+    await Promise.all(batch.map(async (k) => (out[k] = await runTool(input, byName.get(calls[k]!.name), calls[k]!))));
+    i = j;
   }
   return out;
+}
+
+/** One tool call, recorded as `tool.call` and `tool.result`; what the tool throws is its error result. */
+async function runTool(
+  input: AgentRunInput,
+  tool: Tool | undefined,
+  call: ModelResponse['toolCalls'][number],
+): Promise<ToolRun> {
+  const started = Date.now();
+  const args = call.args ?? call.argsText;
+  input.timeline.record('tool.call', { callId: call.id, name: call.name, args }, { spanId: call.id });
+  let outcome: ToolOutcome;
+  if (!tool) outcome = { content: `Unknown tool "${call.name}". Use one of the tools you were given.`, isError: true };
+  else if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args))
+    outcome = { content: `The arguments of ${call.name} are not a JSON object.`, isError: true };
+  else {
+    try {
+      outcome = await tool.run(call.args as Record<string, unknown>, call.id, input.toolContext);
+    } catch (err) {
+      outcome = { content: `${call.name} failed: ${errorMessage(err)}`, isError: true };
+    }
+  }
+  const { content, isError } = outcome;
+  const recorded = { callId: call.id, name: call.name, content, isError, meta: outcome.meta ?? {} };
+  input.timeline.record(
+    'tool.result',
+    { ...recorded, ...(outcome.finish ? { finish: true } : {}) },
+    { spanId: call.id, ms: Date.now() - started },
+  );
+  return { result: { callId: call.id, name: call.name, content, isError }, outcome };
 }
