@@ -1,6 +1,7 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { Mode, RunStatus } from '../schemas/job.js';
 import type { AppliedOp } from '../schemas/playbook.js';
+import { stopMessages } from './run-stop.js';
 
 export type Trigger = 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';
 export type Reflection = 'skipped' | 'pending' | 'done' | 'failed';
@@ -107,7 +108,7 @@ export type RunCommand =
 
 export const runStreamId = (runId: string) => `run-${runId}`;
 export const notRunning = () => new DomainError('conflict', 'The run is not running');
-export const cancelledBeforeStart = 'Cancelled before it started';
+export const cancelledBeforeStart = stopMessages.cancelledBeforeStart;
 
 function live(state: RunState) {
   if (state.status === 'none') throw DomainError.notFound('Run');

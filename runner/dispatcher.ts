@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import { runDecider, runStreamId } from '../domain/run.js';
+import { stopMessages } from '../domain/run-stop.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
 import type { CommandBus } from '../app/commands.js';
 import { newId } from '../app/ids.js';
@@ -17,7 +18,8 @@ interface RunnerDoc extends Doc {
   heartbeatAt: number;
 }
 
-export const interruptedMessage = 'interrupted: the replica executing this run stopped';
+/** The error of a run whose runner is gone (a stop for the reason `interrupted`). */
+export const interruptedMessage = stopMessages.interrupted;
 const heartbeatMs = 15_000;
 const staleMs = 60_000;
 

@@ -32,7 +32,7 @@ export interface ScriptedInput {
   session: ScriptedSession;
   signal: AbortSignal;
   remainingMs(): number;
-  /** Why `signal` fired, as the run's error: "run was stopped" or "the run exceeded its time limit". */
+  /** Why `signal` fired, as the run's end (`stopMessages` of domain/run-stop.ts). */
   stopReason(): { status: 'failed' | 'timed_out'; error: string };
   declaredOutputs: readonly string[];
   verify: Verify | null;

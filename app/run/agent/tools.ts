@@ -17,7 +17,7 @@ export interface ToolContext {
   env: Record<string, string>;
   /** The run's cancel/deadline signal; a tool cut off by it says so. */
   signal: AbortSignal;
-  /** Why `signal` fired: "run was stopped" or "the run exceeded its time limit". */
+  /** Why `signal` fired, in words for the model (`stopMessages` of domain/run-stop.ts). */
   stopReason(): string;
   /** Milliseconds left before the run's deadline. */
   remainingMs(): number;
