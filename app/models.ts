@@ -33,7 +33,7 @@ export interface ModelChoice {
   provider: ProviderConfig;
 }
 
-/** The shape the runner's ports take (app/run/executor.ts AgentModel). */
+/** The shape the runner's ports take (app/run/ports.ts AgentModel). */
 export interface ResolvedModel {
   id: string;
   client: ModelClient;

@@ -79,7 +79,8 @@ export interface ExecutorPorts {
   ): Promise<RunMcp | null>;
   /**
    * The image the run's sandbox starts from (docs/design.md, "Images"): the fallback when the playbook has no
-   * Dockerfile, else a build of that Dockerfile, waited for. Rejects with RunImageError (the run's error), or with the signal's reason.
+   * Dockerfile, else a build of that Dockerfile, waited for. Rejects with RunImageError (the run's error), or with
+   * the signal's reason.
    */
   runImage(request: Omit<RunImageRequest, 'canBuild'>): Promise<string | null>;
   secretValues(workspaceId: string): Promise<string[]>;

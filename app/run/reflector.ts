@@ -73,9 +73,10 @@ const transcriptChars = 40_000;
 export const noReflectionModel = 'no model is configured for reflection';
 
 /**
- * Takes pending reflections one at a time (BEHAVIOUR §4.1 pool of 1): claims the request on the run's stream with an
- * expected-revision append, asks the reflection model for ops, applies them to the playbook on a scratch copy, saves
- * a version and records the result on the run. A request whose reflector died is taken over, at most three times.
+ * Takes pending reflections one at a time, one reflector per runner (docs/design.md, "Learning: scripted runs,
+ * reflection, shadow runs"): claims the request on the run's stream with an expected-revision append, asks the
+ * reflection model for ops, applies them to the playbook on a scratch copy, saves a version and records the result on
+ * the run. A request whose reflector died is taken over, at most three times.
  */
 export class Reflector {
   private subscription: Subscription | null = null;
@@ -345,8 +346,9 @@ export class Reflector {
   }
 
   /**
-   * BEHAVIOUR §4.2 step 2: a changed Dockerfile is built before it is saved; when it does not build, the last applied
-   * set_dockerfile is rejected with the build's error and the Dockerfile goes back to what it was.
+   * A changed Dockerfile is built before it is saved (docs/design.md, "Learning: scripted runs, reflection, shadow
+   * runs"); when it does not build, the last applied set_dockerfile is rejected with the build's error and the
+   * Dockerfile goes back to what it was.
    */
   private async verifyDockerfile(
     doc: RunDoc,
@@ -371,8 +373,9 @@ export class Reflector {
   }
 
   /**
-   * BEHAVIOUR §2.8: when main, verify, setup, the Dockerfile or a script changed and main exists, the shadow run's
-   * result goes on the primary op; a failure rejects every applied main-related op and reverts those parts.
+   * The shadow run of a proposal (./shadow.ts): when main, verify, setup, the Dockerfile or a script changed and main
+   * exists, the shadow run's result goes on the primary op; a failure rejects every applied main-related op and reverts
+   * those parts.
    */
   private async verifyMain(
     doc: RunDoc,
@@ -431,7 +434,10 @@ export class Reflector {
     return { content, results, output: outcome.test.output ?? null, cost: outcome.cost };
   }
 
-  /** Setup and hand-install times of this run and the two before it (BEHAVIOUR §4.2 item 5). */
+  /**
+   * Setup and hand-install times of this run and the two before it (the install rule of docs/design.md,
+   * "Learning: scripted runs, reflection, shadow runs").
+   */
   private async environment(
     doc: RunDoc,
     timeline: readonly RecordedEvent[],
@@ -512,7 +518,7 @@ export class Reflector {
     }
   }
 
-  /** One structured call with the transient retries of BEHAVIOUR §4.2 (5 s, 20 s, 60 s). */
+  /** One structured call; a transient model error is repeated after 5 s, 20 s and 60 s. */
   private async call(
     model: ReflectionModel,
     messages: Message[],

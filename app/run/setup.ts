@@ -10,8 +10,8 @@ export function setupExcerpt(output: string): string {
 }
 
 /**
- * The playbook's setup script (BEHAVIOUR §1.3 step 10): `bash -lc` in /workspace as the run's user, with the run's
- * environment, at most 10 minutes (or what is left of the run). Answers its exit code, output excerpt and time.
+ * The playbook's setup script (docs/runs.md, the setup phase): `bash -lc` in /workspace as the run's user, with the
+ * run's environment, at most 10 minutes (or what is left of the run). Answers its exit code, output excerpt and time.
  */
 export async function runSetup(
   sandbox: Sandbox,

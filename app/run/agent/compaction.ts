@@ -1,6 +1,6 @@
 import type { Message, ModelClient, ModelResponse } from '../../../adapters/models/types.js';
 
-/** BEHAVIOUR §3.4: compact at 70% of the window; keep the last exchange when it takes at most 20%. */
+/** Compaction starts at 70% of the context window and keeps the last exchange when it takes at most 20% of it. */
 export const compactAt = 0.7;
 const keepAtMost = 0.2;
 const fallbackWindow = 128_000;

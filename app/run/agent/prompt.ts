@@ -22,7 +22,7 @@ function fieldLine(f: IOField): string {
   return `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`;
 }
 
-/** Three blocks, stable to volatile, so providers can cache the prefix (BEHAVIOUR §3.2). */
+/** Three blocks, from the most stable to the most volatile, so providers can cache the prefix. */
 export function systemPrompt(instruction: string, spec: Spec, playbook: string | null): string[] {
   const job = [`${instructionHeading}\n${instruction}`];
   const criteria = (spec as { successCriteria?: string[] }).successCriteria ?? [];

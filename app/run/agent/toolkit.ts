@@ -14,9 +14,9 @@ import { clip, type Tool } from './tools.js';
 const safeName = (callId: string) => callId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 100) || 'call';
 
 /**
- * The playbook's toolkit scripts as agent tools `toolkit__<name>` (BEHAVIOUR §4.6): arguments become `--name value`
- * flags in sorted order, output is combined and kept in the call's log, the exit status is the script's. Never
- * read-only: a script may change anything.
+ * The playbook's toolkit scripts as agent tools `toolkit__<name>` (docs/design.md, "Learning: scripted runs,
+ * reflection, shadow runs"): arguments become `--name value` flags in sorted order, output is combined and kept in the
+ * call's log, the exit status is the script's. Never read-only: a script may change anything.
  */
 export function toolkitTools(
   scripts: readonly Script[],

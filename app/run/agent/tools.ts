@@ -359,8 +359,8 @@ export interface McpAgentAccess {
 }
 
 /**
- * MCP tools named `<server>__<tool>` (BEHAVIOUR §3.1). They go through the same grants as `svc mcp call`; a refusal
- * (an ungranted tool, a shadow run's action) comes back as an error result the model can read.
+ * MCP tools named `<server>__<tool>`. They go through the same grants as `svc mcp call` (docs/design.md, "MCP"); a
+ * refusal (an ungranted tool, a shadow run's action) comes back as an error result the model can read.
  */
 export function mcpAgentTools(mcp: McpAgentAccess | null): Tool[] {
   if (!mcp) return [];

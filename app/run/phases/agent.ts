@@ -37,7 +37,7 @@ export async function agent(ctx: PreparedRun): Promise<RunEnd> {
   return agentEnd(ctx, result);
 }
 
-/** The agent's result as the run's end: outputs set with `svc output set` count too, the agent's finish wins per key. */
+/** The agent's result as the run's end; outputs set with `svc output set` count too, the agent's finish wins a key. */
 export function agentEnd(ctx: PreparedRun, result: AgentRunResult): RunEnd {
   const session = ctx.session;
   const outputs = { ...session.outputs, ...result.outputs };

@@ -26,7 +26,10 @@ export function cancelWins(end: RunEnd, cancelled: boolean): RunEnd {
   return new RunEnd('cancelled', error, end.summary, end.outputs);
 }
 
-/** A run whose record could not be written does not pass; the run itself still ends (docs/design.md, "Failure handling"). */
+/**
+ * A run whose record could not be written does not pass; the run itself still ends (docs/design.md, "Failure
+ * handling").
+ */
 export function unrecordedFails(end: RunEnd, timelineFailure: Error | null): RunEnd {
   if (!timelineFailure || end.status !== 'succeeded') return end;
   const error = `The run's timeline could not be written: ${timelineFailure.message}`;

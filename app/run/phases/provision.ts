@@ -36,7 +36,7 @@ export async function provision(ctx: RunContext): Promise<ProvisionedRun | RunEn
   return createSandbox(ctx, plan, image.image, opened);
 }
 
-/** The daily spend cap's refusal, read only when a cap is set; the check comes before the sandbox, so it costs nothing. */
+/** The daily spend cap's refusal (spend is read only under a cap); checked before the sandbox, so it costs nothing. */
 async function spendError(ctx: RunContext, dailySpendLimitUsd: number): Promise<string | null> {
   const spent =
     dailySpendLimitUsd > 0
