@@ -1,11 +1,10 @@
-import type { Logger } from 'pino';
 import type { RunFiles } from '../../adapters/run-files.js';
 import type { EventStore } from '../../store/event-store.js';
 import type { CommandBus } from '../commands.js';
 import type { Runs } from '../runs.js';
 import type { ExecutorPorts } from './ports.js';
 import { agent } from './phases/agent.js';
-import { openRunContext, RunEnd, type RunContext, type RunServices } from './phases/context.js';
+import { openRunContext, RunEnd, type RunContext, type RunLogger, type RunServices } from './phases/context.js';
 import { finish } from './phases/finish.js';
 import { fallBack, thrownEnd } from './phases/policy.js';
 import { prepare } from './phases/prepare.js';
@@ -25,10 +24,10 @@ export class RunExecutor {
   constructor(
     bus: CommandBus,
     events: EventStore,
-    runs: Runs,
+    runs: Pick<Runs, 'finish'>,
     ports: ExecutorPorts,
     files: RunFiles,
-    log: Pick<Logger, 'error' | 'info'>,
+    log: RunLogger,
     clock: () => number = Date.now,
   ) {
     this.services = { bus, events, runs, ports, files, log, clock };

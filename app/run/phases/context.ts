@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
 import type { JobConfig } from '../../../domain/job.js';
 import type { PlaybookContent } from '../../../domain/playbook.js';
 import { redactor } from '../../../domain/redact.js';
@@ -24,8 +23,13 @@ export interface RunServices {
   runs: Pick<Runs, 'finish'>;
   ports: ExecutorPorts;
   files: Pick<RunFiles, 'saveArtifact' | 'saveCandidate' | 'savePayload'>;
-  log: Pick<Logger, 'error' | 'info'>;
+  log: RunLogger;
   clock: () => number;
+}
+
+export interface RunLogger {
+  error(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
 }
 
 export type LiveRun = Exclude<RunState, { status: 'none' }>;
