@@ -1,4 +1,4 @@
-import { jobDecider, jobStreamId, type JobConfig } from '../../../domain/job.js';
+import { jobDecider, jobStreamId } from '../../../domain/job.js';
 import { stopMessages, stopReasons } from '../../../domain/run-stop.js';
 import { dailySpendError, utcDayStart } from '../../../domain/spend.js';
 import { errorMessage } from '../../../domain/error-message.js';
@@ -83,7 +83,7 @@ export async function runImage(ctx: RunContext, fallback: string | null): Promis
 /** The run's MCP servers (HTTP ones connect from the host later) and its broker session on sockets of its own. */
 async function openSession(ctx: RunContext, plan: Plan): Promise<OpenedSession> {
   const { ports } = ctx.services;
-  const job: JobConfig = plan.job;
+  const { job } = plan;
   ctx.held.mcp =
     (await ports.mcp?.(ctx.workspaceId, ctx.run.jobId, {
       shadow: false,

@@ -1,14 +1,11 @@
 import { fallbackBrief } from '../../../domain/verify-run.js';
 import { runDecider, runStreamId } from '../../../domain/run.js';
-import { verifyMain, type MainRun, type VerifyResult } from '../scripted.js';
+import { verifyMain, type VerifyResult } from '../scripted.js';
 import { RunEnd, type PreparedRun } from './context.js';
 
 /** A main script that fell short: the agent takes over in the same sandbox (./policy.ts, `fallBack`). */
 export class FellShort {
-  constructor(
-    readonly result: Extract<VerifyResult, { kind: 'fell_short' }>,
-    readonly main: MainRun,
-  ) {}
+  constructor(readonly result: Extract<VerifyResult, { kind: 'fell_short' }>) {}
 }
 
 /**
@@ -41,7 +38,7 @@ export async function verify(ctx: PreparedRun): Promise<RunEnd | FellShort | nul
   );
   ctx.tally.verifyCost = result.verifyCost;
   if (result.kind === 'passed') return new RunEnd('succeeded', null, result.summary, result.outputs);
-  return new FellShort(result, main);
+  return new FellShort(result);
 }
 
 /** What the agent is told of the main script that fell short (docs/design.md, "Learning: scripted runs ..."). */
