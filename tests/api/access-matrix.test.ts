@@ -96,7 +96,7 @@ before(async () => {
     session: false,
   };
   callers['instance admin (owner) session'] = { client: iadmin, role: 'owner', instanceAdmin: true, session: true };
-  // SPEC §5.2: an instance admin's token carries only the role of the membership, not instance admin rights.
+  // A token carries the role of its membership only: an instance admin's token has no instance admin rights.
   callers['instance admin (owner) token'] = {
     client: (await createToken(iadmin)).client,
     role: 'owner',

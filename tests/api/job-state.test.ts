@@ -11,7 +11,7 @@ import {
   type TestServer,
 } from './harness.js';
 
-/** A job's key/value state through the REST API (SPEC §8 job state limits, BEHAVIOUR §5.4). */
+/** A job's key/value state through the REST API with the limits of docs/sandbox.md (`state get/set/list`). */
 let t: TestServer;
 let admin: Client;
 let member: Client;

@@ -47,7 +47,7 @@ describe('OpenAPI document', () => {
     assert.equal(validator.version, '3.1');
   });
 
-  it('names the records as SPEC §2 does, closed to unknown properties', async () => {
+  it('names every API record, closed to unknown properties', async () => {
     const doc = (await anonymous.get('/api/openapi.json')).body as {
       components: { schemas: Record<string, { additionalProperties?: boolean; type?: string }> };
     };

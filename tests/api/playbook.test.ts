@@ -5,7 +5,7 @@ import { Playbooks } from '../../app/playbooks.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
 
 /**
- * The playbook routes (SPEC §4.5, BEHAVIOUR §4.4) on a real server: edits, versions, rollback, conflicts, bad
+ * The playbook routes (docs/design.md, "Playbook") on a real server: edits, versions, rollback, conflicts, bad
  * content, and the files a run's sandbox gets from the version it was pinned to.
  */
 let t: TestServer;

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { adminSession, Client, startTestServer, type TestServer } from './harness.js';
 
-/** BEHAVIOUR §9.1 sync against an OpenAI-compatible server's real GET /models, and against the catalog. */
+/** Model sync against an OpenAI-compatible server's real GET /models, and against the catalog. */
 let t: TestServer;
 let admin: Client;
 let server: Server;

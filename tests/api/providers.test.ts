@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fakeScripts } from '../../adapters/models/fake.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
-/** Providers, models and the catalog (SPEC §2.9, BEHAVIOUR §9.1). */
+/** Providers, models and the catalog. */
 let t: TestServer;
 let admin: Client;
 let member: Client;
@@ -294,7 +294,7 @@ describe('providers', () => {
 });
 
 describe('models', () => {
-  it('adds a model by hand with the fields of SPEC §2.9, and refuses a duplicate', async () => {
+  it('adds a model by hand with its model name and price, and refuses a duplicate', async () => {
     const provider = (await admin.post('/api/providers', { name: 'Hand', kind: 'openai', baseUrl: base })).body
       .id as string;
     const created = await admin.post('/api/models', {

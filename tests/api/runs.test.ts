@@ -172,7 +172,7 @@ describe('runs: trigger path', () => {
 });
 
 describe('runs: list', () => {
-  it('filters, sorts and searches as SPEC §4.3 says', async () => {
+  it('filters, sorts and searches the run list', async () => {
     const a = await job({ name: 'Alpha 100% sure', concurrency: 'parallel' });
     const b = await job({ name: 'Bravo_report', concurrency: 'skip' });
     const ra = (await session.post(`/api/jobs/${a}/runs`, {})).body.runId;

@@ -8,7 +8,7 @@ import { defaultWorkspaceId } from '../../domain/workspace.js';
 import { systemContext } from '../../app/commands.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
-/** Secrets (SPEC §2.11, BEHAVIOUR §9.5): sealed at rest, never returned, mapped into jobs as variables. */
+/** Secrets: sealed at rest, never returned, mapped into jobs as variables. */
 let t: TestServer;
 let member: Client;
 let memberToken: Client;

@@ -6,7 +6,7 @@ import { defaultWorkspaceId } from '../../domain/workspace.js';
 import { systemContext } from '../../app/commands.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
-/** Workspace settings (BEHAVIOUR §9.2) and the host-side model resolver. */
+/** Workspace settings and the host-side model resolver. */
 let t: TestServer;
 let admin: Client;
 let member: Client;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { summarizeJobRuns } from '../../api/routes/stats.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
 
-/** `GET /api/jobs/{id}/stats` (SPEC §2.14, BEHAVIOUR §10.2) over real runs of the fake provider. */
+/** `GET /api/jobs/{id}/stats` over real runs of the fake provider. */
 let t: TestServer;
 let api: Client;
 

@@ -13,7 +13,7 @@ import type { ModelClient, ModelRequest, Price } from '../../adapters/models/typ
 import { brokerFixture } from './fixture.js';
 
 /**
- * The broker of SPEC §4.6 / BEHAVIOUR §5 as a sandbox sees it: a real Broker on a Unix socket, sessions over a real
+ * The broker (docs/sandbox.md) as a sandbox sees it: a real Broker on a Unix socket, sessions over a real
  * JobStateStore and TimelineWriter on in-memory stores, and models backed by the product's fake provider.
  */
 const price: Price = { in: 1_000_000, out: 1_000_000, cacheRead: 0, cacheWrite: 0 }; // 1 micro-USD per token

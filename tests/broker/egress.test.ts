@@ -21,8 +21,8 @@ import { TimelineWriter } from '../../app/timeline.js';
 import { brokerFixture } from './fixture.js';
 
 /**
- * The egress proxy (BEHAVIOUR §5.5) on its own Unix socket, authenticating with sessions opened on a real Broker; and
- * the pure address guard it decides with. Names under `.invalid` never resolve (RFC 6761), so a 502 "could not be
+ * The egress proxy (docs/sandbox.md, "The egress proxy") on its own Unix socket, authenticating with sessions opened
+ * on a real Broker; and the pure address guard it decides with. Names under `.invalid` never resolve (RFC 6761), so a 502 "could not be
  * resolved" shows that a name got past the allow-list without anything leaving this machine.
  */
 /** The proxy socket of the run opened last; a run's own auth goes to its own socket (`socketOf`). */

@@ -6,7 +6,7 @@ import type { CommandContext } from '../../app/commands.js';
 import { jobStateCollection, JobStateStore } from '../../app/job-state.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
 
-/** The job state store (SPEC §8, BEHAVIOUR §5.4) on the real SQLite adapters of both ports. */
+/** The job state store on the real SQLite adapters of both ports. */
 const MiB = 1024 * 1024;
 const ws = 'ws-state';
 const ctx: CommandContext = { workspaceId: ws, actor: { type: 'user', id: 'u1' }, requestId: 'req-1' };

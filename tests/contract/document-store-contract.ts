@@ -27,7 +27,10 @@ const items: Item[] = [
   { _id: 'f', name: 'foxtrot axb', n: 2, on: true, list: ['p', 'q'] },
 ];
 
-/** The one contract every document store adapter passes: MongoDB semantics over the subset of DESIGN §2. */
+/**
+ * The one contract every document store adapter passes: MongoDB semantics over the subset the read models use
+ * (docs/design.md, "Events and read models").
+ */
 export function documentStoreContract(name: string, open: () => Promise<DocumentStore>): void {
   describe(`document store contract: ${name}`, () => {
     let store: DocumentStore;

@@ -224,7 +224,7 @@ describe('run image choice', () => {
   });
 });
 
-describe('image GC (BEHAVIOUR §6.3)', () => {
+describe('image GC', () => {
   const row = (imageId: string, hash: string, status: ImageRow['status']): ImageRow => ({
     imageId,
     dockerfileHash: hash,

@@ -7,8 +7,8 @@ import { Images } from '../../app/images.js';
 import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
 
 /**
- * Job images built by a real Docker engine (BEHAVIOUR §6.3). The playbook is what calls EnsureBuild after a save;
- * until it exists these tests call the service the same way, and read the results over HTTP. No registry is
+ * Job images built by a real Docker engine (docs/design.md, "Images"). The playbook is what calls EnsureBuild after a
+ * save; until it exists these tests call the service the same way, and read the results over HTTP. No registry is
  * reachable here, so pinning the base fails and the build must go on from the tag, saying so in its log.
  */
 const host = process.env.SVC_DOCKER_HOST;

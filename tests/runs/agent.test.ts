@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 
-/** The agent loop's rules (BEHAVIOUR §3.3), driven through the fake provider's documented script route. */
+/** The agent loop's rules, driven through the fake provider's documented script route. */
 const server = serverWithFakeModel();
 
 async function execute(instruction: string, script: unknown[], fields: Record<string, unknown> = {}) {

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 
 /**
- * Reflection and graduation through the public API (BEHAVIOUR §2, §4.1 to §4.3), with the fake provider's
- * deterministic reflection: a job goes from explore to assisted to scripted.
+ * Reflection and graduation through the public API (docs/design.md, "Learning: scripted runs, reflection, shadow
+ * runs"), with the fake provider's deterministic reflection: a job goes from explore to assisted to scripted.
  */
 const server = serverWithFakeModel();
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Client, createToken, spawnServer, useSignInLink } from '../api/harness.js';
 import { runtimeDir } from '../../server/runner-role.js';
 
-/** BEHAVIOUR §1.5: after SIGKILL, live runs end as interrupted (never resumed) and queued runs start again. */
+/** After SIGKILL, live runs end as interrupted (never resumed) and queued runs start again (docs/runs.md). */
 const dataDirs = [mkdtempSync(join(tmpdir(), 'svc-run-restart-')), mkdtempSync(join(tmpdir(), 'svc-reflect-restart-'))];
 const children: ChildProcess[] = [];
 after(() => {

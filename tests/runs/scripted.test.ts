@@ -2,7 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { finishedRun, serverWithFakeModel, type TimelineEntry } from '../api/harness.js';
 
-/** Scripted runs, verification, fallback and demotion (BEHAVIOUR §2.2, §2.6, §2.7), through the public API. */
+/**
+ * Scripted runs, verification, fallback and demotion through the public API (docs/design.md, "Learning: scripted
+ * runs, reflection, shadow runs").
+ */
 const server = serverWithFakeModel();
 
 async function runOnce(jobId: string) {

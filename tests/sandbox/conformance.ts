@@ -11,7 +11,7 @@ import type { Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbo
 import { hostProcessesNamed, testSpec } from './fixture.js';
 
 /**
- * The one conformance suite every sandbox backend passes (DESIGN §5, SPEC §4.7). `factory` makes a backend instance
+ * The one conformance suite every sandbox backend passes (docs/sandbox.md). `factory` makes a backend instance
  * on `root`, a fresh directory (mode 0711, under os.tmpdir()) that also holds the broker's Unix socket; it is called
  * again for the "second instance" test, which must see the first one's sandboxes.
  */

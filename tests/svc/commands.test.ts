@@ -1,4 +1,5 @@
-// The in-sandbox svc client commands (SPEC §4.6, BEHAVIOUR §5.2) against a broker stand-in on 127.0.0.1.
+// The in-sandbox svc client commands (docs/sandbox.md, "The `svc` command and the broker") against a broker stand-in
+// on 127.0.0.1.
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// svc init on the host: port forwarding to Unix sockets, exit status, reaping, signals and the TTL (DESIGN §5).
+// svc init on the host: port forwarding to Unix sockets, exit status, reaping, signals and the TTL (docs/sandbox.md).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -17,7 +17,7 @@ const scripted = (number: number, fellBack: boolean, over: Partial<RunRecord> = 
   ...over,
 });
 
-describe('demotion (BEHAVIOUR §2.2)', () => {
+describe('demotion', () => {
   it('demotes after the latest two ended scripted runs both fell back', () => {
     assert.equal(isDemoted([scripted(1, false), scripted(2, true), scripted(3, true)], 3), true);
     assert.equal(isDemoted([scripted(1, true), scripted(2, true), scripted(3, false)], 3), false);
@@ -49,7 +49,7 @@ describe('demotion (BEHAVIOUR §2.2)', () => {
   });
 });
 
-describe('graduation eligibility (BEHAVIOUR §2.4)', () => {
+describe('graduation eligibility', () => {
   it('tells read-only bash from ad-hoc bash', () => {
     assert.equal(isReadOnlyBash('cat /svc/input.json | jq .a && ls -la'), true);
     assert.equal(isReadOnlyBash('grep -c x f; wc -l f || echo none'), true);

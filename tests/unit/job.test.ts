@@ -28,7 +28,7 @@ function refused(fn: () => unknown): string[] {
 }
 
 describe('job decider: create', () => {
-  it('creates with the defaults of BEHAVIOUR §7.5, trimming text', () => {
+  it('creates with the defaults, trimming text', () => {
     const [event] = created({ name: '  Report  ' });
     assert.equal(event!.type, 'JobCreated');
     assert.deepEqual(event!.data, {

@@ -20,7 +20,7 @@ const script = `#!/usr/bin/env python3
 print("hi")
 `;
 
-describe('script headers (BEHAVIOUR §4.6)', () => {
+describe('script headers', () => {
   it('reads name, description, args, side effects and the language of the shebang', () => {
     const h = parseScriptHeader(script);
     assert.equal(h.name, 'top.stories');
@@ -113,7 +113,7 @@ describe('script headers (BEHAVIOUR §4.6)', () => {
   });
 });
 
-describe('verify (BEHAVIOUR §2.5)', () => {
+describe('verify', () => {
   it('parses every check form', () => {
     assert.deepEqual(parseCheck('exit_code == 0'), { kind: 'exit_code', op: '==', value: 0 });
     assert.deepEqual(parseCheck('output.count exists'), { kind: 'output_exists', name: 'count' });

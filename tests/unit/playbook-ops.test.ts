@@ -31,7 +31,7 @@ const start = (): PlaybookContent =>
     { declaresInputs: false },
   );
 
-describe('ops on a scratch copy (BEHAVIOUR §4.3)', () => {
+describe('ops on a scratch copy', () => {
   it('adds, updates and retires learnings, never touching the content passed in', () => {
     const c = start();
     const before = JSON.stringify(c);

@@ -41,7 +41,7 @@ function refused(fn: () => unknown): string[] {
 
 const valid = (c: ContentInput, declaresInputs = false) => validateContent(c, { declaresInputs });
 
-describe('playbook content on save (BEHAVIOUR §4.4)', () => {
+describe('playbook content on save', () => {
   it('normalizes: lists never null, blank texts null, ids and kinds filled in, headers read again', () => {
     const c = valid({
       learnings: [{ text: ' Use the API ', kind: 'Deploy Notes' }, { id: 'L7', text: 'B', hits: 9 }, { text: 'C' }],
@@ -188,7 +188,7 @@ describe('playbook versions', () => {
     );
   });
 
-  it('graduates when main first appears or reflection proposed it (BEHAVIOUR §2.3), and stores no statistics', () => {
+  it('graduates when main first appears or reflection proposed it, and stores no statistics', () => {
     const withMain = valid({ main: 'echo hi' });
     const [v1] = playbookDecider.decide(
       save({
@@ -205,7 +205,7 @@ describe('playbook versions', () => {
     assert.equal(v3!.data.graduated, true);
   });
 
-  it('is empty without active learnings, toolkit and main (BEHAVIOUR §2.1)', () => {
+  it('is empty without active learnings, toolkit and main', () => {
     assert.equal(isEmptyPlaybook(emptyContent()), true);
     const retired = valid({
       learnings: [{ text: 'a', status: 'retired' }],
@@ -219,7 +219,7 @@ describe('playbook versions', () => {
   });
 });
 
-describe('rendering (BEHAVIOUR §4.5)', () => {
+describe('rendering', () => {
   const content = valid({
     learnings: [
       { text: 'The API pages by 50', when: 'listing items' },

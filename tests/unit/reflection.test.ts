@@ -51,7 +51,7 @@ const prompt = (over: Partial<ReflectionPromptInput> = {}): string =>
     ...over,
   });
 
-describe('reflection (BEHAVIOUR §4.1, §4.2)', () => {
+describe('reflection', () => {
   it('reflects by itself only after a run that did something, never after a clean scripted success', () => {
     assert.equal(wantsReflection(facts), true);
     assert.equal(wantsReflection({ ...facts, selfImprove: false }), false);

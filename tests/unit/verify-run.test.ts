@@ -19,7 +19,7 @@ const facts = (over: Partial<VerifyFacts> = {}): VerifyFacts => ({
   ...over,
 });
 
-describe('scripted run verification (BEHAVIOUR §2.5, §2.6)', () => {
+describe('scripted run verification', () => {
   it('orders the built-in exit check, declared outputs, then the playbook checks, skipping repeats', () => {
     const checks = checksFor(['count', 'report'], {
       checks: ['output.count  exists', 'exit_code == 0', 'output.count > 3'],
