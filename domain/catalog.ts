@@ -1,5 +1,4 @@
-import type { Static } from 'typebox';
-import type { Caps, Price } from '../schemas/provider.js';
+import type { Caps, Price } from './model-types.js';
 
 /**
  * Built-in catalog of Anthropic and OpenAI models: what `GET /api/catalog/models` answers and what a `catalog`
@@ -17,8 +16,8 @@ export interface CatalogEntry {
   provider: 'anthropic' | 'openai';
   model: string;
   label: string;
-  price: Static<typeof Price>;
-  caps: Static<typeof Caps>;
+  price: Price;
+  caps: Caps;
 }
 
 const usd = (dollars: number) => Math.round(dollars * 1_000_000);

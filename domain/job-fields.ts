@@ -8,7 +8,7 @@ import {
   type JobPatch,
   type LimitOverrides,
   type Spec,
-} from '../schemas/job.js';
+} from './job-types.js';
 
 /**
  * Normalisation and validation of job fields (SPEC §2.3, BEHAVIOUR §7.5). The API's JSON schema checks types and

@@ -1,5 +1,5 @@
 import type { Decider, DomainEvent } from './decider.js';
-import type { Concurrency } from '../schemas/job.js';
+import type { Concurrency } from './job-types.js';
 
 /**
  * The per-job admission actor (BEHAVIOUR §1.2): numbers runs and applies the overlap policy. Every trigger of a job

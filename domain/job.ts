@@ -1,6 +1,6 @@
 import { DomainError, FieldErrors, type Decider, type DomainEvent } from './decider.js';
 import * as fields from './job-fields.js';
-import type { Concurrency, JobFields, JobPatch, LimitOverrides, Mode, Network, Spec } from '../schemas/job.js';
+import type { Concurrency, JobFields, JobPatch, LimitOverrides, Mode, Network, Spec } from './job-types.js';
 
 export interface JobConfig {
   name: string;

@@ -1,4 +1,4 @@
-import type { Mode } from '../schemas/job.js';
+import type { Mode } from './job-types.js';
 
 export interface ModeInputs {
   /** No active learning, an empty toolkit and no main script. */

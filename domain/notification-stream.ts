@@ -1,6 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
-import type { NotificationBody } from '../schemas/notification.js';
-import type { NotifyEvent } from '../schemas/settings.js';
+import type { NotificationBody, NotifyEvent } from './notification-types.js';
 
 /**
  * The notifications of one finished run, as durable work (BEHAVIOUR §9.3): one stream per run, so "is this run

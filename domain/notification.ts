@@ -1,6 +1,5 @@
-import type { Mode, RunStatus } from '../schemas/job.js';
-import type { NotificationBody } from '../schemas/notification.js';
-import type { NotifyEvent } from '../schemas/settings.js';
+import type { Mode, RunStatus } from './job-types.js';
+import type { NotificationBody, NotifyEvent } from './notification-types.js';
 import type { Trigger } from './run.js';
 
 /**

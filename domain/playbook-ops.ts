@@ -11,7 +11,7 @@ import {
   type PlaybookContent,
 } from './playbook.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
-import { playbookLimits, type AppliedOp, type Learning } from '../schemas/playbook.js';
+import { playbookLimits, type AppliedOp, type Learning } from './playbook-types.js';
 
 /**
  * Reflection's ops (SPEC §2.7, BEHAVIOUR §4.3), each validated and applied on a scratch copy of the playbook: an op

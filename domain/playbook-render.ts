@@ -1,5 +1,5 @@
 import { isValidScriptName, toolName } from './playbook-header.js';
-import type { PlaybookContent } from './playbook.js';
+import type { PlaybookContent } from './playbook-types.js';
 
 /**
  * The playbook as the agent reads it (BEHAVIOUR §4.5): active learnings and the toolkit, in the system prompt and in

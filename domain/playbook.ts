@@ -8,7 +8,7 @@ import {
   toolName,
   type ArgSpec,
 } from './playbook-header.js';
-import { parseVerify, type Verify } from './playbook-verify.js';
+import { parseVerify } from './playbook-verify.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
 import {
   playbookLimits,
@@ -16,8 +16,9 @@ import {
   type ContentInput,
   type Learning,
   type PlaybookAuthor,
+  type PlaybookContent,
   type Script,
-} from '../schemas/playbook.js';
+} from './playbook-types.js';
 
 /**
  * A job's playbook (SPEC §2.7, BEHAVIOUR §4.4): numbered, immutable versions in a stream of their own per job. The
@@ -27,15 +28,7 @@ import {
 
 export type { Verify } from './playbook-verify.js';
 
-/** Content as stored: lists are never null, blank texts are null, statistics are zero (they live beside it). */
-export interface PlaybookContent {
-  learnings: Learning[];
-  toolkit: Script[];
-  dockerfile: string | null;
-  setup: string | null;
-  main: string | null;
-  verify: Verify | null;
-}
+export type { PlaybookContent } from './playbook-types.js';
 
 export const playbookStreamId = (jobId: string) => `playbook-${jobId}`;
 

@@ -1,6 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
-import type { Static } from 'typebox';
-import type { Caps, Price } from '../schemas/provider.js';
+import type { Caps, Price } from './model-types.js';
 
 export type ProviderKind = 'anthropic' | 'openai' | 'fake';
 
@@ -8,8 +7,8 @@ export interface ModelSpec {
   modelId: string;
   model: string;
   label: string | null;
-  price: Static<typeof Price>;
-  caps: Static<typeof Caps>;
+  price: Price;
+  caps: Caps;
   synced: boolean;
   followCatalog: boolean;
 }

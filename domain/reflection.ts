@@ -1,7 +1,7 @@
 import type { PlaybookContent } from './playbook.js';
 import type { PlaybookOp } from './playbook-ops.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
-import type { AppliedOp } from '../schemas/playbook.js';
+import type { AppliedOp } from './playbook-types.js';
 
 /**
  * Reflection (BEHAVIOUR §4.1, §4.2): whether a finished run asks for one, what the reflection model is told, and how

@@ -1,6 +1,6 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
-import type { Mode, RunStatus } from '../schemas/job.js';
-import type { AppliedOp } from '../schemas/playbook.js';
+import type { Mode, RunStatus } from './job-types.js';
+import type { AppliedOp } from './playbook-types.js';
 import { stopMessages } from './run-stop.js';
 
 export type Trigger = 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';

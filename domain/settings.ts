@@ -1,12 +1,13 @@
 import { FieldErrors, type Decider, type DomainEvent } from './decider.js';
-import type { Limits } from '../schemas/job.js';
-import type { NotifyEvent, SettingsDto, SettingsPatch } from '../schemas/settings.js';
+import type { Limits } from './job-types.js';
+import type { NotifyEvent } from './notification-types.js';
+import type { Settings, SettingsPatch } from './settings-types.js';
 
 /**
  * Workspace settings (BEHAVIOUR §9.2): one stream per workspace. Each event carries only the keys that changed, so
  * every field is its own value and two admins changing different fields never overwrite each other.
  */
-export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Partial<SettingsDto>; changedAt: number }>;
+export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Partial<Settings>; changedAt: number }>;
 export const settingsStreamId = (workspaceId: string) => `settings-${workspaceId}`;
 
 export const notifyEvents: readonly NotifyEvent[] = ['run.failed', 'run.fell_back', 'job.demoted'];
@@ -24,7 +25,7 @@ export const defaultLimits: Limits = {
 };
 
 /** What a workspace that never changed anything has. `defaultImage: null` means the server's sandbox image. */
-export const defaultSettings: SettingsDto = {
+export const defaultSettings: Settings = {
   agentModelId: null,
   utilityModelId: null,
   reflectionModelId: null,
@@ -38,10 +39,10 @@ export const defaultSettings: SettingsDto = {
 };
 
 /** The stored keys over the defaults; limits field by field, so a limit added later gets its default. */
-export function withDefaults(stored: Partial<SettingsDto>): SettingsDto {
+export function withDefaults(stored: Partial<Settings>): Settings {
   const known = Object.fromEntries(
     Object.entries(stored).filter(([k, v]) => k in defaultSettings && v !== undefined),
-  ) as Partial<SettingsDto>;
+  ) as Partial<Settings>;
   return { ...defaultSettings, ...known, defaultLimits: { ...defaultLimits, ...(known.defaultLimits ?? {}) } };
 }
 
@@ -67,10 +68,10 @@ const isHttpUrl = (text: string) => {
 };
 
 /** Checks a patch against the rules the schema cannot say and turns it into stored values (empty text = unset). */
-function normalize(command: SettingsCommand, state: Partial<SettingsDto>): Partial<SettingsDto> {
+function normalize(command: SettingsCommand, state: Partial<Settings>): Partial<Settings> {
   const p = command.patch;
   const errors = new FieldErrors();
-  const out: Partial<SettingsDto> = {};
+  const out: Partial<Settings> = {};
   for (const key of defaultModelKeys) {
     const id = p[key];
     if (id === undefined) continue;
@@ -104,16 +105,16 @@ function normalize(command: SettingsCommand, state: Partial<SettingsDto>): Parti
   return out;
 }
 
-export const settingsDecider: Decider<SettingsCommand, SettingsEvent, Partial<SettingsDto>> = {
+export const settingsDecider: Decider<SettingsCommand, SettingsEvent, Partial<Settings>> = {
   initialState: {},
   evolve: (state, event) => ({ ...state, ...event.data.changes }),
   decide(command, state) {
     const effective = withDefaults(state);
     const changes = Object.fromEntries(
       Object.entries(normalize(command, state)).filter(
-        ([k, v]) => JSON.stringify(effective[k as keyof SettingsDto]) !== JSON.stringify(v),
+        ([k, v]) => JSON.stringify(effective[k as keyof Settings]) !== JSON.stringify(v),
       ),
-    ) as Partial<SettingsDto>;
+    ) as Partial<Settings>;
     return Object.keys(changes).length ? [{ type: 'SettingsChanged', data: { changes, changedAt: command.now } }] : [];
   },
 };

@@ -77,3 +77,12 @@ export const IdParams = Type.Object(
 export type IdParams = Static<typeof IdParams>;
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/**
+ * True only when two types are identical (optional fields, nullability and literal unions included; mutual
+ * assignability would let an added optional field through). Schemas that carry a domain type prove with it that the
+ * API and what the domain stores agree (docs/events.md, "Stored shapes").
+ */
+export type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** Fails to compile unless given `true`: `Agrees<Same<Static<typeof X>, domain.X>>`. */
+export type Agrees<T extends true> = T;

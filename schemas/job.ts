@@ -1,5 +1,7 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
+import { Envelope, Nullable, listQueryProperties, type Agrees, type Same } from './common.js';
+import { limitBounds } from '../domain/job-types.js';
+import type * as domain from '../domain/job-types.js';
 
 export const Mode = Type.Union([Type.Literal('explore'), Type.Literal('assisted'), Type.Literal('scripted')], {
   $id: 'Mode',
@@ -57,17 +59,6 @@ export const Spec = Type.Object(
 );
 export type Spec = Static<typeof Spec>;
 
-const limitBounds = {
-  timeoutSeconds: { minimum: 30, maximum: 86400 },
-  maxTurns: { minimum: 1, maximum: 1000 },
-  maxCostUsd: bounds.usd,
-  cpus: { minimum: 0.1, maximum: 64 },
-  memoryMb: { minimum: 64, maximum: 262144 },
-  pidsLimit: { minimum: 16, maximum: 65536 },
-  // At least room for a checkout and a toolchain's caches; at most what a sparse file on one host disk may claim.
-  diskMb: { minimum: 64, maximum: 1048576 },
-} as const;
-
 /** Per-job overrides; unset fields fall back to the workspace defaults. */
 export const LimitOverrides = Type.Object(
   {
@@ -97,8 +88,6 @@ export const Limits = Type.Object(
   { $id: 'Limits', additionalProperties: false },
 );
 export type Limits = Static<typeof Limits>;
-
-export { limitBounds };
 
 const jobFieldProperties = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -260,3 +249,19 @@ export const JobListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type JobListQuery = Static<typeof JobListQuery>;
+
+export { limitBounds };
+
+// The API carries the domain's job values exactly (docs/events.md, "Stored shapes").
+export type JobSchemasAgree = [
+  Agrees<Same<Mode, domain.Mode>>,
+  Agrees<Same<Network, domain.Network>>,
+  Agrees<Same<Concurrency, domain.Concurrency>>,
+  Agrees<Same<RunStatus, domain.RunStatus>>,
+  Agrees<Same<IOField, domain.IOField>>,
+  Agrees<Same<Spec, domain.Spec>>,
+  Agrees<Same<LimitOverrides, domain.LimitOverrides>>,
+  Agrees<Same<Limits, domain.Limits>>,
+  Agrees<Same<JobFields, domain.JobFields>>,
+  Agrees<Same<JobPatch, domain.JobPatch>>,
+];

@@ -1,6 +1,7 @@
 import { Trigger } from './run.js';
 import Type, { type Static } from 'typebox';
-import { Nullable } from './common.js';
+import { Nullable, type Agrees, type Same } from './common.js';
+import type * as domain from '../domain/notification-types.js';
 import { Mode, RunStatus } from './job.js';
 
 /** What a notification is about: the three triggers of BEHAVIOUR §9.3, or the settings page's test. */
@@ -57,3 +58,9 @@ export const NotificationTestResult = Type.Object(
   { $id: 'NotificationTestResult', additionalProperties: false },
 );
 export type NotificationTestResult = Static<typeof NotificationTestResult>;
+
+// The API carries the domain's notification body exactly (docs/events.md, "Stored shapes").
+export type NotificationSchemasAgree = [
+  Agrees<Same<NotificationEvent, domain.NotificationEvent>>,
+  Agrees<Same<NotificationBody, domain.NotificationBody>>,
+];

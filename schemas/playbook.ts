@@ -1,20 +1,9 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties, type Agrees, type Same } from './common.js';
+import { playbookLimits } from '../domain/playbook-types.js';
+import type * as domain from '../domain/playbook-types.js';
 
-/** Limits of playbook parts (BEHAVIOUR §4.3, §4.4); the domain checks them too, so ops and edits agree. */
-export const playbookLimits = {
-  learningText: 600,
-  learningKind: 32,
-  learningWhen: 200,
-  learnings: 200,
-  scripts: 20,
-  scriptBytes: 64 * 1024,
-  mainBytes: 64 * 1024,
-  setupBytes: 16 * 1024,
-  dockerfileBytes: 16 * 1024,
-  summary: 500,
-  sources: 5,
-} as const;
+export { playbookLimits };
 
 export const LearningStatus = Type.Union([Type.Literal('active'), Type.Literal('retired')]);
 
@@ -246,3 +235,15 @@ export const RollbackBody = Type.Object(
   { $id: 'RollbackBody', additionalProperties: false },
 );
 export type RollbackBody = Static<typeof RollbackBody>;
+
+// The API carries the domain's playbook parts exactly (docs/events.md, "Stored shapes").
+export type PlaybookSchemasAgree = [
+  Agrees<Same<Learning, domain.Learning>>,
+  Agrees<Same<Script, domain.Script>>,
+  Agrees<Same<LearningInput, domain.LearningInput>>,
+  Agrees<Same<ScriptInput, domain.ScriptInput>>,
+  Agrees<Same<ContentInput, domain.ContentInput>>,
+  Agrees<Same<OpTest, domain.OpTest>>,
+  Agrees<Same<AppliedOp, domain.AppliedOp>>,
+  Agrees<Same<PlaybookAuthor, domain.PlaybookAuthor>>,
+];

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, listQueryProperties } from './common.js';
+import { Envelope, Nullable, listQueryProperties, type Agrees, type Same } from './common.js';
+import type * as domain from '../domain/model-types.js';
 
 export const ProviderKind = Type.Union([Type.Literal('anthropic'), Type.Literal('openai'), Type.Literal('fake')], {
   $id: 'ProviderKind',
@@ -180,3 +181,9 @@ export const FakeScriptBody = Type.Object(
 );
 
 export const ProviderListQuery = Type.Object({ ...listQueryProperties }, { additionalProperties: false });
+
+// The API carries the domain's price and capabilities exactly (docs/events.md, "Stored shapes").
+export type ProviderSchemasAgree = [
+  Agrees<Same<Static<typeof Price>, domain.Price>>,
+  Agrees<Same<Static<typeof Caps>, domain.Caps>>,
+];

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
+import { Envelope, Nullable, bounds, listQueryProperties, type Agrees, type Same } from './common.js';
+import type { Trigger as DomainTrigger } from '../domain/run.js';
 import { Mode, RunStatus } from './job.js';
 import { AppliedOp } from './playbook.js';
 
@@ -14,6 +15,8 @@ export const Trigger = Type.Union(
   ],
   { $id: 'Trigger' },
 );
+// The API names the triggers the domain stores (docs/events.md, "Stored shapes").
+export type TriggerAgrees = Agrees<Same<Static<typeof Trigger>, DomainTrigger>>;
 
 /** The run record of SPEC §2.6, plus the job it belongs to and what it was started with. */
 export const RunDto = Type.Object(

@@ -1,5 +1,7 @@
 import Type, { type Static } from 'typebox';
-import { Nullable, bounds } from './common.js';
+import { Nullable, bounds, type Agrees, type Same } from './common.js';
+import type * as domain from '../domain/settings-types.js';
+import type { NotifyEvent as DomainNotifyEvent } from '../domain/notification-types.js';
 import { LimitOverrides, Limits } from './job.js';
 
 export const NotifyEvent = Type.Union(
@@ -49,3 +51,10 @@ export const SettingsPatch = Type.Object(
   { $id: 'SettingsPatch', additionalProperties: false },
 );
 export type SettingsPatch = Static<typeof SettingsPatch>;
+
+// The API carries the domain's settings exactly (docs/events.md, "Stored shapes").
+export type SettingsSchemasAgree = [
+  Agrees<Same<NotifyEvent, DomainNotifyEvent>>,
+  Agrees<Same<SettingsDto, domain.Settings>>,
+  Agrees<Same<SettingsPatch, domain.SettingsPatch>>,
+];
