@@ -1,25 +1,14 @@
+import { Cron } from 'croner';
 import { errorMessage } from './error-message.js';
+
 /**
- * Cron schedules: five fields or a descriptor, evaluated on wall-clock time in an IANA timezone (BEHAVIOUR §7.1).
- * A wall time inside a skipped DST hour fires once, at the jump; a wall time that happens twice fires once, the
- * first time. Pure: time comes in as arguments.
+ * Cron schedules (docs/design.md, "Schedules"): five standard fields or a descriptor, evaluated on the wall clock of
+ * an IANA timezone. croner parses the expression and walks the calendar; the step from a wall time to an instant is
+ * done here, because croner's own timezone mode treats DST differently for schedules with a wildcard, step or list in
+ * the minute or hour field. Pure: time comes in as arguments.
  */
 
 export class CronError extends Error {}
-
-interface Field {
-  values: boolean[];
-  /** Written as `*` or `*\/n`: such a day field does not restrict (classic cron day-of-month/day-of-week rule). */
-  star: boolean;
-}
-
-export interface CronSchedule {
-  minute: Field;
-  hour: Field;
-  dayOfMonth: Field;
-  month: Field;
-  dayOfWeek: Field;
-}
 
 const descriptors: Record<string, string> = {
   '@yearly': '0 0 1 1 *',
@@ -33,16 +22,16 @@ const descriptors: Record<string, string> = {
 
 const monthNames = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 const dayNames = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
-const maxDays = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 interface FieldSpec {
   name: string;
   min: number;
   max: number;
   names?: string[];
+  /** The number of the first name: months count from 1, days of the week from 0. */
   namesFrom?: number;
 }
-const specs: FieldSpec[] = [
+const specs: readonly [FieldSpec, FieldSpec, FieldSpec, FieldSpec, FieldSpec] = [
   { name: 'minute', min: 0, max: 59 },
   { name: 'hour', min: 0, max: 23 },
   { name: 'day of month', min: 1, max: 31 },
@@ -50,9 +39,8 @@ const specs: FieldSpec[] = [
   { name: 'day of week', min: 0, max: 7, names: dayNames, namesFrom: 0 },
 ];
 
-function parseNumber(text: string, spec: FieldSpec): number {
-  const lower = text.toLowerCase();
-  const named = spec.names?.indexOf(lower) ?? -1;
+function valueOf(text: string, spec: FieldSpec): number {
+  const named = spec.names?.indexOf(text.toLowerCase()) ?? -1;
   if (named >= 0) return named + (spec.namesFrom ?? 0);
   if (!/^\d+$/.test(text)) throw new CronError(`"${text}" is not a number in the ${spec.name} field`);
   const n = Number(text);
@@ -61,44 +49,28 @@ function parseNumber(text: string, spec: FieldSpec): number {
   return n;
 }
 
-function parseField(text: string, spec: FieldSpec): Field {
-  const values = new Array<boolean>(spec.max + 1).fill(false);
+/**
+ * The standard syntax only (numbers, names, `*`, lists, ranges, steps), with messages that name the field: croner
+ * also reads seconds, `L`, `W`, `#` and `?` (which reads the clock), and its range messages count days and months
+ * from 0. `5/15` (from 5 on, every 15) stays valid, as it was before croner.
+ */
+function checkField(text: string, spec: FieldSpec): void {
   for (const item of text.split(',')) {
-    if (item === '') throw new CronError(`empty list item in the ${spec.name} field`);
-    const [range, stepText, extra] = item.split('/');
-    if (extra !== undefined) throw new CronError(`"${item}" has more than one step in the ${spec.name} field`);
-    let step = 1;
-    if (stepText !== undefined) {
-      if (!/^\d+$/.test(stepText) || Number(stepText) === 0)
-        throw new CronError(`"${stepText}" is not a valid step in the ${spec.name} field`);
-      step = Number(stepText);
-    }
-    let lo: number;
-    let hi: number;
-    if (range === '*') {
-      lo = spec.min;
-      hi = spec.name === 'day of week' ? 6 : spec.max;
-    } else if (range!.includes('-')) {
-      const [a, b, more] = range!.split('-');
-      if (more !== undefined || a === undefined || b === undefined)
-        throw new CronError(`"${range}" is not a valid range in the ${spec.name} field`);
-      lo = parseNumber(a, spec);
-      hi = parseNumber(b, spec);
-      if (lo > hi) throw new CronError(`the range ${range} runs backwards in the ${spec.name} field`);
-    } else {
-      lo = parseNumber(range!, spec);
-      hi = stepText !== undefined ? (spec.name === 'day of week' ? 6 : spec.max) : lo;
-    }
-    for (let v = lo; v <= hi; v += step) values[v] = true;
+    const m = /^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:\/(\d+))?$/i.exec(item);
+    if (!m || (m[1] === '*' && m[2] !== undefined))
+      throw new CronError(`"${item}" is not a number, a range or * with an optional /step in the ${spec.name} field`);
+    const [, from, to, step] = m;
+    if (step !== undefined && Number(step) === 0)
+      throw new CronError(`"${step}" is not a valid step in the ${spec.name} field`);
+    if (from === '*' || from === undefined) continue;
+    const lo = valueOf(from, spec);
+    if (to !== undefined && valueOf(to, spec) < lo)
+      throw new CronError(`the range ${from}-${to} runs backwards in the ${spec.name} field`);
   }
-  if (spec.name === 'day of week' && values[7]) {
-    values[0] = true;
-    values[7] = false;
-  }
-  return { values, star: text.startsWith('*') };
 }
 
-export function parseCron(expr: string): CronSchedule {
+/** croner on a clock without DST: the wall clock of the job's zone, written as if it were UTC. */
+function compile(expr: string): Cron {
   const trimmed = expr.trim();
   if (/^(CRON_)?TZ=/i.test(trimmed)) throw new CronError('must not set a timezone, use the timezone field instead');
   if (/^@every\b/i.test(trimmed)) throw new CronError('must be a five-field expression or a descriptor such as @daily');
@@ -109,37 +81,20 @@ export function parseCron(expr: string): CronSchedule {
     body = d;
   }
   const parts = body.split(/\s+/).filter(Boolean);
-  if (parts.length !== 5)
-    throw new CronError(`is not a valid cron expression: expected five fields, found ${parts.length}`);
   try {
-    const [minute, hour, dayOfMonth, month, dayOfWeek] = parts.map((p, i) => parseField(p, specs[i]!)) as [
-      Field,
-      Field,
-      Field,
-      Field,
-      Field,
-    ];
-    return { minute, hour, dayOfMonth, month, dayOfWeek };
+    if (parts.length !== 5) throw new CronError(`expected five fields, found ${parts.length}`);
+    parts.forEach((part, i) => checkField(part, specs[i as 0 | 1 | 2 | 3 | 4]));
+    return new Cron(parts.join(' '), { mode: '5-part', utcOffset: 0, sloppyRanges: true });
   } catch (err) {
-    throw new CronError(`is not a valid cron expression: ${errorMessage(err)}`);
+    throw new CronError(`is not a valid cron expression: ${errorMessage(err).replace(/^CronPattern: /, '')}`);
   }
-}
-
-/** True when some month of the schedule has one of its days: `0 0 30 2 *` never fires. */
-function canFire(s: CronSchedule): boolean {
-  if (s.dayOfMonth.star || !s.dayOfWeek.star) return true;
-  for (let m = 1; m <= 12; m++) {
-    if (!s.month.values[m]) continue;
-    for (let d = 1; d <= maxDays[m - 1]!; d++) if (s.dayOfMonth.values[d]) return true;
-  }
-  return false;
 }
 
 /** Null when the expression is valid, else a message that reads after the field name. */
 export function validateCron(expr: string): string | null {
   try {
-    if (!canFire(parseCron(expr))) return 'never fires';
-    return null;
+    // A day that no month has (`0 0 30 2 *`): croner searches its whole horizon and finds nothing.
+    return compile(expr).nextRun(new Date(0)) === null ? 'never fires' : null;
   } catch (err) {
     return errorMessage(err);
   }
@@ -208,60 +163,23 @@ function firstInstant(wall: number, timezone: string): number {
   return hi;
 }
 
-function dayMatches(s: CronSchedule, d: Date): boolean {
-  const dom = s.dayOfMonth.values[d.getUTCDate()]!;
-  const dow = s.dayOfWeek.values[d.getUTCDay()]!;
-  if (s.dayOfMonth.star && s.dayOfWeek.star) return true;
-  if (s.dayOfMonth.star) return dow;
-  if (s.dayOfWeek.star) return dom;
-  return dom || dow;
-}
-
-/** The next wall time at or after `from` that the schedule matches, skipping whole months, days and hours. */
-function nextWall(s: CronSchedule, from: number, limit: number): number | null {
-  let t = from;
-  while (t < limit) {
-    const d = new Date(t);
-    if (!s.month.values[d.getUTCMonth() + 1]) {
-      t = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-      continue;
-    }
-    if (!dayMatches(s, d)) {
-      t = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
-      continue;
-    }
-    if (!s.hour.values[d.getUTCHours()]) {
-      t = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours() + 1);
-      continue;
-    }
-    if (!s.minute.values[d.getUTCMinutes()]) {
-      t += minute;
-      continue;
-    }
-    return t;
-  }
-  return null;
-}
-
 /** The first firing strictly after `after` (Unix ms, on a whole minute), or null for an invalid expression or zone. */
 export function nextOccurrence(expr: string, timezone: string, after: number): number | null {
-  let schedule: CronSchedule;
+  let cron: Cron;
   try {
-    schedule = parseCron(expr);
+    cron = compile(expr);
   } catch {
     return null;
   }
-  if (!canFire(schedule) || !isValidTimezone(timezone)) return null;
-  let wall = wallOf(after, timezone) + minute;
-  // Leap days of a restricted weekday can be up to 28 years apart.
-  const limit = wall + 30 * 366 * 24 * hour;
+  if (!isValidTimezone(timezone)) return null;
+  let wall = wallOf(after, timezone);
   for (;;) {
-    const w = nextWall(schedule, wall, limit);
-    if (w === null) return null;
-    const instant = firstInstant(w, timezone);
+    const next = cron.nextRun(new Date(wall));
+    if (next === null) return null;
+    wall = next.getTime();
+    const instant = firstInstant(wall, timezone);
     // A wall time already passed (the second run of a repeated hour) is not fired again.
     if (instant > after) return instant;
-    wall = w + minute;
   }
 }
 
@@ -286,17 +204,18 @@ function single(text: string): number | null {
   return /^\d+$/.test(text) ? Number(text) : null;
 }
 
-function listWords(text: string, words: string[], offset: number, spec: FieldSpec): string {
+function listWords(text: string, words: string[], spec: FieldSpec): string {
+  // Months count from 1; day 7 is Sunday again.
+  const word = (x: string) => {
+    const v = valueOf(x, spec);
+    return words[spec.name === 'month' ? v - 1 : v % 7] ?? x;
+  };
   return text
     .split(',')
     .map((item) => {
-      const [a, b] = item.split('-');
-      const word = (x: string) => words[(parseNumber(x, spec) % (spec.name === 'day of week' ? 7 : 13)) - offset] ?? x;
-      return b !== undefined && !item.includes('/')
-        ? `${word(a!)} through ${word(b)}`
-        : item.includes('/')
-          ? item
-          : word(a!);
+      if (item.includes('/')) return item;
+      const [a, b] = item.split('-') as [string, string | undefined];
+      return b !== undefined ? `${word(a)} through ${word(b)}` : word(a);
     })
     .join(', ');
 }
@@ -305,7 +224,7 @@ function listWords(text: string, words: string[], offset: number, spec: FieldSpe
 export function describeCron(expr: string): string {
   const trimmed = expr.trim();
   try {
-    parseCron(trimmed);
+    compile(trimmed);
   } catch {
     return trimmed;
   }
@@ -332,8 +251,8 @@ export function describeCron(expr: string): string {
   else time = `at minutes ${mi} past hours ${h}`;
   const days: string[] = [];
   if (dom !== '*') days.push(single(dom) !== null ? `on day ${dom} of the month` : `on days ${dom} of the month`);
-  if (dow !== '*') days.push(`on ${listWords(dow, dayWords, 0, specs[4]!)}`);
-  if (mon !== '*') days.push(`in ${listWords(mon, monthWords, 1, specs[3]!)}`);
+  if (dow !== '*') days.push(`on ${listWords(dow, dayWords, specs[4])}`);
+  if (mon !== '*') days.push(`in ${listWords(mon, monthWords, specs[3])}`);
   const dayPart = days.join(' or ').replace(' or in ', ' in ');
   const sentence = dayPart ? `${time} ${dayPart}` : time.startsWith('at ') ? `every day ${time}` : time;
   return sentence[0]!.toUpperCase() + sentence.slice(1);

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { Cron } from 'croner';
 import { describeCron, isValidTimezone, nextOccurrence, validateCron } from '../../domain/cron.js';
 
 const at = (iso: string) => Date.parse(iso);
@@ -43,6 +44,57 @@ describe('cron validation', () => {
     assert.equal(validateCron('0 0 30 2 *'), 'never fires');
     assert.equal(validateCron('0 0 31 4,6,9,11 *'), 'never fires');
     assert.equal(validateCron('0 0 31 2 1'), null, 'day of week makes it fire');
+  });
+
+  it('keeps to the standard five fields, which croner alone would widen', () => {
+    const refused: Array<[string, RegExp]> = [
+      ['0 0 9 * * *', /expected five fields, found 6/],
+      ['0 0 L * *', /"L" is not a number in the day of month field/],
+      ['0 0 15W * *', /"15W" is not a number in the day of month field/],
+      ['0 0 * * 5#2', /"5#2" is not a number, a range or \* with an optional \/step in the day of week field/],
+      ['0 0 ? * *', /"\?" is not a number, a range/],
+      ['0 0 * * +1', /"\+1" is not a number, a range/],
+      ['/5 * * * *', /"\/5" is not a number, a range/],
+      ['*-5 * * * *', /"\*-5" is not a number, a range/],
+      ['1,,2 * * * *', /"" is not a number, a range/],
+      ['0 0 * * jan', /"jan" is not a number in the day of week field/],
+      ['0 0 * mon *', /"mon" is not a number in the month field/],
+    ];
+    for (const [expr, reason] of refused) {
+      const problem = validateCron(expr);
+      assert.match(problem ?? 'accepted', /^is not a valid cron expression: /, expr);
+      assert.match(problem!, reason, expr);
+    }
+  });
+
+  it('names the field and its range where croner would count days and months from 0', () => {
+    assert.equal(
+      validateCron('0 0 32 * *'),
+      'is not a valid cron expression: 32 is out of range for the day of month field (1-31)',
+    );
+    assert.equal(
+      validateCron('0 0 0 * *'),
+      'is not a valid cron expression: 0 is out of range for the day of month field (1-31)',
+    );
+    assert.equal(
+      validateCron('0 0 * 13 *'),
+      'is not a valid cron expression: 13 is out of range for the month field (1-12)',
+    );
+    assert.equal(
+      validateCron('0 24 * * *'),
+      'is not a valid cron expression: 24 is out of range for the hour field (0-23)',
+    );
+    assert.equal(
+      validateCron('0 0 * * 6-0'),
+      'is not a valid cron expression: the range 6-0 runs backwards in the day of week field',
+    );
+    // What croner refuses past our checks keeps its reason, without croner's class name.
+    assert.equal(
+      validateCron('*/61 * * * *'),
+      'is not a valid cron expression: Syntax error, steps cannot be greater than maximum value of part (60)',
+    );
+    assert.equal(validateCron('@DAILY'), null, 'descriptors in any case');
+    assert.equal(validateCron('0\t9  *  * 1'), null, 'any run of blanks separates fields');
   });
 
   it('knows IANA timezones only', () => {
@@ -129,6 +181,13 @@ describe('next occurrence', () => {
     }
   });
 
+  it('reads a number with a step as "from there on, every step"', () => {
+    let t = at('2026-01-01T10:00:00Z');
+    const got: string[] = [];
+    for (let i = 0; i < 5; i++) got.push(iso((t = nextOccurrence('5/15 * * * *', 'UTC', t)!))!.slice(11, 16));
+    assert.deepEqual(got, ['10:05', '10:20', '10:35', '10:50', '11:05']);
+  });
+
   it('answers null for invalid input', () => {
     assert.equal(nextOccurrence('nope', 'UTC', 0), null);
     assert.equal(nextOccurrence('0 0 * * *', 'Mars/Olympus', 0), null);
@@ -147,8 +206,125 @@ describe('describeCron', () => {
       ['0 */2 * * *', 'Every 2 hours'],
       ['* * * * *', 'Every minute'],
       ['0 0 1 1 *', 'At 00:00 on day 1 of the month in January'],
+      ['0 0 1 12 *', 'At 00:00 on day 1 of the month in December'],
+      ['0 0 1 oct-DEC *', 'At 00:00 on day 1 of the month in October through December'],
+      ['0 9 * * mon-fri', 'At 09:00 on Monday through Friday'],
+      ['0 9 * * 7', 'At 09:00 on Sunday'],
     ];
     for (const [expr, words] of cases) assert.equal(describeCron(expr), words, expr);
     assert.equal(describeCron('not cron'), 'not cron');
+  });
+});
+
+/** `n` consecutive firings after `from`, as UTC date and minute, each strictly after the one before. */
+function firings(expr: string, timezone: string, from: string, n: number): string[] {
+  const got: string[] = [];
+  let t = at(from);
+  for (let i = 0; i < n; i++) {
+    const next = nextOccurrence(expr, timezone, t);
+    assert.ok(next !== null && next > t, `${expr} fires after ${iso(t)}`);
+    got.push(iso((t = next))!.slice(0, 16));
+  }
+  return got;
+}
+
+describe('DST, in Europe/Berlin and America/New_York (docs/design.md, "Schedules")', () => {
+  // Berlin 2026-03-29: 02:00 CET jumps to 03:00 CEST at 01:00Z; 2026-10-25: 03:00 CEST falls back to 02:00 CET at 01:00Z.
+  // New York 2026-03-08: 02:00 EST jumps to 03:00 EDT at 07:00Z; 2026-11-01: 02:00 EDT falls back to 01:00 EST at 06:00Z.
+
+  it('fires a fixed time in the spring-forward gap once, at the jump', () => {
+    assert.deepEqual(firings('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 2), [
+      '2026-03-29T01:00',
+      '2026-03-30T00:30',
+    ]);
+    assert.deepEqual(firings('0 2 * * *', 'America/New_York', '2026-03-08T00:00:00Z', 2), [
+      '2026-03-08T07:00',
+      '2026-03-09T06:00',
+    ]);
+  });
+
+  it('fires a gap time of a list or a wildcard hour at the jump too, once', () => {
+    assert.deepEqual(firings('30 2,14 * * *', 'America/New_York', '2026-03-08T00:00:00Z', 3), [
+      '2026-03-08T07:00',
+      '2026-03-08T18:30',
+      '2026-03-09T06:30',
+    ]);
+    assert.deepEqual(firings('30 * * * *', 'America/New_York', '2026-03-08T05:00:00Z', 4), [
+      '2026-03-08T05:30',
+      '2026-03-08T06:30',
+      '2026-03-08T07:00',
+      '2026-03-08T07:30',
+    ]);
+    // 02:00, 02:15, 02:30 and 02:45 all fall into the gap: one firing at the jump stands for them.
+    assert.deepEqual(firings('*/15 * * * *', 'Europe/Berlin', '2026-03-29T00:40:00Z', 3), [
+      '2026-03-29T00:45',
+      '2026-03-29T01:00',
+      '2026-03-29T01:15',
+    ]);
+  });
+
+  it('fires a fixed time that happens twice once, the first time', () => {
+    assert.deepEqual(firings('30 2 * * *', 'Europe/Berlin', '2026-10-24T12:00:00Z', 2), [
+      '2026-10-25T00:30',
+      '2026-10-26T01:30',
+    ]);
+    assert.deepEqual(firings('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z', 2), [
+      '2026-11-01T05:30',
+      '2026-11-02T06:30',
+    ]);
+  });
+
+  it('does not repeat the hour that happens twice for a list, a wildcard hour or a step', () => {
+    assert.deepEqual(firings('30 1,13 * * *', 'America/New_York', '2026-11-01T04:00:00Z', 2), [
+      '2026-11-01T05:30',
+      '2026-11-01T18:30',
+    ]);
+    assert.deepEqual(firings('0 * * * *', 'America/New_York', '2026-11-01T04:30:00Z', 3), [
+      '2026-11-01T05:00',
+      '2026-11-01T07:00',
+      '2026-11-01T08:00',
+    ]);
+    // Counted from inside the second pass (a late firing, a job saved then), its times have all fired already.
+    assert.deepEqual(firings('*/15 * * * *', 'America/New_York', '2026-11-01T06:10:00Z', 2), [
+      '2026-11-01T07:00',
+      '2026-11-01T07:15',
+    ]);
+    assert.deepEqual(firings('*/30 * * * *', 'Europe/Berlin', '2026-10-24T23:50:00Z', 4), [
+      '2026-10-25T00:00',
+      '2026-10-25T00:30',
+      '2026-10-25T02:00',
+      '2026-10-25T02:30',
+    ]);
+  });
+
+  it("differs from croner's own timezone mode exactly where docs/design.md says (why the wrapper maps wall times)", () => {
+    const native = (expr: string, timezone: string, from: string, n: number) =>
+      new Cron(expr, { timezone, mode: '5-part' })
+        .nextRuns(n, new Date(from))
+        .map((d) => iso(d.getTime())!.slice(0, 16));
+    // Fixed times agree.
+    assert.deepEqual(native('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 2), [
+      '2026-03-29T01:00',
+      '2026-03-30T00:30',
+    ]);
+    assert.deepEqual(native('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z', 2), [
+      '2026-11-01T05:30',
+      '2026-11-02T06:30',
+    ]);
+    // A list skips the gap time that day; a wildcard hour skips it; a repeated hour fires twice.
+    assert.deepEqual(native('30 2,14 * * *', 'America/New_York', '2026-03-08T00:00:00Z', 1), ['2026-03-08T18:30']);
+    assert.deepEqual(native('30 * * * *', 'America/New_York', '2026-03-08T06:00:00Z', 2), [
+      '2026-03-08T06:30',
+      '2026-03-08T07:30',
+    ]);
+    assert.deepEqual(native('0 * * * *', 'America/New_York', '2026-11-01T04:30:00Z', 3), [
+      '2026-11-01T05:00',
+      '2026-11-01T06:00',
+      '2026-11-01T07:00',
+    ]);
+    assert.deepEqual(native('30 1,13 * * *', 'America/New_York', '2026-11-01T04:00:00Z', 2), [
+      '2026-11-01T05:30',
+      '2026-11-01T06:30',
+    ]);
   });
 });
