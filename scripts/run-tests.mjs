@@ -59,20 +59,19 @@ function printSlowest(count) {
 }
 
 rmSync(durationsFile, { force: true });
+const reporters = [
+  '--test-reporter=spec',
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${join(root, 'scripts', 'durations-reporter.mjs')}`,
+  '--test-reporter-destination=/dev/null',
+];
+// Unit tests share one process (scripts/import-tests.mjs): a process per file would spend more on starting tsx than
+// on the tests. Everything else gets a process per file, two at a time.
 const child = spawn(
   process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${join(root, 'scripts', 'durations-reporter.mjs')}`,
-    '--test-reporter-destination=/dev/null',
-    '--test-concurrency=2',
-    '--test-timeout=300000',
-    ...files,
-  ],
+  only === 'unit'
+    ? ['--import', 'tsx', ...reporters, join(root, 'scripts', 'import-tests.mjs'), ...files]
+    : ['--import', 'tsx', '--test', ...reporters, '--test-concurrency=2', '--test-timeout=300000', ...files],
   { cwd: root, stdio: 'inherit', env },
 );
 const stopAll = async (signal) => {

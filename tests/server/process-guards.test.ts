@@ -31,12 +31,16 @@ function inChild(body: string): Promise<{ code: number | null; out: string }> {
 
 describe('process guards of svc serve', () => {
   it('logs an unhandled rejection with its stack and keeps running', async () => {
+    // Listeners run in the order they were added, so this one runs after the guard's: by then the guard has logged
+    // and returned. A guard that began to stop would have printed STOPPED, which its stop does before anything else.
     const { code, out } = await inChild(`
+      process.on('unhandledRejection', () => setImmediate(() => { console.log('STILL SERVING'); process.exit(0); }));
       void Promise.reject(new Error('a store write failed nobody awaited'));
-      setTimeout(() => { console.log('STILL SERVING'); process.exit(0); }, 200);
+      setInterval(() => {}, 1000);
     `);
     assert.equal(code, 0, out);
     assert.match(out, /STILL SERVING/);
+    assert.doesNotMatch(out, /STOPPED/, 'the guard did not begin to stop');
     const line = out.split('\n').find((l) => l.includes('unhandled promise rejection'));
     assert.ok(line, out);
     const entry = JSON.parse(line) as { level: number; err: { message: string; stack: string } };
@@ -47,7 +51,7 @@ describe('process guards of svc serve', () => {
 
   it('logs an uncaught exception as fatal, stops in order and exits 1', async () => {
     const { code, out } = await inChild(`
-      setTimeout(() => { throw new Error('state may be half-changed'); }, 10);
+      setImmediate(() => { throw new Error('state may be half-changed'); });
       setInterval(() => {}, 1000);
     `);
     assert.equal(code, 1, out);
