@@ -19,6 +19,7 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/openapi.json': pub,
   'GET /api/openapi.yaml': pub,
   'GET /api/docs': pub,
+  'GET /api/docs/:file': pub,
   'GET /api/auth/link/:token': pub,
   'POST /api/auth/logout': pub,
   'GET /': pub,
