@@ -57,10 +57,10 @@ export function run(args: string[], options: RunOptions = {}): Promise<RunResult
       child.kill('SIGKILL');
       reject(
         new Error(
-          `svc ${args.join(' ')} did not finish within ${options.timeoutMs ?? 10000} ms; stderr: ${Buffer.concat(err).toString()}`,
+          `svc ${args.join(' ')} did not finish within ${options.timeoutMs ?? 30_000} ms; stderr: ${Buffer.concat(err).toString()}`,
         ),
       );
-    }, options.timeoutMs ?? 10000);
+    }, options.timeoutMs ?? 30_000);
     child.on('error', reject);
     if (child.pid && options.started) options.started(child.pid);
     child.on('close', (code, signal) => {
