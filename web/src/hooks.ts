@@ -1,5 +1,5 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, get } from './api.js';
+import { useCallback, useEffect, useEffectEvent, useState } from 'react';
+import { asApiError, type ApiError } from './api.js';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -9,33 +9,33 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** GETs `path` (null: nothing) and again whenever it changes; a late answer for an older path is dropped. */
-export function useApi<T>(path: string | null): Loaded<T> {
+/**
+ * Runs `load` (a `call` of the typed client) when `key` is set and again whenever it changes; a late answer for an
+ * older key is dropped. `key` names what `load` fetches (its path and query), so the page says when it changed.
+ */
+export function useApi<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>): Loaded<T> {
   const [state, setState] = useState<{
-    path: string | null;
     data: T | undefined;
     error: ApiError | null;
     loading: boolean;
-  }>({ path, data: undefined, error: null, loading: path !== null });
+  }>({ data: undefined, error: null, loading: key !== null });
   const [tick, setTick] = useState(0);
+  const run = useEffectEvent((signal: AbortSignal) => load(signal));
   useEffect(() => {
-    if (path === null) return;
+    if (key === null) return;
     const abort = new AbortController();
     setState((s) => ({ ...s, loading: true }));
-    get<T>(path, abort.signal).then(
-      (data) => setState({ path, data, error: null, loading: false }),
+    run(abort.signal).then(
+      (data) => {
+        if (!abort.signal.aborted) setState({ data, error: null, loading: false });
+      },
       (err: unknown) => {
         if (abort.signal.aborted) return;
-        setState((s) => ({
-          ...s,
-          path,
-          error: err instanceof ApiError ? err : new ApiError(0, 'error', String(err)),
-          loading: false,
-        }));
+        setState((s) => ({ ...s, error: asApiError(err), loading: false }));
       },
     );
     return () => abort.abort();
-  }, [path, tick]);
+  }, [key, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
@@ -48,8 +48,7 @@ export function useRunEvents(
   onChange: (e: { runId: string; jobId: string; status: string }) => void,
   minMs = 500,
 ): void {
-  const latest = useRef(onChange);
-  latest.current = onChange;
+  const notify = useEffectEvent((e: { runId: string; jobId: string; status: string }) => onChange(e));
   useEffect(() => {
     const source = new EventSource('/api/events');
     let timer: number | undefined;
@@ -63,7 +62,7 @@ export function useRunEvents(
       if (timer === undefined) {
         timer = window.setTimeout(() => {
           timer = undefined;
-          if (last) latest.current(last);
+          if (last) notify(last);
         }, minMs);
       }
     });

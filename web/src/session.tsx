@@ -1,6 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useState, type ReactNode } from 'react';
 import { useLocation, useNavigate } from 'react-router-dom';
-import { ApiError, get, post, signedOutEvent } from './api.js';
+import { ApiError, call, client, signedOutEvent } from './api.js';
 import type { MeOutputBody } from './types.js';
 
 interface Session {
@@ -35,7 +35,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const location = useLocation();
 
   const refresh = useCallback(() => {
-    get<MeOutputBody>('/api/users/me').then(
+    call(client.GET('/api/users/me')).then(
       (m) => {
         setMe(m);
         setError(null);
@@ -72,7 +72,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, [checking, me, error, location.pathname, location.search, navigate]);
 
   const signOut = useCallback(async () => {
-    await post('/api/auth/logout');
+    await call(client.POST('/api/auth/logout'));
     setMe(null);
     navigate('/sign-in', { replace: true });
   }, [navigate]);

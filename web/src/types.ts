@@ -1,26 +1,31 @@
-// The API's own record types, taken from the server's TypeBox schemas so the app and the service cannot drift
-// (type-only imports: nothing of the server is bundled; docs/design.md, "Web app").
-export type { ErrorBody, FieldError } from '../../schemas/common.js';
-export type {
-  JobDto,
-  JobListDto,
-  JobListEnvelope,
-  JobFields,
-  JobPatch,
-  LastRun,
-  RunStatus,
-  Mode,
-  Network,
-  Concurrency,
-} from '../../schemas/job.js';
-export type { RunDto, RunListEnvelope, EventDto, ArtifactDto, TriggerRunOutput } from '../../schemas/run.js';
-export type { MeOutputBody } from '../../schemas/user.js';
-export type {
-  PlaybookDto,
-  PlaybookVersionEnvelope,
-  PlaybookVersionDetailDto,
-  Content,
-} from '../../schemas/playbook.js';
-export type { SecretDto } from '../../schemas/secret.js';
-export type { ApiTokenDto, CreateTokenOutputBody } from '../../schemas/token.js';
-export type { JobStatsOutputBody } from '../../schemas/stats.js';
+import type { paths } from './api-types.js';
+import type { Schemas } from './api.js';
+
+// Short names for the API's records, all taken from the generated OpenAPI types (web/src/api-types.ts) so the app
+// and the service cannot drift; nothing here is written by hand (docs/design.md, "Web app").
+export type { FieldError } from './api.js';
+export type ErrorBody = Schemas['ErrorBody'];
+export type JobDto = Schemas['JobDto'];
+export type JobListDto = Schemas['JobListDto'];
+export type JobListEnvelope = Schemas['JobListEnvelope'];
+export type JobFields = Schemas['JobFields'];
+export type JobPatch = Schemas['JobPatch'];
+export type LastRun = Schemas['LastRun'];
+export type RunStatus = Schemas['RunStatus'];
+export type Mode = Schemas['Mode'];
+export type Network = JobDto['network'];
+export type Concurrency = JobDto['concurrency'];
+export type RunDto = Schemas['RunDto'];
+export type RunListEnvelope = Schemas['RunListEnvelope'];
+export type EventDto = Schemas['EventDto'];
+export type ArtifactDto = Schemas['ArtifactDto'];
+export type TriggerRunOutput = Schemas['TriggerRunOutput'];
+export type MeOutputBody = Schemas['MeOutputBody'];
+export type PlaybookDto = Schemas['PlaybookDto'];
+export type PlaybookVersionEnvelope = Schemas['PlaybookVersionEnvelope'];
+export type PlaybookVersionDetailDto = Schemas['PlaybookVersionDetailDto'];
+export type Content = Schemas['Content'];
+export type SecretDto = Schemas['SecretDto'];
+export type ApiTokenDto = Schemas['ApiTokenDto'];
+export type CreateTokenOutputBody = paths['/api/tokens']['post']['responses'][201]['content']['application/json'];
+export type JobStatsOutputBody = Schemas['JobStatsOutputBody'];

@@ -1,10 +1,8 @@
 import { useState, type FormEvent } from 'react';
-import type { Static } from 'typebox';
-import type { CompileOutputBody } from '../../../schemas/compile.js';
-import { ApiError, post } from '../api.js';
+import { asApiError, call, client, type ApiError, type Schemas } from '../api.js';
 import { ErrorBox } from './ui.js';
 
-export type CompiledJob = Static<typeof CompileOutputBody>;
+export type CompiledJob = Schemas['CompileOutputBody'];
 
 /**
  * A sentence in, a proposed job out (nothing saved): the proposal fills the form below it, where it can be edited.
@@ -19,9 +17,9 @@ export function CompileBox({ onCompiled }: { onCompiled: (job: CompiledJob) => v
     setBusy(true);
     setError(null);
     try {
-      onCompiled(await post<CompiledJob>('/api/jobs/compile', { instruction: sentence }));
+      onCompiled(await call(client.POST('/api/jobs/compile', { body: { instruction: sentence } })));
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }

@@ -1,8 +1,7 @@
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { useNavigate } from 'react-router-dom';
-import { get, qs } from '../api.js';
+import { call, client } from '../api.js';
 import { useDebounced } from '../hooks.js';
-import type { JobListEnvelope, RunListEnvelope } from '../types.js';
 
 interface Item {
   label: string;
@@ -60,8 +59,13 @@ export function Palette() {
     }
     const abort = new AbortController();
     Promise.all([
-      get<JobListEnvelope>(`/api/jobs${qs({ search: query, pageSize: 6 })}`, abort.signal),
-      get<RunListEnvelope>(`/api/runs${qs({ search: query, pageSize: 4, sort: '-queuedAt' })}`, abort.signal),
+      call(client.GET('/api/jobs', { params: { query: { search: query, pageSize: 6 } }, signal: abort.signal })),
+      call(
+        client.GET('/api/runs', {
+          params: { query: { search: query, pageSize: 4, sort: '-queuedAt' } },
+          signal: abort.signal,
+        }),
+      ),
     ]).then(
       ([jobs, runs]) => {
         setFound([

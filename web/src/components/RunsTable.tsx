@@ -1,9 +1,8 @@
 import { Link, useSearchParams } from 'react-router-dom';
-import { qs } from '../api.js';
+import { call, client } from '../api.js';
 import { cost, dateTime, duration } from '../format.js';
 import { useEffect, useState } from 'react';
 import { useApi, useDebounced, useRunEvents } from '../hooks.js';
-import type { RunListEnvelope } from '../types.js';
 import { Pager } from './Pager.js';
 import { Empty, ErrorBox, ModeBadge, Spinner, StatusBadge } from './ui.js';
 
@@ -23,8 +22,9 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   }, [debounced]);
   const page = Math.max(1, Number(params.get('page')) || 1);
   const pageSize = Number(params.get('pageSize')) || 25;
-  const list = useApi<RunListEnvelope>(
-    `/api/runs${qs({ job: jobId, status: status || undefined, search: search || undefined, sort: '-queuedAt', page, pageSize })}`,
+  const query = { job: jobId, status, search, sort: '-queuedAt', page, pageSize };
+  const list = useApi(`runs ${JSON.stringify(query)}`, (signal) =>
+    call(client.GET('/api/runs', { params: { query }, signal })),
   );
   useRunEvents((e) => {
     if (!jobId || e.jobId === jobId) list.reload();

@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router-dom';
-import { ApiError, del, patch } from '../api.js';
+import { ApiError, asApiError, call, client } from '../api.js';
 import { domainList, JobForm, type JobFormValues } from '../components/JobForm.js';
 import { RunsTable } from '../components/RunsTable.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge, Toggle } from '../components/ui.js';
 import { cost, dateTime, duration, relative } from '../format.js';
 import { useApi, useRunEvents } from '../hooks.js';
-import type { JobDto, JobPatch, JobStatsOutputBody } from '../types.js';
+import type { JobDto, JobPatch } from '../types.js';
 import { PlaybookTab } from './JobPlaybook.js';
 import { StateTab } from './JobState.js';
 import { EnvironmentTab } from './JobEnvironment.js';
@@ -25,7 +25,7 @@ const tabs = [
 
 export function JobPage() {
   const { id = '', tab = '' } = useParams();
-  const job = useApi<JobDto>(`/api/jobs/${encodeURIComponent(id)}`);
+  const job = useApi(`job ${id}`, (signal) => call(client.GET('/api/jobs/{id}', { params: { path: { id } }, signal })));
   useRunEvents((e) => {
     if (e.jobId === id) job.reload();
   });
@@ -88,10 +88,10 @@ function Overview({ job, onChange }: { job: JobDto; onChange: () => void }) {
   const setEnabled = async (enabled: boolean) => {
     setError(null);
     try {
-      await patch(`/api/jobs/${job.id}`, { enabled });
+      await call(client.PATCH('/api/jobs/{id}', { params: { path: { id: job.id } }, body: { enabled } }));
       onChange();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
   return (
@@ -185,11 +185,11 @@ function Settings({ job, onSaved }: { job: JobDto; onSaved: () => void }) {
       ...(v.network === 'allowlist' ? { allowedDomains: domainList(v.allowedDomains) } : {}),
     };
     try {
-      await patch(`/api/jobs/${job.id}`, body);
+      await call(client.PATCH('/api/jobs/{id}', { params: { path: { id: job.id } }, body }));
       setSaved(true);
       onSaved();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -197,10 +197,10 @@ function Settings({ job, onSaved }: { job: JobDto; onSaved: () => void }) {
   const archive = async () => {
     if (!window.confirm(`Archive “${job.name}”? It stops running; its runs are kept.`)) return;
     try {
-      await del(`/api/jobs/${job.id}`);
+      await call(client.DELETE('/api/jobs/{id}', { params: { path: { id: job.id } } }));
       navigate('/jobs');
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
   return (
@@ -235,7 +235,9 @@ function Settings({ job, onSaved }: { job: JobDto; onSaved: () => void }) {
 
 /** The last 30 days in three numbers (the chart per run comes later). */
 function Tiles({ jobId }: { jobId: string }) {
-  const stats = useApi<JobStatsOutputBody>(`/api/jobs/${jobId}/stats?range=30d`);
+  const stats = useApi(`stats ${jobId}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/stats', { params: { path: { id: jobId }, query: { range: '30d' } }, signal })),
+  );
   useRunEvents((e) => {
     if (e.jobId === jobId) stats.reload();
   });

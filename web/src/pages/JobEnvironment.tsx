@@ -1,31 +1,12 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router-dom';
-import { ApiError, api, patch, post } from '../api.js';
+import { asApiError, call, client, type ApiError } from '../api.js';
 import { byteSize } from '../components/byte-size.js';
 import '../components/job-tabs.css';
 import { ErrorBox, Empty, Field, Spinner, StatusBadge } from '../components/ui.js';
 import { dateTime, duration } from '../format.js';
 import { useApi } from '../hooks.js';
-import type { JobDto, PlaybookDto } from '../types.js';
-
-/** The image routes' answers (schemas/image.ts). */
-interface Image {
-  id: string;
-  dockerfileHash: string;
-  status: string;
-  ref: string | null;
-  digest: string | null;
-  baseDigest: string | null;
-  sizeBytes: number | null;
-  error: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-}
-interface ImageDetail extends Image {
-  dockerfile: string;
-  log: string;
-}
+import type { JobDto } from '../types.js';
 
 const building = (s: string) => s === 'queued' || s === 'building';
 
@@ -37,8 +18,12 @@ const building = (s: string) => s === 'queued' || s === 'building';
 export function EnvironmentTab({ job, onJobChange }: { job: JobDto; onJobChange: () => void }) {
   const [params, setParams] = useSearchParams();
   const open = params.get('image');
-  const playbook = useApi<PlaybookDto>(`/api/jobs/${job.id}/playbook`);
-  const images = useApi<{ items: Image[]; total: number }>(`/api/jobs/${job.id}/images?pageSize=50`);
+  const playbook = useApi(`playbook ${job.id}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/playbook', { params: { path: { id: job.id } }, signal })),
+  );
+  const images = useApi(`images ${job.id}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/images', { params: { path: { id: job.id }, query: { pageSize: 50 } }, signal })),
+  );
   const [error, setError] = useState<ApiError | null>(null);
   const [notice, setNotice] = useState('');
   const [busy, setBusy] = useState(false);
@@ -58,12 +43,12 @@ export function EnvironmentTab({ job, onJobChange }: { job: JobDto; onJobChange:
     setNotice('');
     setBusy(true);
     try {
-      const queued = await post<{ id: string }>(`/api/jobs/${job.id}/images/rebuild`);
+      const queued = await call(client.POST('/api/jobs/{id}/images/rebuild', { params: { path: { id: job.id } } }));
       setNotice('A new build is queued.');
       setParams({ image: queued.id });
       images.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -82,16 +67,21 @@ export function EnvironmentTab({ job, onJobChange }: { job: JobDto; onJobChange:
     setNotice('');
     setBusy(true);
     try {
-      const saved = await api<PlaybookDto>('PUT', `/api/jobs/${job.id}/playbook`, {
-        content: { ...p.content, dockerfile: null },
-        baseVersion: p.version,
-        summary: 'Dockerfile removed: runs use the base image',
-      });
+      const saved = await call(
+        client.PUT('/api/jobs/{id}/playbook', {
+          params: { path: { id: job.id } },
+          body: {
+            content: { ...p.content, dockerfile: null },
+            baseVersion: p.version,
+            summary: 'Dockerfile removed: runs use the base image',
+          },
+        }),
+      );
       setNotice(`Runs now use the base image (playbook version ${saved.version}).`);
       playbook.reload();
       onJobChange();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
       playbook.reload();
     } finally {
       setBusy(false);
@@ -205,11 +195,11 @@ function BaseImage({ job, onSaved, active }: { job: JobDto; onSaved: () => void;
     setSaved(false);
     try {
       // An empty string clears it: the workspace default applies again.
-      await patch(`/api/jobs/${job.id}`, { image: image.trim() });
+      await call(client.PATCH('/api/jobs/{id}', { params: { path: { id: job.id } }, body: { image: image.trim() } }));
       setSaved(true);
       onSaved();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
   return (
@@ -249,7 +239,9 @@ function BaseImage({ job, onSaved, active }: { job: JobDto; onSaved: () => void;
 }
 
 function BuildLog({ jobId, imageId }: { jobId: string; imageId: string }) {
-  const detail = useApi<ImageDetail>(`/api/jobs/${jobId}/images/${encodeURIComponent(imageId)}`);
+  const detail = useApi(`image ${jobId} ${imageId}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/images/{imageId}', { params: { path: { id: jobId, imageId } }, signal })),
+  );
   const live = detail.data ? building(detail.data.status) : false;
   const reload = detail.reload;
   useEffect(() => {

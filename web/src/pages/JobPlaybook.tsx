@@ -1,14 +1,14 @@
 import { useState } from 'react';
 import { useSearchParams } from 'react-router-dom';
 import { errorMessage } from '../../../domain/error-message.js';
-import { ApiError, get, patch, post, api } from '../api.js';
+import { ApiError, asApiError, call, client } from '../api.js';
 import { CodeEditor } from '../components/CodeEditor.js';
 import { scriptLanguage } from '../components/editor-language.js';
 import { ErrorBox, Empty, ModeBadge, Spinner } from '../components/ui.js';
 import { lineDiff } from '../diff.js';
 import { dateTime } from '../format.js';
 import { useApi } from '../hooks.js';
-import type { Content, JobDto, PlaybookDto, PlaybookVersionDetailDto, PlaybookVersionEnvelope } from '../types.js';
+import type { Content, JobDto, JobPatch, PlaybookDto } from '../types.js';
 
 /**
  * The playbook: the latest version or `?version=N`, with the versions, their diffs and rollback beside it; the mode
@@ -21,11 +21,25 @@ export function PlaybookTab({ job, onJobChange }: { job: JobDto; onJobChange: ()
   const [params, setParams] = useSearchParams();
   const version = params.get('version');
   const editing = params.get('edit');
-  const current = useApi<PlaybookDto>(`/api/jobs/${jobId}/playbook`);
-  const chosen = useApi<PlaybookVersionDetailDto>(
-    version !== null ? `/api/jobs/${jobId}/playbook/versions/${encodeURIComponent(version)}` : null,
+  const current = useApi(`playbook ${jobId}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/playbook', { params: { path: { id: jobId } }, signal })),
   );
-  const versions = useApi<PlaybookVersionEnvelope>(`/api/jobs/${jobId}/playbook/versions?pageSize=100`);
+  const chosen = useApi(version !== null ? `playbook ${jobId} version ${version}` : null, (signal) =>
+    call(
+      client.GET('/api/jobs/{id}/playbook/versions/{version}', {
+        params: { path: { id: jobId, version: Number(version) } },
+        signal,
+      }),
+    ),
+  );
+  const versions = useApi(`playbook versions ${jobId}`, (signal) =>
+    call(
+      client.GET('/api/jobs/{id}/playbook/versions', {
+        params: { path: { id: jobId }, query: { pageSize: 100 } },
+        signal,
+      }),
+    ),
+  );
   const [error, setError] = useState<ApiError | null>(null);
   const [notice, setNotice] = useState('');
   const shown = version === null ? current : chosen;
@@ -43,15 +57,17 @@ export function PlaybookTab({ job, onJobChange }: { job: JobDto; onJobChange: ()
       return;
     setError(null);
     try {
-      const saved = await post<PlaybookDto>(`/api/jobs/${jobId}/playbook/rollback`, {
-        version: to,
-        ...(latest !== undefined ? { baseVersion: latest } : {}),
-      });
+      const saved = await call(
+        client.POST('/api/jobs/{id}/playbook/rollback', {
+          params: { path: { id: jobId } },
+          body: { version: to, ...(latest !== undefined ? { baseVersion: latest } : {}) },
+        }),
+      );
       setNotice(`Rolled back: version ${saved.version} has the content of version ${to}.`);
       setParams({});
       reloadAll();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
       reloadAll();
     }
   };
@@ -159,18 +175,22 @@ export function PlaybookTab({ job, onJobChange }: { job: JobDto; onJobChange: ()
   );
 }
 
+const pinOf = (v: string): NonNullable<JobPatch['modePin']> =>
+  v === 'explore' || v === 'assisted' || v === 'scripted' ? v : '';
+
 /** Which mode the next run takes: the playbook decides unless a mode is pinned. */
 function ModePin({ job, onChange }: { job: JobDto; onChange: () => void }) {
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
-  const pin = async (modePin: string) => {
+  // '' unpins (the PATCH convention for clearing a field).
+  const pin = async (modePin: NonNullable<JobPatch['modePin']>) => {
     setBusy(true);
     setError(null);
     try {
-      await patch(`/api/jobs/${job.id}`, { modePin });
+      await call(client.PATCH('/api/jobs/{id}', { params: { path: { id: job.id } }, body: { modePin } }));
       onChange();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -179,7 +199,12 @@ function ModePin({ job, onChange }: { job: JobDto; onChange: () => void }) {
     <div className="card">
       <div className="row">
         <label htmlFor="mode-pin">Mode of the next runs</label>
-        <select id="mode-pin" value={job.modePin ?? ''} disabled={busy} onChange={(e) => void pin(e.target.value)}>
+        <select
+          id="mode-pin"
+          value={job.modePin ?? ''}
+          disabled={busy}
+          onChange={(e) => void pin(pinOf(e.target.value))}
+        >
           <option value="">Automatic (from the playbook)</option>
           <option value="explore">Pinned: explore</option>
           <option value="assisted">Pinned: assisted</option>
@@ -428,20 +453,22 @@ function PlaybookEditor({
     if (!c) return;
     setBusy(true);
     try {
-      const saved = await api<PlaybookDto>('PUT', `/api/jobs/${jobId}/playbook`, {
-        content: c,
-        baseVersion,
-        ...(summary.trim() ? { summary: summary.trim() } : {}),
-      });
+      const saved = await call(
+        client.PUT('/api/jobs/{id}/playbook', {
+          params: { path: { id: jobId } },
+          body: { content: c, baseVersion, ...(summary.trim() ? { summary: summary.trim() } : {}) },
+        }),
+      );
       onClose(saved.version);
     } catch (err) {
-      const e = err as ApiError;
+      const e = asApiError(err);
       if (e.status === 409) {
         // Nothing of the edit is dropped: it stays in the editor, and the newer version is fetched to compare.
         try {
-          setConflict({ latest: await get<PlaybookDto>(`/api/jobs/${jobId}/playbook`), mine: c });
+          const latest = await call(client.GET('/api/jobs/{id}/playbook', { params: { path: { id: jobId } } }));
+          setConflict({ latest, mine: c });
         } catch (loadErr) {
-          setError(loadErr as ApiError);
+          setError(asApiError(loadErr));
         }
       } else setError(e);
     } finally {

@@ -1,21 +1,15 @@
 import { useState } from 'react';
 import { useSearchParams } from 'react-router-dom';
-import { ApiError, api, del } from '../api.js';
+import { ApiError, asApiError, call, client, type Schemas } from '../api.js';
 import { ErrorBox, Empty, Field, Spinner } from '../components/ui.js';
 import '../components/job-tabs.css';
 import { byteSize } from '../components/byte-size.js';
 import { dateTime } from '../format.js';
 import { useApi } from '../hooks.js';
 
-/** The state route's answers (schemas/job-state.ts). */
-interface StateEntry {
-  key: string;
-  value: string;
-  size: number;
-  updatedAt: number;
-}
+type StateEntry = Schemas['StateEntryDto'];
 
-const keyPath = (jobId: string, key: string) => `/api/jobs/${jobId}/state/${encodeURIComponent(key)}`;
+const keyParams = (jobId: string, key: string) => ({ params: { path: { id: jobId, key } } });
 
 /**
  * The job's key/value state, what its runs keep between them with `svc state`: search (in the URL, `?q=`), add,
@@ -24,7 +18,9 @@ const keyPath = (jobId: string, key: string) => `/api/jobs/${jobId}/state/${enco
 export function StateTab({ jobId }: { jobId: string }) {
   const [params, setParams] = useSearchParams();
   const q = params.get('q') ?? '';
-  const state = useApi<{ items: StateEntry[] }>(`/api/jobs/${jobId}/state`);
+  const state = useApi(`state ${jobId}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/state', { params: { path: { id: jobId } }, signal })),
+  );
   const [editing, setEditing] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
 
@@ -39,10 +35,10 @@ export function StateTab({ jobId }: { jobId: string }) {
     if (!window.confirm(`Delete the state key “${key}”? Later runs no longer see it.`)) return;
     setError(null);
     try {
-      await del(keyPath(jobId, key));
+      await call(client.DELETE('/api/jobs/{id}/state/{key}', keyParams(jobId, key)));
       state.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
 
@@ -167,12 +163,12 @@ function AddEntry({ jobId, existing, onAdded }: { jobId: string; existing: strin
     }
     setBusy(true);
     try {
-      await api('PUT', keyPath(jobId, k), { value });
+      await call(client.PUT('/api/jobs/{id}/state/{key}', { ...keyParams(jobId, k), body: { value } }));
       setKey('');
       setValue('');
       onAdded();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -217,10 +213,10 @@ function EditEntry({ jobId, entry, onDone }: { jobId: string; entry: StateEntry;
     setError(null);
     setBusy(true);
     try {
-      await api('PUT', keyPath(jobId, entry.key), { value });
+      await call(client.PUT('/api/jobs/{id}/state/{key}', { ...keyParams(jobId, entry.key), body: { value } }));
       onDone();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }

@@ -1,33 +1,14 @@
 import { useState } from 'react';
 import { Link } from 'react-router-dom';
-import { ApiError, api, post } from '../api.js';
+import { ApiError, asApiError, call, client, type Schemas } from '../api.js';
 import '../components/job-tabs.css';
 import { Empty, ErrorBox, Spinner } from '../components/ui.js';
 import { relative } from '../format.js';
 import { useApi } from '../hooks.js';
 import type { JobDto } from '../types.js';
 
-/** The MCP routes' answers (schemas/mcp.ts), as far as this tab reads them; headers and env are never shown. */
-interface Tool {
-  name: string;
-  description: string;
-  readOnly: boolean;
-  destructive: boolean;
-}
-interface Server {
-  id: string;
-  name: string;
-  description: string;
-  transport: 'stdio' | 'http';
-  enabled: boolean;
-  tools: Tool[] | null;
-  toolsCachedAt: number | null;
-}
-interface Grant {
-  serverId: string;
-  allowedTools: string[] | null;
-  serverName?: string;
-}
+type Server = Schemas['McpServerDto'];
+type Grant = Schemas['JobServer'];
 
 /** One server's grant in the form: not granted, every tool (also ones added later), or the tools ticked. */
 type Choice = { granted: false } | { granted: true; all: true } | { granted: true; all: false; tools: string[] };
@@ -45,8 +26,12 @@ const choiceOf = (g: Grant | undefined): Choice =>
  * test, which this tab can run).
  */
 export function ToolsTab({ job }: { job: JobDto }) {
-  const grants = useApi<Grant[]>(`/api/jobs/${job.id}/mcp-servers`);
-  const servers = useApi<{ items: Server[]; total: number }>('/api/mcp-servers?pageSize=100');
+  const grants = useApi(`grants ${job.id}`, (signal) =>
+    call(client.GET('/api/jobs/{id}/mcp-servers', { params: { path: { id: job.id } }, signal })),
+  );
+  const servers = useApi('mcp-servers', (signal) =>
+    call(client.GET('/api/mcp-servers', { params: { query: { pageSize: 100 } }, signal })),
+  );
   // What the person changed since the grants were read; null: the grants as saved.
   const [edits, setEdits] = useState<Record<string, Choice> | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
@@ -73,12 +58,12 @@ export function ToolsTab({ job }: { job: JobDto }) {
     }
     setBusy(true);
     try {
-      await api('PUT', `/api/jobs/${job.id}/mcp-servers`, body);
+      await call(client.PUT('/api/jobs/{id}/mcp-servers', { params: { path: { id: job.id } }, body }));
       // The edits stay as they are: they are what was saved now.
       setSaved(true);
       grants.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -88,14 +73,14 @@ export function ToolsTab({ job }: { job: JobDto }) {
     setError(null);
     setTesting(server.id);
     try {
-      const r = await post<{ ok: boolean; error: string | null }>(`/api/mcp-servers/${server.id}/test`);
+      const r = await call(client.POST('/api/mcp-servers/{id}/test', { params: { path: { id: server.id } } }));
       if (!r.ok)
         setError(
           new ApiError(502, 'mcp_test_failed', `${server.name} could not be reached: ${r.error ?? 'no answer'}`),
         );
       servers.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setTesting(null);
     }

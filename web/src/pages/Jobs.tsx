@@ -1,11 +1,11 @@
 import { useEffect, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router-dom';
-import { ApiError, patch, post, qs } from '../api.js';
+import { asApiError, call, client, type ApiError } from '../api.js';
 import { Empty, ErrorBox, ModeBadge, RunStrip, Spinner, Toggle } from '../components/ui.js';
 import { Pager } from '../components/Pager.js';
 import { dateTime, relative } from '../format.js';
 import { useApi, useDebounced, useRunEvents } from '../hooks.js';
-import type { JobListDto, JobListEnvelope, TriggerRunOutput } from '../types.js';
+import type { JobListDto } from '../types.js';
 
 const sortable: Array<{ key: string; label: string }> = [
   { key: 'name', label: 'Name' },
@@ -46,8 +46,10 @@ export function JobsPage() {
     );
   }, [debounced]);
 
-  const path = `/api/jobs${qs({ search: search || undefined, sort, page, pageSize: pageSize === 25 ? undefined : pageSize })}`;
-  const list = useApi<JobListEnvelope>(path);
+  const query = { search, sort, page, pageSize };
+  const list = useApi(`jobs ${JSON.stringify(query)}`, (signal) =>
+    call(client.GET('/api/jobs', { params: { query }, signal })),
+  );
   useRunEvents(() => list.reload());
   const [notice, setNotice] = useState<{ text: string; runId?: string | null } | null>(null);
   const [actionError, setActionError] = useState<ApiError | null>(null);
@@ -70,17 +72,17 @@ export function JobsPage() {
   const setEnabled = async (job: JobListDto, enabled: boolean) => {
     setActionError(null);
     try {
-      await patch(`/api/jobs/${job.id}`, { enabled });
+      await call(client.PATCH('/api/jobs/{id}', { params: { path: { id: job.id } }, body: { enabled } }));
       list.reload();
     } catch (err) {
-      setActionError(err as ApiError);
+      setActionError(asApiError(err));
     }
   };
 
   const runNow = async (job: JobListDto) => {
     setActionError(null);
     try {
-      const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, {});
+      const started = await call(client.POST('/api/jobs/{id}/runs', { params: { path: { id: job.id } }, body: {} }));
       setNotice(
         started.runId
           ? { text: `Started a run of “${job.name}”.`, runId: started.runId }
@@ -88,7 +90,7 @@ export function JobsPage() {
       );
       list.reload();
     } catch (err) {
-      setActionError(err as ApiError);
+      setActionError(asApiError(err));
     }
   };
 

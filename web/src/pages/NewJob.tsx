@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'react';
 import { Link, useNavigate } from 'react-router-dom';
-import { ApiError, post } from '../api.js';
+import { asApiError, call, client, type ApiError } from '../api.js';
 import { CompileBox, CompiledNotes, type CompiledJob } from '../components/CompileBox.js';
 import { domainList, emptyJob, JobForm, type JobFormValues } from '../components/JobForm.js';
-import type { JobDto, JobFields, TriggerRunOutput } from '../types.js';
+import type { JobFields } from '../types.js';
 
 export function toJobFields(v: JobFormValues): JobFields {
   return {
@@ -46,16 +46,15 @@ export function NewJobPage() {
     setError(null);
     try {
       // The compiled spec (inputs, outputs, success criteria, Dockerfile) goes with the form's fields.
-      const job = await post<JobDto>('/api/jobs', {
-        ...toJobFields(v),
-        ...(compiled ? { spec: compiled.job.spec } : {}),
-      });
+      const job = await call(
+        client.POST('/api/jobs', { body: { ...toJobFields(v), ...(compiled ? { spec: compiled.job.spec } : {}) } }),
+      );
       if (submitter === 'run') {
-        const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, {});
+        const started = await call(client.POST('/api/jobs/{id}/runs', { params: { path: { id: job.id } }, body: {} }));
         navigate(started.runId ? `/runs/${started.runId}` : `/jobs/${job.id}`);
       } else navigate(`/jobs/${job.id}`);
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
       setBusy(false);
     }
   };

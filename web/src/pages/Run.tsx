@@ -1,12 +1,12 @@
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router-dom';
-import { ApiError, get, post } from '../api.js';
+import { ApiError, asApiError, call, client } from '../api.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge } from '../components/ui.js';
 import { Timeline, type LiveText } from '../components/Timeline.js';
 import { cost, dateTime, duration, liveStatuses } from '../format.js';
 import { useApi, useRunEvents } from '../hooks.js';
 import { Markdown } from '../markdown.js';
-import type { ArtifactDto, EventDto, RunDto, TriggerRunOutput } from '../types.js';
+import type { EventDto } from '../types.js';
 
 type Delta = { type: string; callId?: string; text: string };
 
@@ -17,7 +17,7 @@ type Delta = { type: string; callId?: string; text: string };
 export function RunPage() {
   const { id = '' } = useParams();
   const navigate = useNavigate();
-  const run = useApi<RunDto>(`/api/runs/${encodeURIComponent(id)}`);
+  const run = useApi(`run ${id}`, (signal) => call(client.GET('/api/runs/{id}', { params: { path: { id } }, signal })));
   const [events, setEvents] = useState<EventDto[]>([]);
   const [live, setLive] = useState<LiveText>({ text: '', reasoning: '', tools: {} });
   const [streamState, setStreamState] = useState<'idle' | 'live' | 'reconnecting' | 'done'>('idle');
@@ -73,14 +73,16 @@ export function RunPage() {
     (async () => {
       let after = 0;
       for (;;) {
-        const page = await get<EventDto[]>(`/api/runs/${encodeURIComponent(id)}/events?after=${after}&limit=2000`);
+        const page = await call(
+          client.GET('/api/runs/{id}/events', { params: { path: { id }, query: { after, limit: 2000 } } }),
+        );
         if (cancelled) return;
         add(page);
         if (page.length < 2000) break;
         after = page[page.length - 1]!.seq;
       }
       setStreamState('done');
-    })().catch((err: unknown) => !cancelled && setTimelineError(err as ApiError));
+    })().catch((err: unknown) => !cancelled && setTimelineError(asApiError(err)));
     return () => {
       cancelled = true;
     };
@@ -129,10 +131,10 @@ export function RunPage() {
     setBusy(true);
     setActionError(null);
     try {
-      await post(`/api/runs/${id}/cancel`);
+      await call(client.POST('/api/runs/{id}/cancel', { params: { path: { id } } }));
       run.reload();
     } catch (err) {
-      setActionError(err as ApiError);
+      setActionError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -141,10 +143,10 @@ export function RunPage() {
     setBusy(true);
     setActionError(null);
     try {
-      await post(`/api/runs/${id}/learn`);
+      await call(client.POST('/api/runs/{id}/learn', { params: { path: { id } } }));
       run.reload();
     } catch (err) {
-      setActionError(err as ApiError);
+      setActionError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -165,11 +167,11 @@ export function RunPage() {
     setBusy(true);
     setActionError(null);
     try {
-      const started = await post<TriggerRunOutput>(`/api/runs/${id}/retry`);
+      const started = await call(client.POST('/api/runs/{id}/retry', { params: { path: { id } } }));
       if (started.runId) navigate(`/runs/${started.runId}`);
       else setActionError(new ApiError(409, 'skipped', 'The retry was skipped: another run of the job is under way.'));
     } catch (err) {
-      setActionError(err as ApiError);
+      setActionError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -303,7 +305,9 @@ export function RunPage() {
 }
 
 function Artifacts({ runId, finished }: { runId: string; finished: boolean }) {
-  const list = useApi<ArtifactDto[]>(finished ? `/api/runs/${runId}/artifacts` : null);
+  const list = useApi(finished ? `artifacts ${runId}` : null, (signal) =>
+    call(client.GET('/api/runs/{id}/artifacts', { params: { path: { id: runId } }, signal })),
+  );
   if (!finished || !list.data || list.data.length === 0) return null;
   return (
     <div className="card">

@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from 'react';
 import { useNavigate } from 'react-router-dom';
 import { errorMessage } from '../../../domain/error-message.js';
-import { ApiError, post } from '../api.js';
+import { ApiError, asApiError, call, client } from '../api.js';
 import '../components/job-tabs.css';
 import { ErrorBox } from '../components/ui.js';
-import type { JobDto, TriggerRunOutput } from '../types.js';
+import type { JobDto } from '../types.js';
 
 type Input = NonNullable<JobDto['spec']['inputs']>[number];
 
@@ -90,13 +90,13 @@ export function RunNowDialog({ job }: { job: JobDto }) {
     }
     setBusy(true);
     try {
-      const started = await post<TriggerRunOutput>(`/api/jobs/${job.id}/runs`, body);
+      const started = await call(client.POST('/api/jobs/{id}/runs', { params: { path: { id: job.id } }, body }));
       if (started.runId) {
         setOpen(false);
         navigate(`/runs/${started.runId}`);
       } else setSkipped(true);
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }

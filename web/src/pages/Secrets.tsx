@@ -1,22 +1,19 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { ApiError, api, del, post } from '../api.js';
+import { asApiError, call, client, type ApiError } from '../api.js';
 import { Empty, ErrorBox, Field, Spinner } from '../components/ui.js';
 import { dateTime } from '../format.js';
 import { useApi } from '../hooks.js';
 import type { SecretDto } from '../types.js';
 import { SettingsNav } from './SettingsNav.js';
 
-interface SecretList {
-  items: SecretDto[];
-  total: number;
-}
-
 /**
  * Secrets of the workspace: names only. A value goes to the server once, in a password field, and is never read back
  * (the API has no way to), so the page cannot show one by mistake.
  */
 export function SecretsPage() {
-  const list = useApi<SecretList>('/api/secrets?pageSize=100&sort=name');
+  const list = useApi('secrets', (signal) =>
+    call(client.GET('/api/secrets', { params: { query: { pageSize: 100, sort: 'name' } }, signal })),
+  );
   const [name, setName] = useState('');
   const [value, setValue] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
@@ -33,7 +30,7 @@ export function SecretsPage() {
     setError(null);
     setNotice('');
     try {
-      await post('/api/secrets', { name: name.trim(), value });
+      await call(client.POST('/api/secrets', { body: { name: name.trim(), value } }));
       setNotice(
         `Saved the secret ${name.trim()}. Use it in a job as {{secret:${name.trim()}}} or map it to a variable.`,
       );
@@ -41,7 +38,7 @@ export function SecretsPage() {
       setValue('');
       list.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -126,21 +123,21 @@ function SecretRow({ secret, onChange }: { secret: SecretDto; onChange: () => vo
     e.preventDefault();
     setError(null);
     try {
-      await api('PUT', `/api/secrets/${secret.id}`, { value });
+      await call(client.PUT('/api/secrets/{id}', { params: { path: { id: secret.id } }, body: { value } }));
       setEditing(false);
       setValue('');
       onChange();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
   const remove = async () => {
     if (!window.confirm(`Delete the secret ${secret.name}? Jobs that use it lose it from their next run.`)) return;
     try {
-      await del(`/api/secrets/${secret.id}`);
+      await call(client.DELETE('/api/secrets/{id}', { params: { path: { id: secret.id } } }));
       onChange();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
   return (

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { ApiError, del, post } from '../api.js';
+import { asApiError, call, client, type ApiError } from '../api.js';
 import { Empty, ErrorBox, Field, Spinner } from '../components/ui.js';
 import { dateTime, relative } from '../format.js';
 import { useApi } from '../hooks.js';
@@ -16,7 +16,9 @@ const lifetimes = [
 
 /** API tokens for scripts: created here (shown once), listed, deleted. Creating and deleting need a session. */
 export function TokensPage() {
-  const list = useApi<{ items: ApiTokenDto[]; total: number }>('/api/tokens?pageSize=100&sort=-createdAt');
+  const list = useApi('tokens', (signal) =>
+    call(client.GET('/api/tokens', { params: { query: { pageSize: 100, sort: '-createdAt' } }, signal })),
+  );
   const [name, setName] = useState('');
   const [daysValid, setDaysValid] = useState(90);
   const [created, setCreated] = useState<CreateTokenOutputBody | null>(null);
@@ -37,11 +39,11 @@ export function TokensPage() {
     setError(null);
     try {
       const body = { name: name.trim(), ...(daysValid > 0 ? { expiresAt: Date.now() + daysValid * day } : {}) };
-      setCreated(await post<CreateTokenOutputBody>('/api/tokens', body));
+      setCreated(await call(client.POST('/api/tokens', { body })));
       setName('');
       list.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     } finally {
       setBusy(false);
     }
@@ -50,11 +52,11 @@ export function TokensPage() {
     if (!window.confirm(`Delete the token “${t.name}”? Scripts that use it stop working at once.`)) return;
     setError(null);
     try {
-      await del(`/api/tokens/${t.id}`);
+      await call(client.DELETE('/api/tokens/{id}', { params: { path: { id: t.id } } }));
       if (created?.apiToken.id === t.id) setCreated(null);
       list.reload();
     } catch (err) {
-      setError(err as ApiError);
+      setError(asApiError(err));
     }
   };
 
