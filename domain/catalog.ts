@@ -1,11 +1,11 @@
 import type { Caps, Price } from './model-types.js';
 
 /**
- * Built-in catalog of Anthropic and OpenAI models: what `GET /api/catalog/models` answers and what a `catalog`
- * provider syncs from (BEHAVIOUR §9.1). Prices are the providers' list prices per 1M tokens in micro-USD
- * (1_000_000 = 1 USD), standard tier, taken from their pricing pages in November 2025; models newer than that are
- * not listed. Edit this list when a price changes: synced models that follow the catalog take the new values at
- * their next sync (counted as `updated`).
+ * Built-in catalog of Anthropic and OpenAI models: what `GET /api/catalog/models` answers and what a `catalog` provider
+ * syncs from (docs/models.md, "Sources and sync"). Prices are the providers' list prices per 1M tokens in micro-USD
+ * (1_000_000 = 1 USD), standard tier, taken from their pricing pages in November 2025; models newer than that are not
+ * listed. Edit this list when a price changes: synced models that follow the catalog take the new values at their next
+ * sync (counted as `updated`).
  *
  * Anthropic: cache reads cost 0.1× input, cache writes (5-minute) 1.25× input. OpenAI charges nothing for cache
  * writes. `jsonSchema` is false for Claude models, so structured answers go through the forced-tool fallback,

@@ -11,7 +11,7 @@ import {
 } from './job-types.js';
 
 /**
- * Normalisation and validation of job fields (SPEC §2.3, BEHAVIOUR §7.5). The API's JSON schema checks types and
+ * Normalisation and validation of job fields (docs/jobs.md, "Fields"). The API's JSON schema checks types and
  * bounds first; these rules are the source of truth and check every bound again, plus what a schema cannot say.
  */
 

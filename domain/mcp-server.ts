@@ -2,8 +2,8 @@ import { DomainError, FieldErrors, type Decider, type DomainEvent } from './deci
 import { envNamePattern, reservedEnvName, secretNamePattern } from './secret.js';
 
 /**
- * An MCP server of a workspace (BEHAVIOUR §9.4). Only the chosen transport's fields are kept: a stdio server has a
- * command, arguments and environment; an HTTP server a URL, headers and an optional OAuth client. Values may
+ * An MCP server of a workspace (docs/design.md, "MCP"). Only the chosen transport's fields are kept: a stdio server has
+ * a command, arguments and environment; an HTTP server a URL, headers and an optional OAuth client. Values may
  * reference `{{secret:NAME}}`; the reference is stored, the value is resolved on the host when a connection opens.
  */
 export type McpTransport = 'stdio' | 'http';
@@ -41,7 +41,7 @@ export interface McpServerInput {
   enabled?: boolean;
 }
 
-/** A tool as the test route caches it (BEHAVIOUR §9.4). */
+/** A tool as the test route caches it; `readOnly` and `destructive` are the server's hints (destructive by default). */
 export type McpToolInfo = {
   name: string;
   description: string;
@@ -56,7 +56,7 @@ export interface McpTestResult {
   error: string | null;
   /** Null when the test failed: the last good listing stays cached. */
   tools: McpToolInfo[] | null;
-  /** What the server said about logging in: `bearer_token`, `not_logged_in`, `unsupported` (SPEC §2.13). */
+  /** What the test learned about logging in: `bearer_token`, `not_logged_in` (it met a 401), `unsupported`. */
   authStatus: 'unsupported' | 'bearer_token' | 'not_logged_in' | 'unknown';
   testedAt: number;
 }

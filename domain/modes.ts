@@ -8,7 +8,7 @@ export interface ModeInputs {
   demoted: boolean;
 }
 
-/** The mode the next run starts in (BEHAVIOUR §2.1, version A): a pin can force it, but never past a missing main. */
+/** The mode the next run starts in (docs/learning.md, "Modes"): a pin can force it, but never past a missing main. */
 export function nextMode({ playbookEmpty, hasMain, modePin, demoted }: ModeInputs): Mode {
   if (playbookEmpty || modePin === 'explore') return 'explore';
   if (!hasMain || modePin === 'assisted') return 'assisted';

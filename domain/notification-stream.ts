@@ -2,9 +2,9 @@ import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { NotificationBody, NotifyEvent } from './notification-types.js';
 
 /**
- * The notifications of one finished run, as durable work (BEHAVIOUR §9.3): one stream per run, so "is this run
- * checked" and "was this event queued" are decided once with an expected-revision append, whichever runner asks.
- * Each attempt is claimed before it is made and ended after, so a crash between the two is seen and retried.
+ * The notifications of one finished run, as durable work (docs/design.md, "Notifications"): one stream per run, so "is
+ * this run checked" and "was this event queued" are decided once with an expected-revision append, whichever runner
+ * asks. Each attempt is claimed before it is made and ended after, so a crash between the two is seen and retried.
  */
 export const notificationStreamId = (runId: string) => `notifications-${runId}`;
 

@@ -14,7 +14,7 @@ import { playbookBudget, playbookTokens } from './playbook-render.js';
 import { playbookLimits, type AppliedOp, type Learning } from './playbook-types.js';
 
 /**
- * Reflection's ops (SPEC §2.7, BEHAVIOUR §4.3), each validated and applied on a scratch copy of the playbook: an op
+ * Reflection's ops (docs/playbooks.md, "Ops"), each validated and applied on a scratch copy of the playbook: an op
  * that breaks a rule is `rejected` with a reason, one that needs a person's eyes (a secret value, credential-shaped
  * text, a risky Dockerfile) is `held` and not applied, the rest are `applied`, possibly with warnings. One bad op
  * never blocks the others. Pure: the content passed in is never modified.
@@ -53,7 +53,7 @@ export interface OpContext {
   declaresInputs: boolean;
   /** The job's base image: a Dockerfile may start from it without review. */
   jobImage: string | null;
-  /** Null when the server found the job eligible to graduate (BEHAVIOUR §2.4); otherwise the reason it is not. */
+  /** Null when the server found the job eligible to graduate (`graduationBlocker`); otherwise the reason it is not. */
   graduationBlocked: string | null;
 }
 

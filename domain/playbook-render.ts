@@ -2,9 +2,9 @@ import { isValidScriptName, toolName } from './playbook-header.js';
 import type { PlaybookContent } from './playbook-types.js';
 
 /**
- * The playbook as the agent reads it (BEHAVIOUR §4.5): active learnings and the toolkit, in the system prompt and in
- * /svc/PLAYBOOK.md. The Dockerfile, setup, main and verify are not rendered: the agent does not need them to work,
- * and they would eat the budget. Pure.
+ * The playbook as the agent reads it (docs/playbooks.md, "Rendering"): active learnings and the toolkit, in the system
+ * prompt and in /svc/PLAYBOOK.md. The Dockerfile, setup, main and verify are not rendered: the agent does not need them
+ * to work, and they would eat the budget. Pure.
  */
 
 /** Tokens the rendered playbook may take. */
@@ -87,8 +87,8 @@ export interface PlaybookFile {
 }
 
 /**
- * The files a run's sandbox gets from its playbook version (SPEC §4.7): /svc/PLAYBOOK.md always, each toolkit
- * script as an executable /svc/toolkit/<name>, and /svc/main when there is one. Names were validated on save;
+ * The files a run's sandbox gets from its playbook version (docs/sandbox.md, "Layout"): /svc/PLAYBOOK.md always, each
+ * toolkit script as an executable /svc/toolkit/<name>, and /svc/main when there is one. Names were validated on save;
  * they are checked again because a file path is built from them.
  */
 export function playbookFiles(c: PlaybookContent): PlaybookFile[] {

@@ -51,7 +51,7 @@ export type RunEvent =
   | DomainEvent<'RunClaimed', { runId: string; jobId: string; runnerId: string; startedAt: number }>
   | DomainEvent<'RunStarted', { runId: string; jobId: string; sandbox: { id: string; backend: string } }>
   | DomainEvent<'RunVerifying', { runId: string; jobId: string }>
-  /** A scripted run whose main script fell short goes back to running, now with the agent (BEHAVIOUR §2.6 step 9). */
+  /** A scripted run whose main fell short goes back to running, now with the agent (docs/learning.md, "Fallback"). */
   | DomainEvent<'RunFellBack', { runId: string; jobId: string; reason: string }>
   | DomainEvent<'RunCancelRequested', { runId: string; jobId: string; requestedAt: number }>
   | DomainEvent<'RunFinished', RunOutcome & { runId: string; jobId: string; msTotal: number | null }>
@@ -75,7 +75,7 @@ export interface ReflectionResult {
   cost: number;
 }
 
-/** Attempts of one reflection request before it is failed (BEHAVIOUR §4.1: max 3). */
+/** Attempts of one reflection request before it is failed: a reflector that keeps dying must not keep it pending. */
 export const maxReflectionAttempts = 3;
 
 export type RunState =
@@ -289,7 +289,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
 
 const learnable: RunStatus[] = ['succeeded', 'failed', 'timed_out'];
 
-/** The key of the reflection a run asks for when it finishes (BEHAVIOUR §4.1, automatic). */
+/** The key of the reflection a run asks for by itself when it finishes (docs/learning.md, "Reflection"). */
 export const autoReflectionKey = (runId: string) => `auto-${runId}`;
 
 export function emptyOutcome(now: number): RunOutcome {

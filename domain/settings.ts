@@ -4,8 +4,8 @@ import type { NotifyEvent } from './notification-types.js';
 import type { Settings, SettingsPatch } from './settings-types.js';
 
 /**
- * Workspace settings (BEHAVIOUR §9.2): one stream per workspace. Each event carries only the keys that changed, so
- * every field is its own value and two admins changing different fields never overwrite each other.
+ * Workspace settings (docs/models.md, "Settings"): one stream per workspace. Each event carries only the keys that
+ * changed, so every field is its own value and two admins changing different fields never overwrite each other.
  */
 export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Partial<Settings>; changedAt: number }>;
 export const settingsStreamId = (workspaceId: string) => `settings-${workspaceId}`;

@@ -1,8 +1,8 @@
 import { parseCheck, type Check, type Verify } from './playbook-verify.js';
 
 /**
- * Verification of a scripted run (BEHAVIOUR §2.6 steps 4 to 8): which checks run, in which order, and what each says
- * about the facts the runner gathered from the sandbox and the broker. Pure: the runner gathers, this judges.
+ * Verification of a scripted run (docs/learning.md, "Scripted runs"): which checks run, in which order, and what each
+ * says about the facts the runner gathered from the sandbox and the broker. Pure: the runner gathers, this judges.
  */
 
 export interface VerifyFacts {
@@ -54,7 +54,7 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Equality of BEHAVIOUR §2.5: numbers numerically (a numeric string reported by a script counts), else canonical JSON. */
+/** Equality of verify checks: numbers numerically (a numeric string a script reported counts), else canonical JSON. */
 export function sameValue(a: unknown, b: unknown): boolean {
   const num = (v: unknown) =>
     typeof v === 'number'
@@ -148,7 +148,7 @@ export interface FallbackFacts {
   actions: ReadonlyArray<{ server: string; tool: string; args: string; ok: boolean }>;
 }
 
-/** What the agent is told when it takes over from a main script that fell short (BEHAVIOUR §2.7). */
+/** What the agent is told when it takes over from a main script that fell short (docs/learning.md, "Fallback"). */
 export function fallbackBrief(f: FallbackFacts): string {
   const lines = [
     `This job has a main script at /svc/main, and this time it fell short: ${f.reason}.`,
