@@ -2,8 +2,8 @@ import { describeCron, isValidTimezone, validateCron } from './cron.js';
 import { domainError, normalizeDomain } from './domains.js';
 
 /**
- * Compiling a sentence into a proposed job (BEHAVIOUR §7.4): the model's instructions and answer schema, and the
- * server's checks of the answer. Pure: the route calls the model and passes what it needs in.
+ * Compiling a sentence into a proposed job (docs/jobs.md, "Compile"): the model's instructions and answer schema, and
+ * the server's checks of the answer. Pure: the route calls the model and passes what it needs in.
  */
 
 /** The name the answer schema goes by; the fake provider answers it deterministically. */
@@ -89,7 +89,7 @@ export const compileSystemPrompt = [
   '- sideEffects: what the job changes outside its sandbox (messages sent, records written). warnings: anything unclear or risky.',
 ].join('\n');
 
-/** The user message: the sentence, today's date in UTC, and the configured MCP server names (BEHAVIOUR §7.4). */
+/** The user message: the sentence, today's date in UTC, and the configured MCP server names. */
 export function compileUserMessage(instruction: string, now: number, serverNames: string[]): string {
   const day = new Date(now);
   const weekday = day.toLocaleDateString('en-US', { weekday: 'long', timeZone: 'UTC' });
@@ -146,7 +146,8 @@ const fields = (v: unknown) =>
 
 /**
  * Checks and completes the model's answer: bounds as JobFields has them, the schedule re-checked, allowed domains
- * cleaned, MCP needs matched to the registry (case-insensitive), and the warnings of BEHAVIOUR §7.4 appended.
+ * cleaned, MCP needs matched to the registry (case-insensitive), and warnings appended for what the workspace cannot
+ * give the job: an unknown or disabled server, a network or a Dockerfile the sandbox backend does not offer.
  */
 export function finishCompile(raw: unknown, ctx: CompileContext) {
   const a = (raw && typeof raw === 'object' ? raw : {}) as Partial<Record<keyof CompileAnswer, unknown>>;

@@ -32,7 +32,7 @@ export type DomainErrorCode =
   | 'unsupported'
   | 'rate_limited';
 
-/** A refusal with a code the API maps straight to SPEC §7. */
+/** A refusal with a code the API answers as it is, with the HTTP status the code stands for (`api/errors.ts`). */
 export class DomainError extends Error {
   constructor(
     readonly code: DomainErrorCode,

@@ -1,6 +1,6 @@
 /**
- * When a job may graduate to its main script and when it falls back to the agent for good (BEHAVIOUR §2.2, §2.4).
- * The server decides both from the run records, never the model. Pure.
+ * When a job may graduate to its main script and when it falls back to the agent for good (docs/learning.md,
+ * "Graduation" and "Demotion"). The server decides both from the run records, never the model. Pure.
  */
 
 export interface RunRecord {

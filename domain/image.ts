@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 
 /**
- * Job images (BEHAVIOUR §6.3): builds of a job's playbook Dockerfile. One aggregate per job holds every build of
- * it, because the decisions that matter compare builds with each other ("is there a build of this Dockerfile yet?",
+ * Job images (docs/design.md, "Images"): builds of a job's playbook Dockerfile. One aggregate per job holds every build
+ * of it, because the decisions that matter compare builds with each other ("is there a build of this Dockerfile yet?",
  * "did the latest one fail?"); one stream makes them race-free under expected-revision appends.
  */
 
@@ -400,9 +400,9 @@ export const jobImagesDecider: Decider<ImageCommand, ImageEvent, JobImagesState>
 };
 
 /**
- * ImageGC's choice (BEHAVIOUR §6.3): builds of a Dockerfile the job's last five versions do not use go; of the ones
- * they use, the newest ready build stays, and so does the latest build (a failed latest is what tells runs why).
- * Queued and running builds always stay.
+ * ImageGC's choice: builds of a Dockerfile the job's last five versions do not use go; of the ones they use, the newest
+ * ready build stays, and so does the latest build (a failed latest is what tells runs why). Queued and running builds
+ * always stay.
  */
 export function imagesToCollect(rows: readonly ImageRow[], recentHashes: ReadonlySet<string>): ImageRow[] {
   const keep = new Set<string>();

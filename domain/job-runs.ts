@@ -2,8 +2,9 @@ import type { Decider, DomainEvent } from './decider.js';
 import type { Concurrency } from './job-types.js';
 
 /**
- * The per-job admission actor (BEHAVIOUR §1.2): numbers runs and applies the overlap policy. Every trigger of a job
- * goes through this one stream with an expected revision, so two triggers never both see the job idle.
+ * The per-job admission actor (docs/jobs.md, "Triggers and overlap"): numbers runs and applies the overlap policy.
+ * Every trigger of a job goes through this one stream with an expected revision, so two triggers never both see the
+ * job idle.
  */
 export type JobRunsEvent =
   | DomainEvent<'RunAdmitted', { runId: string; number: number; outcome: 'start' | 'wait' | 'skip' }>

@@ -1,7 +1,7 @@
 import { DomainError, type DomainEvent } from './decider.js';
 
 /**
- * A job's key/value state (SPEC §8, BEHAVIOUR §5.4): the events of its stream and the limit rules, pure so that the
+ * A job's key/value state (docs/jobs.md, "State"): the events of its stream and the limit rules, pure so that the
  * store, the REST routes and a shadow run's overlay all decide the same way.
  */
 

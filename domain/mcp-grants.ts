@@ -1,8 +1,8 @@
 import { FieldErrors, type Decider, type DomainEvent } from './decider.js';
 
 /**
- * Which MCP servers a job may use, and which of their tools (SPEC §2.5 JobServer). `allowedTools: null` grants every
- * tool the server has now or adds later; a list grants exactly those names.
+ * Which MCP servers a job may use, and which of their tools (docs/design.md, "MCP"). `allowedTools: null` grants
+ * every tool the server has now or adds later; a list grants exactly those names.
  */
 export type McpGrant = {
   serverId: string;

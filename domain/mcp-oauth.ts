@@ -1,14 +1,14 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 
 /**
- * The OAuth login of an HTTP MCP server (BEHAVIOUR §9.4), one stream per server. Secrets never appear in the clear:
- * `sealed` values are encrypted on the host (Keys, purpose `mcp-oauth`) before a command is built, and the `state`
- * of a pending login is kept only as a hash, so the stream and its read model show no usable credential.
+ * The OAuth login of an HTTP MCP server (docs/design.md, "MCP OAuth"), one stream per server. Secrets never appear in
+ * the clear: `sealed` values are encrypted on the host (Keys, purpose `mcp-oauth`) before a command is built, and the
+ * `state` of a pending login is kept only as a hash, so the stream and its read model show no usable credential.
  */
 
-/** How long the browser has to come back from the authorization server (BEHAVIOUR §9.4: 10 minutes). */
+/** How long the browser has to come back from the authorization server. */
 export const pendingLoginMs = 10 * 60_000;
-/** A token this close to its expiry is refreshed before use (BEHAVIOUR §9.4). */
+/** A token this close to its expiry is refreshed before use (docs/design.md, "MCP OAuth"). */
 export const refreshMarginMs = 30_000;
 
 export type PendingLogin = { stateHash: string; userId: string; sealed: string; startedAt: number; expiresAt: number };

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 
 /**
- * How MCP tool results become text (SPEC §4.6, BEHAVIOUR §9.4), and how tools are named for the agent (BEHAVIOUR
- * §3.1). Pure: the agent, `svc mcp call` and the timeline all read the same text.
+ * How MCP tool results become text, and how tools are named for the agent (docs/design.md, "MCP"). Pure: the agent,
+ * `svc mcp call` and the timeline all read the same text.
  */
 
 /** The parts of a `tools/call` result this service reads (the protocol's CallToolResult, loosely typed). */
@@ -64,7 +64,7 @@ export function renderToolResult(result: ToolResultLike): { output: string; isEr
 
 /**
  * `<server>__<tool>` with characters outside `[A-Za-z0-9_-]` turned into `_`, at most 64 characters. Two tools
- * that end up with the same name get a short hash of their real names (BEHAVIOUR §3.1 (B)), so both stay callable.
+ * that end up with the same name get a short hash of their real names, so both stay callable.
  */
 export function agentToolNames(pairs: Array<{ server: string; tool: string }>): string[] {
   const plain = pairs.map(({ server, tool }) => `${server}__${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64));

@@ -3,8 +3,9 @@ import type { NotificationBody, NotifyEvent } from './notification-types.js';
 import type { Trigger } from './run.js';
 
 /**
- * Run notifications (BEHAVIOUR §9.3): which events a finished run raises, the message and body they post, and what a
- * webhook's answer means for the next attempt. Pure: the host reads settings and runs, signs and dials.
+ * Run notifications (docs/design.md, "Notifications"): which events a finished run raises, the message and body they
+ * post, and what a webhook's answer means for the next attempt. Pure: the host reads settings and runs, signs and
+ * dials.
  */
 
 /** The product name the message, the User-Agent and the headers carry. */
@@ -41,7 +42,7 @@ export function triggersFor(run: FinishedRunFacts, settings: NotifySettings): No
   if (run.status === 'failed' || run.status === 'timed_out') raised.push('run.failed');
   if (run.fellBack) {
     raised.push('run.fell_back');
-    // Demotion follows from fallbacks only (BEHAVIOUR §2.2), so it is looked at only after one.
+    // Demotion follows from fallbacks only (docs/learning.md, "Demotion"), so it is looked at only after one.
     if (run.demotedAfter) raised.push('job.demoted');
   }
   return raised.filter((e) => settings.notifyOn.includes(e));
@@ -67,7 +68,7 @@ export interface NotifiedRun {
 export const runUrl = (baseUrl: string, workspaceId: string, runId: string) =>
   `${baseUrl.replace(/\/+$/, '')}/runs/${encodeURIComponent(runId)}?workspace=${encodeURIComponent(workspaceId)}`;
 
-/** The first line of the message (BEHAVIOUR §9.3 wording for failures; a sentence of the same shape for the others). */
+/** The first line of the message: `svc: <job> run #N`, then what happened to the run or the job. */
 export function headline(event: NotifyEvent, run: NotifiedRun): string {
   const who = `${productName}: ${run.jobName} run #${run.number}`;
   switch (event) {
@@ -174,7 +175,7 @@ export type AttemptResult =
 
 export type Verdict = { delivered: true; status: number } | { delivered: false; error: string; retry: boolean };
 
-/** BEHAVIOUR §9.3: 2xx delivers; 5xx, 429 and network errors are worth another try; anything else never will be. */
+/** 2xx delivers; 5xx, 429 and network errors are worth another try; anything else never will be. */
 export function verdict(result: AttemptResult): Verdict {
   if (result.kind === 'unsendable') return { delivered: false, error: result.error, retry: false };
   if (result.kind === 'network') return { delivered: false, error: result.error, retry: true };

@@ -1,7 +1,7 @@
 /**
  * What the playbook needs to know about a Dockerfile without building it: its instructions (continuations joined,
  * honouring the `# escape=` directive), the images it starts from, and the patterns a person should review before a
- * model-written Dockerfile is used (BEHAVIOUR §4.3). Pure.
+ * model-written Dockerfile is used (docs/playbooks.md, "Ops"). Pure.
  */
 
 export interface Instruction {

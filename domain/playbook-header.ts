@@ -1,8 +1,8 @@
 /**
- * Script headers and toolkit tools (BEHAVIOUR §4.6). A toolkit or main script declares itself in comment lines near
- * its top (`# svc:name fetch_stories`, `// svc:args {"limit": "integer?"}`); the header is the one source of a
- * script's description, arguments and side effects, so the editor, reflection and the agent's tools never disagree.
- * Pure: no I/O.
+ * Script headers and toolkit tools (docs/playbooks.md, "Script headers"). A toolkit or main script declares itself in
+ * comment lines near its top (`# svc:name fetch_stories`, `// svc:args {"limit": "integer?"}`); the header is the one
+ * source of a script's description, arguments and side effects, so the editor, reflection and the agent's tools never
+ * disagree. Pure: no I/O.
  */
 
 export type ArgType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';

@@ -2,10 +2,10 @@ import type { Decider, DomainEvent } from './decider.js';
 import type { PlaybookContent } from './playbook.js';
 
 /**
- * Statistics of a playbook (BEHAVIOUR §4.4): how often reflection said a learning was used, and how often each
- * toolkit script was called and failed. They change with every run, versions never do, so they live in a stream of
- * their own per job and are merged into the content on read. Events carry the totals after them, so projecting one
- * twice changes nothing.
+ * Statistics of a playbook (docs/playbooks.md, "Statistics"): how often reflection said a learning was used, and how
+ * often each toolkit script was called and failed. They change with every run, versions never do, so they live in a
+ * stream of their own per job and are merged into the content on read. Events carry the totals after them, so
+ * projecting one twice changes nothing.
  */
 
 export const playbookStatsStreamId = (jobId: string) => `playbookstats-${jobId}`;

@@ -1,7 +1,7 @@
 /**
- * The playbook's `verify` field (BEHAVIOUR §2.5): the checks a scripted run must pass, whether a model also judges
- * the result, and which outputs may vary between runs. Parsed strictly here, once, so a saved playbook never holds
- * a check the verifier would have to guess at. Pure.
+ * The playbook's `verify` field (docs/playbooks.md, "Verify"): the checks a scripted run must pass, whether a model
+ * also judges the result, and which outputs may vary between runs. Parsed strictly here, once, so a saved playbook
+ * never holds a check the verifier would have to guess at. Pure.
  */
 
 export interface Verify {

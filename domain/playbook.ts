@@ -21,9 +21,9 @@ import {
 } from './playbook-types.js';
 
 /**
- * A job's playbook (SPEC §2.7, BEHAVIOUR §4.4): numbered, immutable versions in a stream of their own per job. The
- * event at revision r is version r + 1, so "the edit started from version v" is exactly "append expecting revision
- * v − 1": two concurrent saves can never both become the same version, and none is lost.
+ * A job's playbook (docs/playbooks.md, "Versions and saves"): numbered, immutable versions in a stream of their own
+ * per job. The event at revision r is version r + 1, so "the edit started from version v" is exactly "append
+ * expecting revision v − 1": two concurrent saves can never both become the same version, and none is lost.
  */
 
 export type { Verify } from './playbook-verify.js';
@@ -41,7 +41,7 @@ export const emptyContent = (): PlaybookContent => ({
   verify: null,
 });
 
-/** Empty per BEHAVIOUR §2.1: no learning that is not retired, no toolkit script and no main script. */
+/** Empty: no learning that is not retired, no toolkit script and no main script. Its runs explore. */
 export function isEmptyPlaybook(c: PlaybookContent): boolean {
   return !c.learnings.some((l) => l.status !== 'retired') && c.toolkit.length === 0 && c.main === null;
 }
@@ -117,8 +117,9 @@ export interface SaveRules {
 }
 
 /**
- * The save pipeline's normalize and validate steps (BEHAVIOUR §4.4) for content a person sends: every problem is
- * reported at once, with the field it concerns (`content.toolkit[1].content`). Answers the content to store.
+ * The save pipeline's normalize and validate steps (docs/playbooks.md, "Versions and saves") for content a person
+ * sends: every problem is reported at once, with the field it concerns (`content.toolkit[1].content`). Answers the
+ * content to store.
  */
 export function validateContent(input: ContentInput, rules: SaveRules): PlaybookContent {
   const errors = new FieldErrors();
@@ -263,7 +264,7 @@ export interface PlaybookVersionSaved {
   sourceRunId: string | null;
   ops: AppliedOp[] | null;
   dockerfileHash: string | null;
-  /** BEHAVIOUR §2.3: the job graduated at this version. */
+  /** The job graduated at this version: reflection applied propose_main, or main appeared where there was none. */
   graduated: boolean;
   rolledBackFrom: number | null;
   createdAt: number;

@@ -87,7 +87,7 @@ export type ProviderCommand =
   /** Every model of the provider on or off; answers only the models that changed. */
   | { type: 'SetModelsEnabled'; enabled: boolean }
   | { type: 'RemoveModel'; modelId: string }
-  /** What the provider's source lists now (BEHAVIOUR §9.1); null when the source could not be read. */
+  /** What the provider's source lists now (docs/models.md, "Sources and sync"); null when it could not be read. */
   | {
       type: 'SyncModels';
       listed: Array<Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>> | null;

@@ -4,8 +4,8 @@ import { playbookBudget, playbookTokens } from './playbook-render.js';
 import type { AppliedOp } from './playbook-types.js';
 
 /**
- * Reflection (BEHAVIOUR §4.1, §4.2): whether a finished run asks for one, what the reflection model is told, and how
- * its answer is read. Pure: the reflector gathers the facts and calls the model.
+ * Reflection (docs/learning.md, "Reflection"): whether a finished run asks for one, what the reflection model is
+ * told, and how its answer is read. Pure: the reflector gathers the facts and calls the model.
  */
 
 export interface FinishedRunFacts {
@@ -159,7 +159,7 @@ export interface PromptRun {
   outputs: Record<string, unknown>;
 }
 
-/** What the graduation section says (BEHAVIOUR §4.2 item 7). */
+/** What the prompt's graduation section says: not eligible, main failed, eligible (with the steps), or demoted. */
 export type GraduationSection =
   | { kind: 'off'; reason: string }
   | { kind: 'main_failed'; reason: string }
@@ -204,7 +204,7 @@ function graduationText(g: GraduationSection): string {
   }
 }
 
-/** The user message of the reflection call, in the order of BEHAVIOUR §4.2. Text is redacted by the caller. */
+/** The user message of the reflection call (docs/learning.md, "Reflection"). Text is redacted by the caller. */
 export function reflectionPrompt(p: ReflectionPromptInput): string {
   const tokens = playbookTokens(p.playbook);
   const sections = [
@@ -251,7 +251,7 @@ Rules: keep the playbook under 3000 tokens; make few, precise changes; promote s
 Ops (every field present, unused ones null): add_learning {text, kind, when}; update_learning {id, text?, kind?, when?}; retire_learning {id}; upsert_script {name, content}; delete_script {name}; set_setup {content}; set_dockerfile {content}; propose_main {content} (only when the graduation section says eligible); update_main {content}; set_verify {content: the verify JSON as text}. Give each op a one-sentence rationale. List in usedLearnings the ids of learnings this run relied on.`;
 }
 
-/** The second message after rejected ops or an over-budget result (BEHAVIOUR §4.2, attempt 2). */
+/** The second message after rejected ops or an over-budget result; the answer to it is the last attempt. */
 export function secondAttemptMessage(
   results: readonly AppliedOp[],
   overBudget: number,

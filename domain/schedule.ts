@@ -2,7 +2,7 @@ import type { Decider, DomainEvent } from './decider.js';
 
 /**
  * One stream per job records the schedule occurrences fired. Firing appends with the revision that was read, so
- * with several scheduler processes exactly one fires each occurrence (DESIGN §3).
+ * with several scheduler processes exactly one fires each occurrence.
  */
 export type ScheduleEvent = DomainEvent<'ScheduleFired', { jobId: string; occurrence: number; firedAt: number }>;
 export interface ScheduleState {

@@ -107,8 +107,9 @@ export const jobSecretsStreamId = (jobId: string) => `jobsecrets-${jobId}`;
 export const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Variables a mapping may not set (SPEC §4.7): the service's own `SVC_*` and the proxy variables. Every sandbox
- * that has a network goes through the egress proxy (docs/design.md), so the proxy names are kept off for every job.
+ * Variables a mapping may not set (docs/sandbox.md, "Environment"): the service's own `SVC_*` and the proxy variables.
+ * Every sandbox that has a network goes through the egress proxy (docs/design.md, "Runs"), so the proxy names are kept
+ * off for every job.
  */
 export const reservedEnvName =
   /^(SVC_.*|HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|ALL_PROXY|all_proxy)$/;

@@ -3,8 +3,8 @@ import type { PlaybookContent } from './playbook.js';
 import { canonicalJson, sameValue } from './verify-run.js';
 
 /**
- * Shadow runs (BEHAVIOUR §2.8): when a reflection's new or changed main is tried before it is saved, when that is
- * skipped, and how its outputs compare with the reflected run's. Pure.
+ * Shadow runs (docs/learning.md, "Shadow runs"): when a reflection's new or changed main is tried before it is saved,
+ * when that is skipped, and how its outputs compare with the reflected run's. Pure.
  */
 
 /** Main-related ops: the ones a failed shadow run rejects, in the order that picks the op showing the result. */

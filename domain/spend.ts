@@ -1,4 +1,4 @@
-/** The workspace's daily spend cap (BEHAVIOUR §1.3 step 3). Costs are micro-USD, the limit is in dollars. */
+/** The workspace's daily spend cap (docs/models.md, "Settings"). Costs are micro-USD, the limit is in dollars. */
 
 /** 00:00 UTC of the day `now` falls in: the cap counts runs queued since then. */
 export function utcDayStart(now: number): number {

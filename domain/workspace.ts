@@ -1,6 +1,6 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 
-/** Fixed id of the workspace every fresh instance starts with (BEHAVIOUR §8.3). */
+/** Fixed id of the workspace every instance starts with: `Default`, created at start, without an owner. */
 export const defaultWorkspaceId = '00000000-0000-7000-8000-000000000001';
 export const workspaceStreamId = (id: string) => `workspace-${id}`;
 
