@@ -1,6 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox';
 
-/** Field-level error of SPEC §2.15. */
+/** One failing field or query parameter of an error answer. */
 export const FieldError = Type.Object(
   {
     field: Type.String({ description: 'Dotted path of the field or query parameter, e.g. `limits.timeoutSeconds`' }),
@@ -11,7 +11,7 @@ export const FieldError = Type.Object(
 );
 export type FieldError = Static<typeof FieldError>;
 
-/** Error body of SPEC §2.15 and §7, answered for every error. */
+/** The body of every error answer; `requestId` is the id the request was logged under. */
 export const ErrorBody = Type.Object(
   {
     code: Type.String({
@@ -27,7 +27,7 @@ export const ErrorBody = Type.Object(
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
-/** The pagination envelope of SPEC §2.1. */
+/** The envelope every list route answers: one page of items and how many there are in all. */
 export function Envelope<T extends TSchema>(item: T, id: string) {
   return Type.Object(
     {
@@ -55,7 +55,7 @@ export const bounds = {
   usd: { minimum: 0, maximum: 1_000_000 },
 } as const;
 
-/** Query parameters shared by every list route (SPEC §4.3). */
+/** Query parameters shared by every list route: page, page size, sort keys and search text. */
 export const listQueryProperties = {
   page: Type.Optional(
     Type.Integer({ minimum: 1, maximum: bounds.page, default: 1, description: 'Page number, from 1' }),

@@ -2,7 +2,7 @@ import Type from 'typebox';
 import { Nullable } from './common.js';
 import { Spec } from './job.js';
 
-/** SPEC §2.7 CompileInputBody. */
+/** The sentence `POST /api/jobs/compile` turns into a proposed job. */
 export const CompileInputBody = Type.Object(
   { instruction: Type.String({ minLength: 1, maxLength: 20000, description: 'The sentence to compile' }) },
   { $id: 'CompileInputBody', additionalProperties: false },
@@ -15,8 +15,8 @@ export const CompiledMcpNeed = Type.Object(
 );
 
 /**
- * A proposed job (BEHAVIOUR §7.4), nothing saved: `spec` as the job keeps it, and the job fields it implies (name,
- * instruction, cron, timezone, network, allowed domains), ready for `POST /api/jobs`.
+ * A proposed job (docs/jobs.md, "Compile"), nothing saved: `spec` as the job keeps it, and the job fields it implies
+ * (name, instruction, cron, timezone, network, allowed domains), ready for `POST /api/jobs`.
  */
 export const CompileOutputBody = Type.Object(
   {

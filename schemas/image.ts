@@ -19,11 +19,11 @@ const imageFields = {
   finishedAt: Nullable(Type.Integer()),
 };
 
-/** SPEC §2.8 ImageDto. */
+/** One build of a job's Dockerfile. */
 export const ImageDto = Type.Object(imageFields, { $id: 'ImageDto', additionalProperties: false });
 export type ImageDto = Static<typeof ImageDto>;
 
-/** SPEC §2.8 GetOutputBody (the component keeps the spec's name): an image with its Dockerfile and build log. */
+/** An image with its Dockerfile and build log; the component keeps its contract name (docs/design.md, "Images"). */
 export const ImageGetOutputBody = Type.Object(
   {
     ...imageFields,
@@ -34,7 +34,7 @@ export const ImageGetOutputBody = Type.Object(
 );
 export type ImageGetOutputBody = Static<typeof ImageGetOutputBody>;
 
-/** SPEC §2.8 ImageIDOutputBody: the image a rebuild queued. */
+/** The image a rebuild queued. */
 export const ImageIDOutputBody = Type.Object(
   { id: Type.String() },
   { $id: 'ImageIDOutputBody', additionalProperties: false },

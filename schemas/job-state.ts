@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 
-/** One key of a job's state (SPEC §8 limits: key 1..200 characters, value up to 1 MiB). */
+/** One key of a job's state (docs/jobs.md, "State": key 1..200 characters, value up to 1 MiB). */
 export const StateEntryDto = Type.Object(
   {
     key: Type.String(),

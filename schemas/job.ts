@@ -40,7 +40,7 @@ export const SpecSchedule = Type.Object(
 );
 
 const shortList = { maxItems: 100 };
-/** What a job declares about itself (BEHAVIOUR §7.4); `inputs` are the run inputs it accepts. */
+/** What a job declares about itself (docs/jobs.md, "Fields"); `inputs` are the run inputs it accepts. */
 export const Spec = Type.Object(
   {
     title: Type.Optional(Type.String({ maxLength: 200 })),
@@ -107,7 +107,7 @@ const jobFieldProperties = {
   enabled: Type.Boolean(),
 };
 
-/** Create body (SPEC §2.3): name and instruction required. */
+/** Create body: name and instruction required (docs/jobs.md, "Fields"). */
 export const JobFields = Type.Object(
   {
     name: jobFieldProperties.name,

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Envelope, Nullable } from './common.js';
 
-/** MCP servers (BEHAVIOUR §9.4), their tools, test answers, login status (SPEC §2.13) and job grants (SPEC §2.5). */
+/** MCP servers, their tools, test answers, login status and job grants (docs/design.md, "MCP"). */
 
 const Transport = Type.Union([Type.Literal('stdio'), Type.Literal('http')]);
 const StringMap = (description: string) =>
@@ -112,7 +112,7 @@ export const McpTestOutputBody = Type.Object(
   { $id: 'McpTestOutputBody', additionalProperties: false },
 );
 
-/** SPEC §2.5 JobServer; `serverName` is answered and ignored on PUT. */
+/** A job's grant of one MCP server; `serverName` is answered and ignored on PUT. */
 export const JobServer = Type.Object(
   {
     serverId: Type.String({ minLength: 1, maxLength: 100 }),
@@ -128,7 +128,7 @@ export const JobServer = Type.Object(
 );
 export type JobServer = Static<typeof JobServer>;
 
-/** SPEC §2.13: the answer of `POST /api/mcp-servers/{id}/oauth/login`. */
+/** The answer of `POST /api/mcp-servers/{id}/oauth/login`. */
 export const LoginOutputBody = Type.Object(
   { authorizationUrl: Type.String({ description: 'Where to send the browser' }) },
   { $id: 'LoginOutputBody', additionalProperties: false },

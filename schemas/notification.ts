@@ -4,7 +4,7 @@ import { Nullable, type Agrees, type Same } from './common.js';
 import type * as domain from '../domain/notification-types.js';
 import { Mode, RunStatus } from './job.js';
 
-/** What a notification is about: the three triggers of BEHAVIOUR §9.3, or the settings page's test. */
+/** What a notification is about: a failed run, a fallback, a demotion, or the settings page's test. */
 export const NotificationEvent = Type.Union(
   [Type.Literal('run.failed'), Type.Literal('run.fell_back'), Type.Literal('job.demoted'), Type.Literal('test')],
   { $id: 'NotificationEvent' },
@@ -12,9 +12,9 @@ export const NotificationEvent = Type.Union(
 export type NotificationEvent = Static<typeof NotificationEvent>;
 
 /**
- * The JSON body every notification posts (BEHAVIOUR §9.3). `text` is for Slack (escaped `&<>`), `content` for
- * Discord (plain); `allowed_mentions` keeps Discord from pinging anyone a job name or an error happens to name.
- * A test notification has no job and no run.
+ * The JSON body every notification posts (docs/design.md, "Notifications"). `text` is for Slack (escaped `&<>`),
+ * `content` for Discord (plain); `allowed_mentions` keeps Discord from pinging anyone a job name or an error happens to
+ * name. A test notification has no job and no run.
  */
 export const NotificationBody = Type.Object(
   {

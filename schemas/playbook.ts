@@ -29,7 +29,10 @@ const ArgTypes = Type.Record(Type.String(), Type.String(), {
     'Argument name → type (`string`, `integer`, `number`, `boolean`, `object`, `array`, `?` for optional), from the svc:args header',
 });
 
-/** A toolkit script (BEHAVIOUR §4.6). Description, language, args and side effects are read from its header. */
+/**
+ * A toolkit script. Its description, language, args and side effects are read from its header (docs/playbooks.md,
+ * "Script headers").
+ */
 export const Script = Type.Object(
   {
     name: Type.String({ description: 'File name under /svc/toolkit; the agent calls it as the tool toolkit__<name>' }),
@@ -55,7 +58,10 @@ export const VerifyDto = Type.Object(
   { $id: 'Verify', additionalProperties: false },
 );
 
-/** Playbook content (SPEC §2.7). Answers always carry lists (empty rather than null) and `verify` (null when unset). */
+/**
+ * Playbook content (docs/playbooks.md, "Content"). Answers always carry lists (empty rather than null) and `verify`
+ * (null when unset).
+ */
 export const Content = Type.Object(
   {
     learnings: Nullable(Type.Array(Learning)),
@@ -112,7 +118,12 @@ export const ContentInput = Type.Object(
     dockerfile: Type.Optional(Nullable(Type.String({ maxLength: 1024 * 1024 }))),
     setup: Type.Optional(Nullable(Type.String({ maxLength: 1024 * 1024 }))),
     main: Type.Optional(Nullable(Type.String({ maxLength: 1024 * 1024 }))),
-    verify: Type.Optional(Type.Unknown({ description: '{checks, llm, varies} or null (BEHAVIOUR §2.5)' })),
+    verify: Type.Optional(
+      Type.Unknown({
+        description:
+          '{checks, llm, varies} or null: the checks a scripted run must pass, whether a model judges it too, the outputs that may vary',
+      }),
+    ),
   },
   { $id: 'ContentInput', additionalProperties: false },
 );
@@ -128,7 +139,7 @@ export const OpTest = Type.Object(
 );
 export type OpTest = Static<typeof OpTest>;
 
-/** One op of a reflection and what became of it (SPEC §2.7). */
+/** One op of a reflection and what became of it (docs/playbooks.md, "Ops"). */
 export const AppliedOp = Type.Object(
   {
     status: Type.Union([Type.Literal('applied'), Type.Literal('held'), Type.Literal('rejected')]),

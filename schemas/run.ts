@@ -18,7 +18,7 @@ export const Trigger = Type.Union(
 // The API names the triggers the domain stores (docs/events.md, "Stored shapes").
 export type TriggerAgrees = Agrees<Same<Static<typeof Trigger>, DomainTrigger>>;
 
-/** The run record of SPEC §2.6, plus the job it belongs to and what it was started with. */
+/** A run: its status, mode, outcome, cost and timings, the job it belongs to and what it was started with. */
 export const RunDto = Type.Object(
   {
     id: Type.String(),
@@ -102,7 +102,7 @@ export const TriggerRunOutput = Type.Object(
 );
 export type TriggerRunOutput = Static<typeof TriggerRunOutput>;
 
-/** A timeline entry (SPEC §2.6 EventDto). */
+/** A timeline entry: `seq` counts from 1 per run; `payload`'s shape depends on `type`. */
 export const EventDto = Type.Object(
   {
     seq: Type.Integer(),

@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { envNamePattern, secretNamePattern } from '../domain/secret.js';
 import { Envelope } from './common.js';
 
-/** A secret as the API answers it: never its value (SPEC §2.11). */
+/** A secret as the API answers it: never its value. */
 export const SecretDto = Type.Object(
   { id: Type.String(), name: Type.String(), createdAt: Type.Integer(), updatedAt: Type.Integer() },
   { $id: 'SecretDto', additionalProperties: false },
@@ -10,7 +10,7 @@ export const SecretDto = Type.Object(
 export type SecretDto = Static<typeof SecretDto>;
 export const SecretListEnvelope = Envelope(SecretDto, 'SecretListEnvelope');
 
-/** SPEC §2.11 names the create body `CreateInputBody1`. */
+/** The create body; its component name, `CreateInputBody1`, is the one the API contract gives it. */
 export const CreateSecretInputBody = Type.Object(
   {
     name: Type.String({
@@ -32,7 +32,7 @@ export const SecretIdOutputBody = Type.Object(
   { $id: 'SecretIdOutputBody', additionalProperties: false },
 );
 
-/** A job's secret as an environment variable (SPEC §2.5). `secretName` is answered and ignored on PUT. */
+/** A job's secret as an environment variable of its runs. `secretName` is answered and ignored on PUT. */
 export const JobSecret = Type.Object(
   {
     secretId: Type.String({ minLength: 1, maxLength: 100 }),

@@ -10,7 +10,7 @@ export const NotifyEvent = Type.Union(
 );
 export type NotifyEvent = Static<typeof NotifyEvent>;
 
-/** Workspace settings (BEHAVIOUR §9.2), every field with its effective value. */
+/** Workspace settings (docs/models.md, "Settings"), every field with its effective value. */
 export const SettingsDto = Type.Object(
   {
     agentModelId: Nullable(Type.String({ description: 'Default model of agent runs; null = unset' })),

@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { Nullable } from './common.js';
 import { Mode, RunStatus } from './job.js';
 
-/** One run on a job's chart (SPEC §2.6): cost includes what learning from it cost (reflection and verification). */
+/** One run on a job's chart: cost includes what learning from it cost (reflection and verification). */
 export const JobRunPoint = Type.Object(
   {
     runId: Type.String(),
@@ -26,7 +26,7 @@ export const VersionMarker = Type.Object(
 );
 export type VersionMarker = Static<typeof VersionMarker>;
 
-/** SPEC §2.14, BEHAVIOUR §10.2. */
+/** What `GET /api/jobs/{id}/stats` answers for the last 7, 30 or 90 days: the chart's runs and versions, and totals. */
 export const JobStatsOutputBody = Type.Object(
   {
     runs: Type.Array(JobRunPoint, { description: 'The newest 500 non-skipped runs of the range, oldest first' }),
