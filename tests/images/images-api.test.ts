@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { jobImagesDecider, jobImagesStreamId } from '../../domain/image.js';
 import type { CommandContext } from '../../app/commands.js';
 import { Images, noBuilderMessage, RunImageError } from '../../app/images.js';
+import { staysFalse, waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from '../api/harness.js';
 
 /**
@@ -100,7 +101,8 @@ describe('images routes', () => {
     const jobId = await newJob();
     const first = await ensure(jobId, 'FROM svc-base:bookworm\nRUN true\n');
     // Rows of the same millisecond tie on createdAt and fall back to their ids, which are random within a millisecond.
-    await new Promise((r) => setTimeout(r, 5));
+    const firstMs = Date.now();
+    await waitFor('the clock to pass the first image', () => Date.now() > firstMs, { intervalMs: 1 });
     const second = await ensure(jobId, 'FROM svc-base:bookworm\nRUN false\n');
     const newest = await admin.get(`/api/jobs/${jobId}/images`);
     assert.deepEqual(
@@ -210,13 +212,16 @@ describe('run image resolution (service layer)', () => {
     const jobId = await newJob();
     const abort = new AbortController();
     const waits: string[] = [];
-    const started = Date.now();
-    setTimeout(() => abort.abort(new Error('deadline')), 2500);
-    await assert.rejects(
-      withDockerfile(dockerfile).resolveRunImage(request(jobId, abort.signal, { onWait: (m) => waits.push(m) })),
-      /deadline/,
+    const resolving = withDockerfile(dockerfile).resolveRunImage(
+      request(jobId, abort.signal, { onWait: (m) => waits.push(m) }),
     );
-    assert.ok(Date.now() - started < 4000, 'the wait ends at once when aborted');
+    await waitFor('the first wait message', () => waits.length > 0);
+    // "Once" is an absence: the resolver polls every 2 s, so 2.5 s without a second message covers a poll.
+    await staysFalse('a second wait message', () => waits.length > 1, 2_500);
+    const aborted = Date.now();
+    abort.abort(new Error('deadline'));
+    await assert.rejects(resolving, /deadline/);
+    assert.ok(Date.now() - aborted < 5000, 'the wait ends at once when aborted, not at its next poll');
     assert.equal(waits.length, 1);
     assert.match(waits[0]!, /Waiting for the job image/);
     const { state } = await t.server.services.bus.load(jobImagesStreamId(jobId), jobImagesDecider);
