@@ -1304,7 +1304,7 @@ export interface components {
       dockerfile?: string | null;
       setup?: string | null;
       main?: string | null;
-      /** @description {checks, llm, varies} or null (BEHAVIOUR §2.5) */
+      /** @description {checks, llm, varies} or null: the checks a scripted run must pass, whether a model judges it too, the outputs that may vary */
       verify?: unknown;
     };
     CreateInputBody: {
