@@ -14,7 +14,7 @@ export interface Config {
   masterKey: string | undefined;
   roles: Set<Role>;
   logLevel: string;
-  /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE (DESIGN §9). */
+  /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE: names that operators and outside tests rely on, kept stable. */
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
 }
 

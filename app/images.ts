@@ -54,7 +54,7 @@ export class ImageLogs {
   }
 }
 
-/** A run cannot have its image: the message is the run's error (BEHAVIOUR §1.3 step 5). */
+/** A run cannot have its image: the message becomes the run's error. */
 export class RunImageError extends Error {
   override name = 'RunImageError';
 }
@@ -91,8 +91,8 @@ export const builderSilenceMs = 60_000;
 const pollMs = 2000;
 
 /**
- * Job images outside the builder (BEHAVIOUR §6.3): EnsureBuild after playbook saves, rebuilds, reads and the run's
- * image resolution. Every decision is an expected-revision append to the job's images stream.
+ * Job images outside the builder (docs/design.md, "Images"): EnsureBuild after playbook saves, rebuilds, reads and the
+ * run's image resolution. Every decision is an expected-revision append to the job's images stream.
  */
 export class Images {
   /** Nudges the local builder when an image is queued; builders elsewhere find it by polling. */
@@ -195,7 +195,7 @@ export class Images {
   }
 
   /**
-   * The image a run starts from (BEHAVIOUR §6.3 run resolution). No Dockerfile: the fallback. Otherwise only a build
+   * The image a run starts from (docs/design.md, "Images"). No Dockerfile: the fallback. Otherwise only a build
    * of this very Dockerfile will do: the newest ready one; else the latest build's failure is the run's error; else
    * the run waits, looking again every 2 s, until the build ends or the signal stops it.
    */

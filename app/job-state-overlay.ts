@@ -3,9 +3,9 @@ import type { CommandContext } from './commands.js';
 import type { JobStateAccess, StateEntry } from './job-state.js';
 
 /**
- * A shadow run's job state (BEHAVIOUR §2.8): a copy-on-write overlay. Reads fall through to the real state, writes
- * and deletes stay here and are decided against the real usage plus the overlay's own changes, so the limits hold
- * as they would for a real run. Nothing reaches the job's stream.
+ * A shadow run's job state (docs/learning.md, "Shadow runs"): a copy-on-write overlay. Reads fall through to the real
+ * state, writes and deletes stay here and are decided against the real usage plus the overlay's own changes, so the
+ * limits hold as they would for a real run. Nothing reaches the job's stream.
  */
 export class JobStateOverlay implements JobStateAccess {
   /** By key: the overlay's value, or null for a key it deleted. */

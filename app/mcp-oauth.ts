@@ -31,7 +31,7 @@ import type { CommandBus, CommandContext } from './commands.js';
 import type { Keys } from '../adapters/keys.js';
 import { errorMessage } from '../domain/error-message.js';
 
-/** The purpose MCP OAuth data is sealed under (`Keys.encrypt`, BEHAVIOUR §9.5). */
+/** The purpose MCP OAuth data is sealed under (`Keys.encrypt`: AES-256-GCM under the master key, like secrets). */
 const purpose = 'mcp-oauth';
 
 /** What a pending login keeps for its callback, sealed. */
@@ -57,9 +57,9 @@ export type CallbackQuery = { code?: string; state?: string; error?: string; err
 const hashState = (state: string) => createHash('sha256').update(state).digest('base64url');
 
 /**
- * OAuth logins of HTTP MCP servers (BEHAVIOUR §9.4). Everything in flight is stored through events on the server's
- * `mcpoauth-` stream, so the callback can land on any replica and a refresh on one replica is seen by the others:
- * a refresh re-reads the stream first and is appended only over the login generation it started from.
+ * OAuth logins of HTTP MCP servers (docs/design.md, "MCP OAuth"). Everything in flight is stored through events on the
+ * server's `mcpoauth-` stream, so the callback can land on any replica and a refresh on one replica is seen by the
+ * others: a refresh re-reads the stream first and is appended only over the login generation it started from.
  */
 export class McpOauth {
   /** One refresh at a time per server in this process; callers waiting on it share its answer. */

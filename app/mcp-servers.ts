@@ -49,7 +49,7 @@ export interface TestSandboxes {
   defaultImage(workspaceId: string): Promise<string | null>;
 }
 
-/** The workspace's MCP servers: registry, test, job grants, and the connections a run opens (BEHAVIOUR §9.4). */
+/** The workspace's MCP servers: registry, test, job grants, and the connections a run opens (docs/design.md, "MCP"). */
 export class McpServers {
   private sandboxes: TestSandboxes | null = null;
   readonly fetch: FetchLike;
@@ -248,7 +248,7 @@ export class McpServers {
     return doc;
   }
 
-  /** SPEC §2.13 AuthDto. Without a stored OAuth login the status comes from the config and the last test. */
+  /** The server's login status (AuthDto). Without a stored OAuth login it comes from the config and the last test. */
   auth(doc: McpServerDoc): AuthDto {
     const callbackUrl = `${this.baseUrl}/api/mcp-servers/${doc._id}/oauth/callback`;
     const base = { loggedInAt: null, expiresAt: null, refreshable: false };
@@ -311,7 +311,7 @@ export class McpServers {
 
   /**
    * `POST /api/mcp-servers/{id}/test`: connect, list, cache the tools. HTTP servers are reached from the host; a stdio
-   * server runs in a sandbox of its own on the workspace's default image, with internet access (BEHAVIOUR §9.4).
+   * server runs in a sandbox of its own on the workspace's default image, with internet access.
    */
   async test(ctx: CommandContext, workspaceId: string, id: string): Promise<McpTestResult & { auth: AuthDto }> {
     const doc = await this.get(workspaceId, id);

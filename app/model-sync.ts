@@ -4,7 +4,7 @@ import type { ModelSpec, ProviderKind } from '../domain/provider.js';
 type Listed = Omit<ModelSpec, 'modelId' | 'synced' | 'followCatalog'>;
 const unknownContext = 32_768;
 
-/** Where a provider's models come from (BEHAVIOUR §9.1): the built-in catalog, the server's /models, or by hand. */
+/** Where a provider's models come from (docs/models.md, "Sources and sync"): catalog, server /models, or by hand. */
 export function sourceOf(kind: ProviderKind, baseUrl: string | null): 'catalog' | 'server' | 'manual' {
   if (kind === 'fake') return 'manual';
   if (kind === 'anthropic' || !baseUrl || /^https:\/\/api\.openai\.com(\/|$)/.test(baseUrl)) return 'catalog';

@@ -24,7 +24,7 @@ import type { Keys } from '../adapters/keys.js';
 
 export { defaultSettings } from '../domain/settings.js';
 
-/** Which default a call is for (BEHAVIOUR §9.2). */
+/** Which default a call is for (docs/models.md, "Which model a call uses"). */
 export type ModelPurpose = 'agent' | 'utility' | 'reflection';
 
 /** A model ready to be called: its record and its provider with the opened key. Only the host ever holds this. */
@@ -51,7 +51,7 @@ export class Models {
     private readonly keys: Keys,
   ) {}
 
-  /** The workspace's settings with the defaults filled in; read on every call, never cached (BEHAVIOUR §9.2). */
+  /** The workspace's settings, defaults filled in; read on every call and never cached, so changes apply at once. */
   async settingsFor(workspaceId: string): Promise<SettingsDto> {
     const stored = await this.docs.collection<SettingsDoc>(settingsCollection).findOne({ _id: workspaceId });
     const { _id, ...rest } = stored ?? { _id: workspaceId };
@@ -145,9 +145,9 @@ export class Models {
   }
 
   /**
-   * BEHAVIOUR §9.1/§9.2: agent = the job's model while it is enabled and listed, else the workspace agent model;
-   * utility = the workspace utility model, else the run's (agent) model; reflection = the workspace reflection
-   * model, else the run's (agent) model. Null when nothing usable is configured.
+   * docs/models.md, "Which model a call uses": agent = the job's model while it is enabled and listed, else the
+   * workspace agent model; utility = the workspace utility model, else the run's (agent) model; reflection = the
+   * workspace reflection model, else the run's (agent) model. Null when nothing usable is configured.
    */
   async resolveModel(
     workspaceId: string,

@@ -32,7 +32,7 @@ import type { DocumentStore, FindOptions, Search } from '../store/document-store
 import type { EventStore } from '../store/event-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
 
-/** sha256 hex of the trimmed Dockerfile, or null without one (BEHAVIOUR §4.4): what image builds are keyed by. */
+/** sha256 hex of the trimmed Dockerfile, or null without one: what image builds are keyed by. */
 export function dockerfileHash(dockerfile: string | null): string | null {
   return dockerfile === null || dockerfile.trim() === '' ? null : hashOfDockerfile(dockerfile);
 }
@@ -113,9 +113,9 @@ export async function versionContent(
 }
 
 /**
- * The files a run's sandbox gets from the playbook version the run was pinned to when it was queued (SPEC §4.7):
- * /svc/PLAYBOOK.md, /svc/toolkit/<name> and /svc/main (both 0755). A version that cannot be found gives the empty
- * playbook's files: a run is never refused for its playbook.
+ * The files a run's sandbox gets from the playbook version the run was pinned to when it was queued (docs/playbooks.md,
+ * "Rendering"): /svc/PLAYBOOK.md, /svc/toolkit/<name> and /svc/main (both 0755). A version that cannot be found gives
+ * the empty playbook's files: a run is never refused for its playbook.
  */
 export async function filesForRun(
   events: EventStore,
@@ -135,7 +135,7 @@ export class Playbooks {
     private readonly docs: DocumentStore,
     private readonly engine: ProjectionEngine,
     private readonly clock: () => number = Date.now,
-    /** After every save: a Dockerfile gets its image build queued (BEHAVIOUR §4.4 step 5, §6.3 EnsureBuild). */
+    /** After every save: a Dockerfile gets its image build queued (docs/playbooks.md, "Versions and saves"). */
     private readonly afterSave: (
       ctx: CommandContext,
       workspaceId: string,

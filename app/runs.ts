@@ -55,7 +55,8 @@ export class Runs {
 
   /**
    * What the workspace's runs queued since `since` cost, reflection and verification included (micro-USD). Runs still
-   * in flight count what they have recorded so far, which is nothing until they finish (BEHAVIOUR §1.3, a known gap).
+   * in flight count what they have recorded so far, which is nothing until they finish: a known gap, so runs that start
+   * together can pass the cap.
    */
   async spentSince(workspaceId: string, since: number): Promise<number> {
     const runs = await this.docs.collection<RunDoc>(runsCollection).find({ workspaceId, queuedAt: { $gte: since } });
@@ -65,7 +66,7 @@ export class Runs {
   async trigger(workspaceId: string, jobId: string, req: TriggerRequest, ctx: CommandContext): Promise<TriggerAnswer> {
     const { state: job } = await this.bus.load(jobStreamId(jobId), jobDecider);
     if (job.status !== 'active' || job.workspaceId !== workspaceId) throw DomainError.notFound('Job');
-    // The enabled switch gates only the automatic triggers (BEHAVIOUR §1.2).
+    // The enabled switch gates only the automatic triggers (docs/jobs.md, "Triggers and overlap").
     if (!job.config.enabled && (req.trigger === 'schedule' || req.trigger === 'webhook'))
       return { runId: null, status: 'skipped', position: null };
 
@@ -133,7 +134,7 @@ export class Runs {
     );
   }
 
-  /** "Learn from this run": marks its reflection pending for a reflector to take (BEHAVIOUR §4.1). */
+  /** "Learn from this run": marks its reflection pending for a reflector to take (docs/learning.md, "Reflection"). */
   readonly reflectable = new Subject<string>();
 
   async requestReflection(workspaceId: string, runId: string, ctx: CommandContext): Promise<Position | null> {
@@ -184,7 +185,7 @@ export class Runs {
     return result.position;
   }
 
-  /** Ends a live run whose runner is gone (BEHAVIOUR §1.5): never resumed, failed as interrupted. */
+  /** Ends a live run whose runner is gone: never resumed, failed as interrupted (docs/runs.md, "Stop reasons"). */
   async interrupt(jobId: string, runId: string, error: string): Promise<void> {
     const { state } = await this.bus.load(runStreamId(runId), runDecider);
     const ctx: CommandContext = {

@@ -145,7 +145,7 @@ export class Secrets {
 
   /**
    * Environment variables for a run, opened when the run starts (so changes apply to the next run and deleted
-   * secrets drop out). `SVC_*` and proxy variable names are dropped (SPEC §4.7).
+   * secrets drop out). `SVC_*` and proxy variable names are dropped (docs/sandbox.md, "Environment").
    */
   async envFor(workspaceId: string, jobId: string): Promise<Record<string, string>> {
     const env: Record<string, string> = {};

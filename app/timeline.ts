@@ -4,7 +4,7 @@ import type { RunFiles } from '../adapters/run-files.js';
 import type { EventDto } from '../schemas/run.js';
 import type { Actor, EventStore, RecordedEvent } from '../store/event-store.js';
 
-/** The run timeline lives in a stream of its own per run; an entry's seq is its revision + 1 (DESIGN §1). */
+/** The run timeline lives in a stream of its own per run; an entry's seq is its revision + 1. */
 export const timelineStreamId = (runId: string) => `timeline-${runId}`;
 
 export interface TimelineData {
@@ -22,14 +22,14 @@ export interface TimelineOptions {
   parentSpanId?: string | null;
 }
 
-/** Live fragments of model and command output: never stored, only for whoever watches now (SPEC §6.1 `delta`). */
+/** Live fragments of model and command output (the run stream's `delta`): never stored, only for whoever watches. */
 export interface LiveDelta {
   runId: string;
   delta: { type: string; callId?: string; text: string };
 }
 export const liveDeltas = new Subject<LiveDelta>();
 
-/** A payload above this size (serialized) is stored whole beside the run and kept shortened inline (BEHAVIOUR §3.6). */
+/** A payload above this size (serialized) is stored whole beside the run and kept shortened inline. */
 export const inlinePayloadBytes = 16 * 1024;
 /** Strings of a shortened payload keep their head and tail. */
 const shortenedStringChars = 2 * 1024;
@@ -134,7 +134,7 @@ export interface TimelineLogger {
   error(obj: object, msg: string): void;
 }
 
-/** What runs write their timeline through; a shadow run's goes nowhere (BEHAVIOUR §2.8: its events are discarded). */
+/** What runs write their timeline through; a shadow run's goes nowhere: its events are discarded. */
 export type Timeline = Pick<TimelineWriter, 'append' | 'record' | 'delta' | 'flush' | 'failed'>;
 export const discardedTimeline: Timeline = {
   append: async () => undefined,

@@ -25,7 +25,7 @@ export interface JobDoc extends Doc, Omit<JobDto, 'id' | 'nextMode'> {
   lastMode: JobDto['modePin'];
   runCount: number;
   recentRuns: LastRun[] | null;
-  /** Summary of the playbook that decides nextMode (BEHAVIOUR §2.1); the learning issue fills it. */
+  /** Summary of the playbook that decides nextMode (docs/learning.md, "Modes"); the learning issue fills it. */
   playbookEmpty: boolean;
   playbookHasMain: boolean;
   /** Never part of a DTO: the hooks route compares against it. */
@@ -168,7 +168,10 @@ function nextRunAt(jobId: string, after: number): DocOp {
   };
 }
 
-/** A playbook version was saved: the job's version and what nextMode reads of it (BEHAVIOUR §2.1, §2.3). */
+/**
+ * A playbook version was saved: the job's version, and what nextMode and the graduated version read of it
+ * (docs/learning.md, "Modes" and "Graduation").
+ */
 function playbookFields(event: PlaybookEvent): DocOp[] {
   const { jobId, version, content, graduated } = event.data;
   const fields: Record<string, DocValue> = {

@@ -39,9 +39,9 @@ export interface NotificationDoc extends Doc {
 const docId = (runId: string, event: NotifyEvent) => `${runId}:${event}`;
 
 /**
- * Run notifications as read models (BEHAVIOUR §9.3). A run that failed, timed out or fell back gets a check document
- * when it finishes; the notifier decides its triggers and appends them to the run's notification stream, whose
- * events then mark the check done and keep one delivery document per notification.
+ * Run notifications as read models (docs/design.md, "Notifications"). A run that failed, timed out or fell back gets a
+ * check document when it finishes; the notifier decides its triggers and appends them to the run's notification stream,
+ * whose events then mark the check done and keep one delivery document per notification.
  */
 export const notificationsProjector: Projector = {
   name: 'notifications',
