@@ -1,46 +1,93 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+
 /**
- * A self-contained reference page: no CDN, so it works on an air-gapped instance. It renders the OpenAPI document
- * the server serves, grouped by tag, with each operation's access rule, parameters and schemas.
+ * The API reference page (docs/design.md, "API docs"): Swagger UI from the swagger-ui-dist package, rendering
+ * /api/openapi.json. Every file comes from this server, so the page works on an air-gapped instance.
  */
-export const docsPage = `<!doctype html>
+
+export interface DocsFile {
+  body: Buffer;
+  gzip: Buffer | null;
+  type: string;
+  etag: string;
+  cacheControl: string;
+}
+
+export interface DocsFiles {
+  page: DocsFile;
+  /** By the name under /api/docs/; each name holds a hash of its content. */
+  files: Map<string, DocsFile>;
+}
+
+// A file of its own, not an inline script, so the page keeps the web app's `script-src 'self'`. Without
+// `validatorUrl: null` Swagger UI sends the document to validator.swagger.io for a badge; the standalone preset
+// would add a bar for loading other documents, which this page has no use for.
+const init = `window.ui = SwaggerUIBundle({
+  url: '/api/openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: 'BaseLayout',
+});
+`;
+
+const etagOf = (body: Buffer) => `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+const gzipped = promisify(gzip);
+
+async function file(body: Buffer, type: string, cacheControl: string): Promise<DocsFile> {
+  const gz = await gzipped(body);
+  return { body, gzip: gz.length < body.length ? gz : null, type, etag: etagOf(body), cacheControl };
+}
+
+async function load(): Promise<DocsFiles> {
+  const dist = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const sources: Array<[string, string, Buffer]> = [
+    ['swagger-ui.css', 'text/css; charset=utf-8', await readFile(join(dist, 'swagger-ui.css'))],
+    ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8', await readFile(join(dist, 'swagger-ui-bundle.js'))],
+    ['init.js', 'text/javascript; charset=utf-8', Buffer.from(init)],
+    // Else the browser asks for /favicon.ico, which is the web app's.
+    ['favicon.png', 'image/png', await readFile(join(dist, 'favicon-32x32.png'))],
+  ];
+  const files = new Map<string, DocsFile>();
+  const urls: Record<string, string> = {};
+  for (const [name, type, body] of sources) {
+    // A name that changes with the content can be cached for good: an upgrade of the package is a new name.
+    const hashed = name.replace(/(\.\w+)$/, `.${etagOf(body).slice(1, 13)}$1`);
+    files.set(hashed, await file(body, type, 'public, max-age=31536000, immutable'));
+    urls[name] = `/api/docs/${hashed}`;
+  }
+  const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>svc API reference</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2330;background:#fafbfc}
-header{background:#1d2330;color:#fff;padding:16px 32px}header a{color:#9cc3ff}
-main{max-width:980px;margin:0 auto;padding:16px 32px}
-h2{margin-top:32px;border-bottom:1px solid #dde;padding-bottom:4px;text-transform:capitalize}
-details{background:#fff;border:1px solid #dde;border-radius:6px;margin:8px 0;padding:8px 12px}
-summary{cursor:pointer;font-family:ui-monospace,monospace}
-.m{display:inline-block;min-width:64px;font-weight:700}.GET{color:#0a7}.POST{color:#07c}.PATCH{color:#b70}.PUT{color:#b70}.DELETE{color:#c33}
-.acc{float:right;font-size:12px;color:#667}pre{background:#f3f4f7;padding:8px;overflow:auto;font-size:12px}
-</style></head><body>
-<header><strong>svc API reference</strong> &middot; <a href="/api/openapi.json">openapi.json</a> &middot; <a href="/api/openapi.yaml">openapi.yaml</a></header>
-<main id="root">Loading&hellip;</main>
-<script>
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-fetch('/api/openapi.json').then((r) => r.json()).then((doc) => {
-  const byTag = {};
-  for (const [path, ops] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(ops)) {
-    (byTag[(op.tags && op.tags[0]) || 'other'] ??= []).push({ path, method: method.toUpperCase(), op });
-  }
-  const resolve = (s) => JSON.stringify(s, null, 2);
-  let html = '<p>' + esc(doc.info.description || '') + '</p>';
-  for (const [tag, list] of Object.entries(byTag).sort()) {
-    html += '<h2>' + esc(tag) + '</h2>';
-    for (const { path, method, op } of list) {
-      const a = op['x-access'] || {};
-      html += '<details><summary><span class="m ' + method + '">' + method + '</span>' + esc(path) + ' &mdash; ' + esc(op.summary || '') +
-        '<span class="acc">' + esc(a.role) + (a.session ? ', session only' : '') + '</span></summary>' +
-        (op.description ? '<p>' + esc(op.description) + '</p>' : '') +
-        (op.parameters && op.parameters.length ? '<h4>Parameters</h4><pre>' + esc(resolve(op.parameters)) + '</pre>' : '') +
-        (op.requestBody ? '<h4>Body</h4><pre>' + esc(resolve(op.requestBody.content['application/json'].schema)) + '</pre>' : '') +
-        '<h4>Responses</h4><pre>' + esc(resolve(op.responses)) + '</pre></details>';
-    }
-  }
-  html += '<h2>Schemas</h2>';
-  for (const [name, s] of Object.entries(doc.components.schemas)) html += '<details id="' + esc(name) + '"><summary>' + esc(name) + '</summary><pre>' + esc(resolve(s)) + '</pre></details>';
-  document.getElementById('root').innerHTML = html;
-});
-</script></body></html>
+<link rel="stylesheet" href="${urls['swagger-ui.css']}">
+<link rel="icon" type="image/png" href="${urls['favicon.png']}">
+</head><body>
+<noscript>The reference needs JavaScript. The document itself: <a href="/api/openapi.json">openapi.json</a>,
+<a href="/api/openapi.yaml">openapi.yaml</a>.</noscript>
+<div id="swagger-ui"></div>
+<script src="${urls['swagger-ui-bundle.js']}"></script>
+<script src="${urls['init.js']}"></script>
+</body></html>
 `;
+  return { page: await file(Buffer.from(html), 'text/html; charset=utf-8', 'no-cache'), files };
+}
+
+let loading: Promise<DocsFiles> | null = null;
+
+/**
+ * Read and compressed on the first request, not at start: the bundle is 1.7 MB, and most processes (and every test
+ * server) never serve the page. The compression runs off the event loop.
+ */
+export function docsFiles(): Promise<DocsFiles> {
+  loading ??= load().catch((err: unknown) => {
+    loading = null;
+    throw err;
+  });
+  return loading;
+}
