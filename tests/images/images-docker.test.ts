@@ -4,6 +4,7 @@ import { dockerfileHash, jobImagesDecider, jobImagesStreamId } from '../../domai
 import { dockerClient } from '../../adapters/sandbox/docker.js';
 import type { CommandContext } from '../../app/commands.js';
 import { Images } from '../../app/images.js';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
 
 /**
@@ -65,16 +66,16 @@ if (!host) {
 
   /** Reads the image over HTTP until its build has ended. */
   async function settled(jobId: string, imageId: string, timeoutMs = 180_000): Promise<Record<string, any>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await admin.get(`/api/jobs/${jobId}/images/${imageId}`);
-      if (res.status === 200 && (res.body.status === 'ready' || res.body.status === 'failed')) {
-        if (res.body.ref) refs.push(res.body.ref);
-        return res.body;
-      }
-      if (Date.now() > deadline) throw new Error(`image ${imageId} is still ${res.body.status}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    const image = await waitFor(
+      `the build of image ${imageId} to end`,
+      async () => {
+        const res = await admin.get(`/api/jobs/${jobId}/images/${imageId}`);
+        return res.status === 200 && (res.body.status === 'ready' || res.body.status === 'failed') && res.body;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
+    if (image.ref) refs.push(image.ref);
+    return image;
   }
 
   describe('job images built by docker', () => {
@@ -210,12 +211,14 @@ if (!host) {
       const listed = (await admin.get(`/api/jobs/${job.body.id}/images`)).body.items;
       assert.equal(listed.length, 1, 'the save queued one build');
       const run = await admin.post(`/api/jobs/${job.body.id}/runs`, {});
-      let r: Record<string, any> = {};
-      for (let i = 0; i < 1200; i++) {
-        r = (await admin.get(`/api/runs/${run.body.runId}`)).body;
-        if (['succeeded', 'failed', 'timed_out', 'cancelled'].includes(r.status)) break;
-        await new Promise((res) => setTimeout(res, 250));
-      }
+      const r = await waitFor(
+        'the run to end',
+        async () => {
+          const got = (await admin.get(`/api/runs/${run.body.runId}`)).body;
+          return ['succeeded', 'failed', 'timed_out', 'cancelled'].includes(got.status) && got;
+        },
+        { timeoutMs: 300_000, intervalMs: 250 },
+      );
       assert.equal(r.status, 'succeeded', r.error);
       assert.match(String(r.outputs.marker), /^built-\d+$/, 'the run ran inside the job image');
       const image = await settled(job.body.id, listed[0].id);
@@ -243,15 +246,17 @@ if (!host) {
         })
       ).body.id;
       const run = (await admin.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
-      const settledRun = async () => {
-        for (let i = 0; i < 2400; i++) {
-          const r = (await admin.get(`/api/runs/${run}`)).body;
-          if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending')
-            return r;
-          await new Promise((res) => setTimeout(res, 100));
-        }
-        throw new Error('the run did not settle');
-      };
+      const settledRun = () =>
+        waitFor(
+          'the run and its reflection to end',
+          async () => {
+            const r = (await admin.get(`/api/runs/${run}`)).body;
+            const settled =
+              !['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending';
+            return settled && (r as Record<string, any>);
+          },
+          { timeoutMs: 240_000, intervalMs: 100 },
+        );
       await settledRun();
       const dockerfileOp = (content: string) => ({
         op: 'set_dockerfile',
@@ -343,11 +348,11 @@ if (!host) {
     it('puts a build interrupted by a shutdown back in the queue for another runner', async () => {
       const jobId = await newJob();
       const imageId = await ensure(jobId, 'FROM svc-base:bookworm\nRUN sleep 60\n');
-      const deadline = Date.now() + 60_000;
-      while ((await admin.get(`/api/jobs/${jobId}/images/${imageId}`)).body.status !== 'building') {
-        assert.ok(Date.now() < deadline, 'the build started');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(
+        'the build to start',
+        async () => (await admin.get(`/api/jobs/${jobId}/images/${imageId}`)).body.status === 'building',
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
       const stopping = Date.now();
       await t.server.services.runner!.imageBuilder!.stop();
       assert.ok(Date.now() - stopping < 20_000, 'the build was stopped, not waited for');
