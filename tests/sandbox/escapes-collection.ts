@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import type { ExecResult, Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { hostProcessesNamed, testSpec } from './fixture.js';
+import { staysFalse, waitFor } from '../wait.js';
 import { errorMessage } from '../../domain/error-message.js';
 
 /**
@@ -74,8 +75,7 @@ export function collectionEscapes(
         timeoutMs: 120_000,
         onOutput: (c) => (seen += text(c)),
       });
-      for (let i = 0; i < 400 && !seen.includes('racing'); i++) await new Promise((r) => setTimeout(r, 25));
-      assert.match(seen, /racing/, `the racer did not start: ${seen}`);
+      await waitFor('the racer to start', () => seen.includes('racing'));
       return { running, output: () => seen };
     };
 
@@ -260,17 +260,30 @@ export function collectionEscapes(
         `(setsid bash -c 'exec -a ${procName} sh -c "while :; do date +%s%N > /svc/outputs/tick; done"' </dev/null >/dev/null 2>&1 &) ; printf kept > /svc/outputs/kept.txt; echo started`,
       );
       assert.equal(text(bg.output).trim(), 'started');
-      const still = box.exec({ cmd: ['sh', '-c', 'while :; do sleep 1; done'], timeoutMs: 120_000 });
-      await new Promise((r) => setTimeout(r, 200));
+      let stillOut = '';
+      const still = box.exec({
+        cmd: ['sh', '-c', 'echo started; while :; do sleep 1; done'],
+        timeoutMs: 120_000,
+        onOutput: (c) => (stillOut += text(c)),
+      });
+      await waitFor('the second command to start', () => stillOut.includes('started'));
+      await waitFor(
+        'the detached writer to write',
+        async () => (await box.readFile('/svc/outputs/tick', 1000)) !== null,
+      );
       const t0 = Date.now();
       await box.stopProcesses();
       const ms = Date.now() - t0;
       const ended = await still;
       assert.equal(ended.timedOut, false);
-      const first = await box.readFile('/svc/outputs/tick', 1000);
-      await new Promise((r) => setTimeout(r, 300));
-      const second = await box.readFile('/svc/outputs/tick', 1000);
-      assert.deepEqual(second, first, 'nothing writes into the sandbox after stopProcesses');
+      const first = text((await box.readFile('/svc/outputs/tick', 1000))!);
+      // Only an absence shows that the writer is gone: it rewrote the file continuously, so 300 ms without a change
+      // is thousands of writes that did not happen.
+      await staysFalse(
+        'a write into the sandbox after stopProcesses',
+        async () => text((await box.readFile('/svc/outputs/tick', 1000))!) !== first,
+        300,
+      );
       assert.deepEqual(hostProcessesNamed(procName), [], 'no process of the sandbox survives stopProcesses');
       assert.equal(text((await box.readFile('/svc/outputs/kept.txt', 100))!), 'kept');
       await assert.rejects(box.exec({ cmd: ['true'] }), /stopped/);

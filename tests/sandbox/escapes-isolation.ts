@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { ExecOptions, Sandbox, SandboxBackend, SandboxSpec } from '../../adapters/sandbox/types.js';
 import { testSpec } from './fixture.js';
+import { waitFor } from '../wait.js';
 
 /**
  * Isolation escapes, on every backend (docs/security.md, "Sandbox isolation"): what a run's code could learn or take
@@ -77,8 +78,7 @@ export function isolationEscapes(
         timeoutMs: 40_000,
       });
       try {
-        for (let i = 0; i < 400 && !started.includes('started'); i++) await new Promise((r) => setTimeout(r, 25));
-        assert.match(started, /started/, 'the command runs');
+        await waitFor('the command to start', () => started.includes('started'));
         const expected = spawnSync('sha256sum', {
           input: `${secret}|${token}|${execSecret}\n`,
           encoding: 'utf8',
@@ -177,9 +177,11 @@ export function isolationEscapes(
         let out = '';
         const running = sh(box, `echo started; exec -a ${marker} sleep 30`, { onOutput: (c) => (out += text(c)) });
         try {
-          for (let i = 0; i < 400 && !out.includes('started'); i++) await new Promise((r) => setTimeout(r, 25));
-          const pid = await waitFor(() => hostProcessesNamed(marker)[0]);
-          assert.ok(pid, 'the sandboxed process is seen from the host');
+          await waitFor('the command to start', () => out.includes('started'));
+          const pid = await waitFor(
+            'the sandboxed process to be seen from the host',
+            () => hostProcessesNamed(marker)[0],
+          );
           const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
           assert.notEqual(uid, 0, `runAsRoot=${runAsRoot}: the sandbox runs as host root`);
           const user = hostUsers().get(uid);
@@ -379,15 +381,6 @@ function hostUsers(): Map<number, string> {
     if (user && uid) users.set(Number(uid), user);
   }
   return users;
-}
-
-async function waitFor<T>(probe: () => T | undefined, ms = 5000): Promise<T | undefined> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined || Date.now() > until) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Host processes whose command line starts with `name`. */
