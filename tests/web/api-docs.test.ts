@@ -53,7 +53,7 @@ describe('API reference page', () => {
     }
   });
 
-  it('renders every operation of the document in a browser, with no console error and no request elsewhere', async () => {
+  it('renders every operation of the document in a browser, with no console error and no request elsewhere', async (tc) => {
     const doc = (await (await fetch(`${t.url}/api/openapi.json`)).json()) as OpenApi;
     const operations = Object.values(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0);
     const { context, page, problems } = await web.open();
@@ -67,7 +67,7 @@ describe('API reference page', () => {
       if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
     });
     const t0 = Date.now();
-    const mark = (what: string) => console.log(`# ${what} after ${Date.now() - t0} ms`);
+    const mark = (what: string) => tc.diagnostic(`${what} after ${Date.now() - t0} ms`);
     try {
       await page.goto(`${t.url}/api/docs`);
       const jobs = page.locator('.opblock-summary-path[data-path="/api/jobs"]');
