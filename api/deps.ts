@@ -1,34 +1,35 @@
 import type { RunFiles } from '../adapters/run-files.js';
 import type { ProjectionEngine } from '../projections/engine.js';
-import type { ReadCache } from '../projections/read-cache.js';
-import type { CommandBus } from '../app/commands.js';
 import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
 import type { Runs } from '../app/runs.js';
-import type { Keys } from '../adapters/keys.js';
 import type { Models } from '../app/models.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
 import type { Images } from '../app/images.js';
 import type { Playbooks } from '../app/playbooks.js';
+import type { Jobs } from '../app/jobs.js';
+import type { Providers } from '../app/providers.js';
+import type { Queries } from '../app/queries/index.js';
 import type { Static } from 'typebox';
 import type { SandboxInfo } from '../schemas/system.js';
 
 type SandboxInfoDto = Static<typeof SandboxInfo>;
-import type { Stores } from '../store/open.js';
 
-/** What route plugins may use. Handlers reach the stores only through these, never through globals. */
+/**
+ * What route plugins may use, built once by the composition root. There is no store here: reads go through
+ * `queries` (scoped to the caller's workspace), writes through the application services (docs/api.md).
+ */
 export interface AppDeps {
   config: Pick<Config, 'publicUrl' | 'logLevel'> & { allowPrivateNetworkTargets: boolean };
-  stores: Stores;
-  bus: CommandBus;
+  queries: Queries;
   engine: ProjectionEngine;
   identity: Identity;
-  cache: ReadCache;
+  jobs: Jobs;
+  providers: Providers;
   version: string;
   runs: Runs;
-  keys: Keys;
   models: Models;
   secrets: Secrets;
   mcp: McpServers;

@@ -15,6 +15,15 @@ import { CommandBus, systemContext, type CommandContext } from './commands.js';
 import { newId, newSecret } from './ids.js';
 import { hashToken, type Keys } from '../adapters/keys.js';
 
+/*
+ * The identity read models, named once like every other collection (projections/identity.ts writes them; a test
+ * checks the projectors declare these names).
+ */
+export const usersCollection = 'users';
+export const workspacesCollection = 'workspaces';
+export const membersCollection = 'members';
+export const apiTokensCollection = 'api_tokens';
+
 export const sessionCookieName = 'svc_session';
 export const sessionTtlMs = 7 * 24 * 60 * 60 * 1000;
 
@@ -32,6 +41,9 @@ export interface ExternalIdentity {
   isAdmin: boolean;
   profile: Profile;
 }
+
+/** Admins and owners see and delete every token of their workspace; members only their own. */
+export const seesEveryToken = (p: Principal) => p.role === 'admin' || p.role === 'owner';
 
 /** Sessions, sign-in links and API tokens: everything that turns a credential into a Principal. */
 export class Identity {
@@ -98,10 +110,10 @@ export class Identity {
 
   async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
     const { user, role } = await this.cache.get(
-      ['users', 'members'],
+      [usersCollection, membersCollection],
       `session:${claims.uid}:${claims.wid}`,
       async () => ({
-        user: await this.docs.collection<UserDoc>('users').findOne({ _id: claims.uid }),
+        user: await this.docs.collection<UserDoc>(usersCollection).findOne({ _id: claims.uid }),
         role: await this.roleIn(claims.wid, claims.uid),
       }),
     );
@@ -119,7 +131,7 @@ export class Identity {
   }
 
   private async roleIn(workspaceId: string, userId: string): Promise<Role | null> {
-    const m = await this.docs.collection<MemberDoc>('members').findOne({ _id: memberId(workspaceId, userId) });
+    const m = await this.docs.collection<MemberDoc>(membersCollection).findOne({ _id: memberId(workspaceId, userId) });
     return m?.role ?? null;
   }
 
@@ -260,6 +272,43 @@ export class Identity {
   }
 
   /**
+   * Deletes a token of the caller's workspace. A member may delete only their own; anyone else's answers the same
+   * `not_found` as a missing one, so a member cannot learn that it exists.
+   */
+  async deleteApiToken(p: Principal, tokenId: string, ctx: CommandContext): Promise<Position | null> {
+    const doc = await this.docs
+      .collection<ApiTokenDoc>(apiTokensCollection)
+      .findOne({ _id: tokenId, workspaceId: p.workspaceId });
+    if (!doc || (!seesEveryToken(p) && doc.userId !== p.userId)) throw DomainError.notFound('API token');
+    const r = await this.bus.execute(
+      apiTokenStreamId(doc._id),
+      apiTokenDecider,
+      { type: 'DeleteApiToken', now: this.clock() },
+      ctx,
+    );
+    return r.position;
+  }
+
+  // --- members --------------------------------------------------------------------------------------------
+
+  /** Changes a member's role; the owner's changes only through an ownership transfer. */
+  async changeRole(workspaceId: string, userId: string, role: Role, ctx: CommandContext): Promise<Position | null> {
+    const target = await this.docs
+      .collection<MemberDoc>(membersCollection)
+      .findOne({ _id: memberId(workspaceId, userId) });
+    if (!target) throw DomainError.notFound('Member');
+    if (target.role === 'owner')
+      throw new DomainError('forbidden', "The owner's role can only change through an ownership transfer");
+    const r = await this.bus.execute(
+      membershipStreamId(workspaceId, target.userId),
+      membershipDecider,
+      { type: 'ChangeRole', role, now: this.clock() },
+      ctx,
+    );
+    return r.position;
+  }
+
+  /**
    * The hot path of `principalFromToken`, without waiting: a token whose record is cached, valid, and already
    * recorded as used this minute. Undefined whenever the full path has something to check, refuse or write.
    */
@@ -286,12 +335,16 @@ export class Identity {
     const invalid = () => new DomainError('invalid_token', 'Token is invalid or expired');
     if (!token.startsWith(apiTokenPrefix)) throw invalid();
     const hash = hashToken(token);
-    const { doc, user, role } = await this.cache.get(['api_tokens', 'users', 'members'], `token:${hash}`, async () => {
-      const doc = await this.docs.collection<ApiTokenDoc>('api_tokens').findOne({ tokenHash: hash });
-      if (!doc) return { doc, user: null, role: null };
-      const user = await this.docs.collection<UserDoc>('users').findOne({ _id: doc.userId });
-      return { doc, user, role: await this.roleIn(doc.workspaceId, doc.userId) };
-    });
+    const { doc, user, role } = await this.cache.get(
+      [apiTokensCollection, usersCollection, membersCollection],
+      `token:${hash}`,
+      async () => {
+        const doc = await this.docs.collection<ApiTokenDoc>(apiTokensCollection).findOne({ tokenHash: hash });
+        if (!doc) return { doc, user: null, role: null };
+        const user = await this.docs.collection<UserDoc>(usersCollection).findOne({ _id: doc.userId });
+        return { doc, user, role: await this.roleIn(doc.workspaceId, doc.userId) };
+      },
+    );
     const now = this.clock();
     if (!doc || (doc.expiresAt !== null && doc.expiresAt <= now)) throw invalid();
     if (!user || user.deactivated || !role) throw invalid();

@@ -22,6 +22,11 @@ import { McpServers } from '../app/mcp-servers.js';
 import { NotificationSender } from '../app/notifications.js';
 import { JobStateStore } from '../app/job-state.js';
 import { ImageLogs, Images } from '../app/images.js';
+import { Queries } from '../app/queries/index.js';
+import { Jobs } from '../app/jobs.js';
+import { Providers } from '../app/providers.js';
+import { liveDeltas } from '../app/timeline.js';
+import { fakeScripts } from '../adapters/models/fake.js';
 import { startRunner, startScheduler } from './runner-role.js';
 import type { Services } from './services.js';
 import type { Scheduler } from '../runner/scheduler.js';
@@ -121,15 +126,17 @@ export function appDeps(
       logLevel: s.config.logLevel,
       allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
     },
-    stores: s.stores,
-    bus: s.bus,
+    // The API reads through the query layer only; it is handed no store (docs/api.md).
+    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas),
     engine: s.engine,
     identity: s.identity,
-    cache: s.cache,
+    jobs: new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position)),
+    providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, (position) =>
+      s.engine.waitFor(position),
+    ),
     version,
     runs: s.runs,
     sandbox: () => s.runner?.sandboxInfo() ?? null,
-    keys: s.keys,
     models: s.models,
     secrets: s.secrets,
     mcp: s.mcp,

@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import Type from 'typebox';
-import { DomainError } from '../../domain/decider.js';
-import { jobDecider, jobStreamId } from '../../domain/job.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { TriggerRunOutput, WebhookTokenOutput } from '../../schemas/run.js';
 import { hashToken } from '../../adapters/keys.js';
@@ -18,7 +15,7 @@ import { RateLimiter } from '../rate-limit.js';
 const invalidToken = () => new ApiError(401, 'invalid_token', 'The webhook token is missing, wrong or was replaced');
 const maxBody = 1024 * 1024;
 
-/** BEHAVIOUR §7.2: valid JSON is the input as is, other text becomes a JSON string, an empty body means no input. */
+/** Valid JSON is the input as is, other text becomes a JSON string, an empty body means no input (docs/api.md). */
 export function webhookInput(body: Buffer | undefined): unknown {
   if (!body || body.length === 0) return {};
   const text = body.toString('utf8');
@@ -35,7 +32,7 @@ export function webhookInput(body: Buffer | undefined): unknown {
 
 export default function hookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  // 60 a minute sustained with bursts of 30, per job (BEHAVIOUR §7.2).
+  // 60 a minute sustained with bursts of 30, per job: a leaked URL cannot flood the queue (docs/api.md).
   const limiter = new RateLimiter(60, 30);
 
   app.post(
@@ -51,17 +48,7 @@ export default function hookRoutes(fastify: FastifyInstance, deps: AppDeps): voi
     },
     async (request, reply) => {
       const p = principalOf(request);
-      const token = `svh_${randomBytes(32).toString('base64url')}`;
-      const result = await deps.bus.execute(
-        jobStreamId(request.params.id),
-        jobDecider,
-        (state) => {
-          if (state.status !== 'active' || state.workspaceId !== p.workspaceId) throw DomainError.notFound('Job');
-          return { type: 'SetWebhookToken' as const, tokenHash: hashToken(token), now: Date.now() };
-        },
-        requestContext(request),
-      );
-      await deps.engine.waitFor(result.position);
+      const token = await deps.jobs.replaceWebhookToken(requestContext(request), p.workspaceId, request.params.id);
       return reply.status(201).send({ token, url: `/hooks/${request.params.id}` });
     },
   );
@@ -91,7 +78,7 @@ export default function hookRoutes(fastify: FastifyInstance, deps: AppDeps): voi
         const header = request.headers.authorization ?? '';
         const given = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
         if (!given) throw invalidToken();
-        const job = await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
+        const job = await deps.queries.jobForWebhook(jobId);
         const expected = job?.webhookTokenHash;
         if (!job || !expected) throw invalidToken();
         const a = Buffer.from(hashToken(given));

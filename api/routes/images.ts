@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { imageStatuses } from '../../domain/image.js';
-import { imagesCollection, type ImageDoc } from '../../projections/images.js';
+import type { ImageDoc } from '../../projections/images.js';
 import { IdParams } from '../../schemas/common.js';
 import {
   ImageDto,
@@ -11,7 +11,6 @@ import {
   ImageListQuery,
   ImageParams,
 } from '../../schemas/image.js';
-import type { Filter } from '../../store/document-store.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -39,10 +38,9 @@ export function toImageDto(d: ImageDoc): ImageDto {
   };
 }
 
-/** Job images (BEHAVIOUR §6.3): builds of the playbook's Dockerfile, one with its log, and a rebuild. */
+/** Job images (docs/design.md): builds of the playbook's Dockerfile, one with its log, and a rebuild. */
 export default function imageRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const images = () => deps.stores.docs.collection<ImageDoc>(imagesCollection);
 
   app.get(
     '/api/jobs/:id/images',
@@ -57,16 +55,10 @@ export default function imageRoutes(fastify: FastifyInstance, deps: AppDeps): vo
       },
     },
     async (request) => {
-      const workspaceId = principalOf(request).workspaceId;
-      await deps.images.job(workspaceId, request.params.id);
+      const images = deps.queries.forPrincipal(principalOf(request)).images;
       const list = parseListQuery(request.query, listRules);
-      const filter: Filter = { workspaceId, jobId: request.params.id };
       const status = parseCsvFilter('status', request.query.status, imageStatuses);
-      if (status) filter.status = { $in: status };
-      const [items, total] = await Promise.all([
-        images().find(filter, list.find),
-        images().count(filter, { search: list.search }),
-      ]);
+      const { items, total } = await images.list(request.params.id, list, status);
       return { items: items.map(toImageDto), page: list.page, pageSize: list.pageSize, total };
     },
   );
@@ -82,9 +74,8 @@ export default function imageRoutes(fastify: FastifyInstance, deps: AppDeps): vo
       },
     },
     async (request) => {
-      const workspaceId = principalOf(request).workspaceId;
-      await deps.images.job(workspaceId, request.params.id);
-      const image = await deps.images.find(workspaceId, request.params.id, request.params.imageId);
+      const images = deps.queries.forPrincipal(principalOf(request)).images;
+      const image = await images.get(request.params.id, request.params.imageId);
       return { ...toImageDto(image), dockerfile: image.dockerfile, log: await deps.images.logs.read(image._id) };
     },
   );

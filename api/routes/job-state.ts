@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { DomainError } from '../../domain/decider.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { StateEntryDto, StateKeyParams, StateListDto, StateSetBody } from '../../schemas/job-state.js';
 import type { StateEntry } from '../../app/job-state.js';
@@ -13,7 +12,7 @@ import type { AppDeps } from '../deps.js';
 const toDto = (e: StateEntry): StateEntryDto => ({ key: e.key, value: e.value, size: e.size, updatedAt: e.updatedAt });
 
 /**
- * A job's key/value state, with the limits `svc state` has (SPEC §8). The list answers `{items}` sorted by key rather
+ * A job's key/value state, with the limits `svc state` has inside a run (docs/api.md). The list answers `{items}` sorted by key rather
  * than a plain map, so each key comes with its size and last write time.
  */
 export default function jobStateRoutes(fastify: FastifyInstance, deps: AppDeps): void {
@@ -21,12 +20,8 @@ export default function jobStateRoutes(fastify: FastifyInstance, deps: AppDeps):
 
   /** The caller's workspace id, once the job is known there and not archived. */
   async function jobWorkspace(request: FastifyRequest, jobId: string): Promise<string> {
-    const workspaceId = principalOf(request).workspaceId;
-    const job = await deps.stores.docs
-      .collection<JobDoc>(jobsCollection)
-      .findOne({ _id: jobId, workspaceId, archived: false });
-    if (!job) throw DomainError.notFound('Job');
-    return workspaceId;
+    const job = await deps.queries.forPrincipal(principalOf(request)).jobs.get(jobId);
+    return job.workspaceId;
   }
 
   app.get(

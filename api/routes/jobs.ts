@@ -1,15 +1,10 @@
-import { validateContent, type PlaybookContent } from '../../domain/playbook.js';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { DomainError } from '../../domain/decider.js';
-import { jobDecider, jobStreamId, type JobCommand, type JobState } from '../../domain/job.js';
 import { nextMode } from '../../domain/modes.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
+import type { JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatch } from '../../schemas/job.js';
-import type { Filter } from '../../store/document-store.js';
-import { newId } from '../../app/ids.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
@@ -89,53 +84,11 @@ export function toJobListDto(doc: JobDoc): JobListDto {
   };
 }
 
-const notFound = () => DomainError.notFound('Job');
 /** A page already serialized goes out as it is. */
 const asIs = (s: unknown) => s as string;
 
-/** The playbook content a spec's Dockerfile makes, checked before the job exists so a bad one creates nothing. */
-function proposedEnvironment(spec: { dockerfile?: string | null } | undefined): PlaybookContent | null {
-  const dockerfile = spec?.dockerfile;
-  if (!dockerfile || dockerfile.trim() === '') return null;
-  try {
-    return validateContent({ dockerfile }, { declaresInputs: false });
-  } catch (err) {
-    if (err instanceof DomainError && err.fields)
-      throw DomainError.validation(err.fields.map((f) => ({ ...f, field: f.field.replace(/^content\./, 'spec.') })));
-    throw err;
-  }
-}
-
 export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const jobs = () => deps.stores.docs.collection<JobDoc>(jobsCollection);
-
-  /** Jobs of the caller's workspace only; archived jobs do not exist for the API. */
-  async function findJob(workspaceId: string, id: string): Promise<JobDoc> {
-    const doc = await jobs().findOne({ _id: id, workspaceId, archived: false });
-    if (!doc) throw notFound();
-    return doc;
-  }
-
-  async function runCommand(
-    workspaceId: string,
-    id: string,
-    command: JobCommand,
-    ctx: ReturnType<typeof requestContext>,
-  ) {
-    const result = await deps.bus.execute(
-      jobStreamId(id),
-      jobDecider,
-      (state: JobState) => {
-        // The stream decides, not the read model: a job of another workspace is as absent as a missing one.
-        if (command.type !== 'CreateJob' && (state.status !== 'active' || state.workspaceId !== workspaceId))
-          throw notFound();
-        return command;
-      },
-      ctx,
-    );
-    await deps.engine.waitFor(result.position);
-  }
 
   app.get(
     '/api/jobs',
@@ -143,12 +96,11 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: { summary: 'List jobs', tags: ['jobs'], querystring: JobListQuery, response: { 200: JobListEnvelope } },
     },
     async (request, reply) => {
-      const p = principalOf(request);
+      const jobs = deps.queries.forPrincipal(principalOf(request)).jobs;
       // The page is serialized once and served from the read cache until the jobs read model changes. The key is the
-      // workspace and the query as sent: only a query that passed its checks ever gets an entry, so a hit needs no
-      // parsing (the list route is the one scripts poll).
-      const key = `jobs:${p.workspaceId}:${request.url}`;
-      const cached = deps.cache.peek<string>(key);
+      // query as sent (the workspace is added by the query layer): only a query that passed its checks ever gets an
+      // entry, so a hit needs no parsing (the list route is the one scripts poll).
+      const cached = jobs.cachedAnswer(request.url);
       if (cached !== undefined)
         return reply
           .type('application/json; charset=utf-8')
@@ -156,13 +108,11 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
           .send(cached as unknown as JobListEnvelope);
       const list = parseListQuery(request.query, listRules);
       const enabled = parseCsvFilter('enabled', request.query.enabled, ['true', 'false'] as const);
-      const filter: Filter = { workspaceId: p.workspaceId, archived: false };
-      if (enabled) filter.enabled = { $in: enabled.map((v) => v === 'true') };
-      const body = await deps.cache.get([jobsCollection], key, async () => {
-        const [items, total] = await Promise.all([
-          jobs().find(filter, list.find),
-          jobs().count(filter, { search: list.search }),
-        ]);
+      const body = await jobs.answer(request.url, async () => {
+        const { items, total } = await jobs.list(
+          list,
+          enabled?.map((v) => v === 'true'),
+        );
         const page: JobListEnvelope = {
           items: items.map(toJobListDto),
           page: list.page,
@@ -185,23 +135,8 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
     },
     async (request, reply) => {
       const p = principalOf(request);
-      const id = newId();
-      const environment = proposedEnvironment(request.body.spec);
-      await runCommand(
-        p.workspaceId,
-        id,
-        { type: 'CreateJob', jobId: id, workspaceId: p.workspaceId, fields: request.body, now: Date.now() },
-        requestContext(request),
-      );
-      // BEHAVIOUR §7.4: a Dockerfile in the spec (compile proposes one) becomes playbook version 1.
-      if (environment)
-        await deps.playbooks.save(requestContext(request), p.workspaceId, id, {
-          content: environment,
-          baseVersion: 0,
-          summary: 'Environment proposed when the job was created',
-          author: 'compile',
-        });
-      const doc = await findJob(p.workspaceId, id);
+      const id = await deps.jobs.create(requestContext(request), p.workspaceId, request.body);
+      const doc = await deps.queries.forPrincipal(p).jobs.get(id);
       return reply.status(201).header('Location', `/api/jobs/${id}`).send(toJobDto(doc));
     },
   );
@@ -211,7 +146,7 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
     {
       schema: { summary: 'Get a job', tags: ['jobs'], params: IdParams, response: { 200: JobDto } },
     },
-    async (request) => toJobDto(await findJob(principalOf(request).workspaceId, request.params.id)),
+    async (request) => toJobDto(await deps.queries.forPrincipal(principalOf(request)).jobs.get(request.params.id)),
   );
 
   app.patch(
@@ -229,13 +164,8 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
     },
     async (request) => {
       const p = principalOf(request);
-      await runCommand(
-        p.workspaceId,
-        request.params.id,
-        { type: 'PatchJob', patch: request.body, now: Date.now() },
-        requestContext(request),
-      );
-      return toJobDto(await findJob(p.workspaceId, request.params.id));
+      await deps.jobs.change(requestContext(request), p.workspaceId, request.params.id, request.body);
+      return toJobDto(await deps.queries.forPrincipal(p).jobs.get(request.params.id));
     },
   );
 
@@ -251,15 +181,7 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request, reply) => {
-      const p = principalOf(request);
-      await runCommand(
-        p.workspaceId,
-        request.params.id,
-        { type: 'ArchiveJob', now: Date.now() },
-        requestContext(request),
-      );
-      // Queued runs die with the job; a run already under way finishes (BEHAVIOUR §7.3).
-      await deps.runs.cancelQueued(p.workspaceId, request.params.id, requestContext(request));
+      await deps.jobs.archive(requestContext(request), principalOf(request).workspaceId, request.params.id);
       return reply.status(204).send(null);
     },
   );

@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { DomainError } from '../../domain/decider.js';
 import type { McpServerInput } from '../../domain/mcp-server.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
-import { mcpServersCollection, type McpServerDoc } from '../../projections/mcp-servers.js';
 import { IdParams, listQueryProperties } from '../../schemas/common.js';
 import {
   JobServer,
@@ -20,11 +17,10 @@ import { parseListQuery } from '../list-query.js';
 
 const tags = ['mcp'];
 
-/** MCP servers of the workspace (BEHAVIOUR §9.4) and a job's grants of them (SPEC §2.5 JobServer). */
+/** MCP servers of the workspace and a job's grants of them: which servers a run may reach, and which tools. */
 export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const mcp = deps.mcp;
-  const servers = () => deps.stores.docs.collection<McpServerDoc>(mcpServersCollection);
   const input = (b: McpServerInputBody): McpServerInput => b as McpServerInput;
 
   app.get(
@@ -38,17 +34,12 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
       },
     },
     async (request) => {
-      const p = principalOf(request);
       const list = parseListQuery(request.query, {
         sortKeys: { name: 'nameLower', createdAt: 'createdAt', updatedAt: 'updatedAt' },
         defaultSort: 'name',
         searchFields: ['name'],
       });
-      const filter = { workspaceId: p.workspaceId };
-      const [items, total] = await Promise.all([
-        servers().find(filter, list.find),
-        servers().count(filter, { search: list.search }),
-      ]);
+      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).mcpServers.list(list);
       return { items: items.map((d) => mcp.toDto(d)), page: list.page, pageSize: list.pageSize, total };
     },
   );
@@ -136,11 +127,6 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
     },
   );
 
-  async function job(workspaceId: string, id: string) {
-    if (!(await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: id, workspaceId, archived: false })))
-      throw DomainError.notFound('Job');
-  }
-
   app.get(
     '/api/jobs/:id/mcp-servers',
     {
@@ -153,7 +139,7 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
     },
     async (request) => {
       const p = principalOf(request);
-      await job(p.workspaceId, request.params.id);
+      await deps.queries.forPrincipal(p).jobs.get(request.params.id);
       return mcp.grants(p.workspaceId, request.params.id);
     },
   );
@@ -173,7 +159,7 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
     },
     async (request) => {
       const p = principalOf(request);
-      await job(p.workspaceId, request.params.id);
+      await deps.queries.forPrincipal(p).jobs.get(request.params.id);
       await mcp.setGrants(
         requestContext(request),
         p.workspaceId,

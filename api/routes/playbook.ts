@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/decider.js';
 import { validateContent, type PlaybookContent } from '../../domain/playbook.js';
 import { playbookBudget, playbookTokens } from '../../domain/playbook-render.js';
 import { redactor, redactValue } from '../../domain/redact.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
+import type { JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import {
   PlaybookDto,
@@ -45,7 +45,7 @@ function versionFields(v: StoredVersion): Omit<PlaybookVersionDto, 'opCount'> {
 }
 
 /**
- * A job's playbook (SPEC §4.5, BEHAVIOUR §4.4): the current content, hand edits, numbered versions and rollback.
+ * A job's playbook: the current content, hand edits, numbered versions and rollback (docs/design.md).
  * Every change is a new version; a change that started from an older version than the latest answers 409.
  */
 export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps): void {
@@ -54,11 +54,7 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
 
   /** The job, when the caller's workspace has it and it is not archived. */
   async function findJob(request: FastifyRequest, jobId: string): Promise<JobDoc> {
-    const job = await deps.stores.docs
-      .collection<JobDoc>(jobsCollection)
-      .findOne({ _id: jobId, workspaceId: principalOf(request).workspaceId, archived: false });
-    if (!job) throw DomainError.notFound('Job');
-    return job;
+    return deps.queries.forPrincipal(principalOf(request)).jobs.get(jobId);
   }
 
   async function current(workspaceId: string, jobId: string): Promise<PlaybookDto> {
@@ -107,7 +103,7 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
     },
     async (request) => {
       const job = await findJob(request, request.params.id);
-      // DESIGN §8: a secret's value never reaches a stored playbook, even when a person pastes it.
+      // A secret's value never reaches a stored playbook, even when a person pastes it (docs/security.md).
       const redact = redactor(await deps.secrets.valuesFor(job.workspaceId));
       const input = redactValue(request.body.content, redact) as ContentInput;
       const content = validateContent(input, { declaresInputs: (job.spec.inputs ?? []).length > 0 });

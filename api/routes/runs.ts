@@ -3,11 +3,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, relative, sep } from 'node:path';
-import { filter as rxFilter, type Subscription } from 'rxjs';
+import type { Subscription } from 'rxjs';
 import { DomainError } from '../../domain/decider.js';
 import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
-import { runStreamId } from '../../domain/run.js';
-import { runsCollection, type RunDoc } from '../../projections/runs.js';
+import type { RunDoc } from '../../projections/runs.js';
 import { IdParams, bounds } from '../../schemas/common.js';
 import { Mode } from '../../schemas/job.js';
 import {
@@ -22,15 +21,13 @@ import {
   TriggerRunBody,
   TriggerRunOutput,
 } from '../../schemas/run.js';
-import type { Filter } from '../../store/document-store.js';
 import type { RecordedEvent } from '../../store/event-store.js';
-import { liveDeltas, timelineStreamId, toEventDto, type TimelineData } from '../../app/timeline.js';
+import { toEventDto, type TimelineData } from '../../app/timeline.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
 import { openSse } from '../sse.js';
-import { StreamFeeds } from '../run-feeds.js';
 
 const listRules: ListRules = {
   sortKeys: {
@@ -113,8 +110,6 @@ function announced(e: RecordedEvent): string | null {
 
 export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const runs = () => deps.stores.docs.collection<RunDoc>(runsCollection);
-  const feeds = new StreamFeeds(deps.stores.events);
   /** One serialization per timeline entry, however many clients watch it. */
   const serialized = new WeakMap<RecordedEvent, string>();
 
@@ -154,10 +149,8 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: { summary: 'List runs', tags: ['runs'], querystring: RunListQuery, response: { 200: RunListEnvelope } },
     },
     async (request) => {
-      const p = principalOf(request);
       const q = request.query;
       const list = parseListQuery(q, listRules);
-      const filter: Filter = { workspaceId: p.workspaceId };
       const status = parseCsvFilter('status', q.status, statusValues);
       const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
       const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
@@ -165,19 +158,14 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
         ?.split(',')
         .map((j) => j.trim())
         .filter(Boolean);
-      if (status) filter.status = { $in: status };
-      if (mode) filter.mode = { $in: mode };
-      if (trigger) filter.trigger = { $in: trigger };
-      if (jobs && jobs.length > 0) filter.jobId = { $in: jobs };
-      if (q.from !== undefined || q.to !== undefined)
-        filter.queuedAt = {
-          ...(q.from !== undefined ? { $gte: q.from } : {}),
-          ...(q.to !== undefined ? { $lt: q.to } : {}),
-        };
-      const [items, total] = await Promise.all([
-        runs().find(filter, list.find),
-        runs().count(filter, { search: list.search }),
-      ]);
+      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).runs.list(list, {
+        ...(status ? { status } : {}),
+        ...(mode ? { mode } : {}),
+        ...(trigger ? { trigger } : {}),
+        ...(jobs ? { jobIds: jobs } : {}),
+        ...(q.from !== undefined ? { from: q.from } : {}),
+        ...(q.to !== undefined ? { to: q.to } : {}),
+      });
       return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
     },
   );
@@ -187,7 +175,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     {
       schema: { summary: 'Get a run', tags: ['runs'], params: IdParams, response: { 200: RunDto } },
     },
-    async (request) => toRunDto(await deps.runs.find(principalOf(request).workspaceId, request.params.id)),
+    async (request) => toRunDto(await deps.queries.forPrincipal(principalOf(request)).runs.get(request.params.id)),
   );
 
   app.post(
@@ -205,7 +193,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       const p = principalOf(request);
       const position = await deps.runs.cancel(p.workspaceId, request.params.id, requestContext(request));
       await deps.engine.waitFor(position);
-      return toRunDto(await deps.runs.find(p.workspaceId, request.params.id));
+      return toRunDto(await deps.queries.forPrincipal(p).runs.get(request.params.id));
     },
   );
 
@@ -261,11 +249,8 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request) => {
-      await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-      const recorded = await deps.stores.events.readStream(timelineStreamId(request.params.id), {
-        fromRevision: request.query.after ?? 0,
-        limit: request.query.limit ?? 500,
-      });
+      const timeline = await deps.queries.forPrincipal(principalOf(request)).timeline(request.params.id);
+      const recorded = await timeline.read(request.query.after ?? 0, request.query.limit ?? 500);
       return recorded.map(toEventDto);
     },
   );
@@ -289,11 +274,9 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request) => {
-      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
-      const [recorded] = await deps.stores.events.readStream(timelineStreamId(run._id), {
-        fromRevision: request.params.seq - 1,
-        limit: 1,
-      });
+      const timeline = await deps.queries.forPrincipal(principalOf(request)).timeline(request.params.id);
+      const { run } = timeline;
+      const recorded = await timeline.entry(request.params.seq);
       if (!recorded) throw DomainError.notFound('Timeline entry');
       const event = toEventDto(recorded);
       const stored = (recorded.data as TimelineData).stored;
@@ -318,12 +301,11 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request, reply) => {
-      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const timeline = await deps.queries.forPrincipal(principalOf(request)).timeline(request.params.id);
       const header = request.headers['last-event-id'];
       const fromHeader = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : undefined;
       let delivered = fromHeader ?? request.query.after ?? 0;
       const sse = openSse(request, reply);
-      const events = deps.stores.events;
       let caughtUp = false;
       const early: RecordedEvent[] = [];
       const forward = (e: RecordedEvent) => {
@@ -341,24 +323,24 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
         if (ending) return;
         ending = true;
         // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
-        for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+        for (const e of await timeline.read(delivered)) forward(e);
         sse.send('end', { status });
         sse.close();
       };
       const subs: Subscription[] = [];
       sse.onClose(() => subs.forEach((s) => s.unsubscribe()));
       // Join the shared live feed first and hold what it brings until this client's own catch-up is sent: no gap.
-      subs.push(feeds.live(timelineStreamId(run._id)).subscribe((e) => (caughtUp ? forward(e) : early.push(e))));
-      for (const e of await events.readStream(timelineStreamId(run._id), { fromRevision: delivered })) forward(e);
+      subs.push(timeline.liveEntries().subscribe((e) => (caughtUp ? forward(e) : early.push(e))));
+      for (const e of await timeline.read(delivered)) forward(e);
       for (const e of early) forward(e);
       caughtUp = true;
-      subs.push(liveDeltas.pipe(rxFilter((d) => d.runId === run._id)).subscribe((d) => sse.send('delta', d.delta)));
+      subs.push(timeline.liveDeltas().subscribe((delta) => sse.send('delta', delta)));
       subs.push(
-        feeds.live(runStreamId(run._id)).subscribe((e) => {
+        timeline.liveRunEvents().subscribe((e) => {
           if (e.type !== 'RunFinished' && e.type !== 'RunSkipped') return;
           // A store error while reading the last entries ends this stream only; the client reconnects with Last-Event-ID.
           end((e.data as { status?: string }).status ?? 'skipped').catch((err: unknown) => {
-            request.log.error({ err, runId: run._id }, 'could not end a run stream');
+            request.log.error({ err, runId: timeline.run._id }, 'could not end a run stream');
             sse.close();
           });
         }),
@@ -377,26 +359,22 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request, reply) => {
-      const p = principalOf(request);
-      const head = await deps.stores.events.headPosition();
+      const runEvents = await deps.queries.forPrincipal(principalOf(request)).runEvents();
       const sse = openSse(request, reply);
-      const sub = deps.stores.events
-        .subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } })
-        .subscribe((e) => {
-          if (e.metadata.workspaceId !== p.workspaceId) return;
-          const status = announced(e);
-          const data = e.data as { runId: string; jobId: string; reflection?: string; status?: string };
-          if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
-          // A reflection is announced when it becomes pending (asked for, or wanted by a finished run) and when it ends.
-          const reflection =
-            e.type === 'RunReflectionRequested' || (e.type === 'RunFinished' && data.reflection === 'pending')
-              ? 'pending'
-              : e.type === 'RunReflected'
-                ? data.status
-                : null;
-          if (reflection)
-            sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
-        });
+      const sub = runEvents.subscribe((e) => {
+        const status = announced(e);
+        const data = e.data as { runId: string; jobId: string; reflection?: string; status?: string };
+        if (status) sse.send('run', { kind: 'run', runId: data.runId, jobId: data.jobId, status });
+        // A reflection is announced when it becomes pending (asked for, or wanted by a finished run) and when it ends.
+        const reflection =
+          e.type === 'RunReflectionRequested' || (e.type === 'RunFinished' && data.reflection === 'pending')
+            ? 'pending'
+            : e.type === 'RunReflected'
+              ? data.status
+              : null;
+        if (reflection)
+          sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
+      });
       sse.onClose(() => sub.unsubscribe());
     },
   );
@@ -412,7 +390,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request) => {
-      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const run = await deps.queries.forPrincipal(principalOf(request)).runs.get(request.params.id);
       const root = deps.runFiles.artifactsDir(run._id);
       if (!existsSync(root)) return [];
       const out: ArtifactDto[] = [];
@@ -435,7 +413,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
     },
     async (request, reply) => {
-      const run = await deps.runs.find(principalOf(request).workspaceId, request.params.id);
+      const run = await deps.queries.forPrincipal(principalOf(request)).runs.get(request.params.id);
       // Confined to the run's own folder: `..` or an absolute path never leaves it.
       const file = deps.runFiles.artifactPath(run._id, request.query.path.replace(/^\/+/, ''));
       if (!file || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { DomainError } from '../../domain/decider.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
-import { secretsCollection, type SecretDoc } from '../../projections/secrets.js';
+import type { SecretDoc } from '../../projections/secrets.js';
 import { IdParams, listQueryProperties } from '../../schemas/common.js';
 import {
   CreateSecretInputBody,
@@ -20,10 +18,9 @@ import { parseListQuery } from '../list-query.js';
 
 const toDto = (d: SecretDoc) => ({ id: d._id, name: d.name, createdAt: d.createdAt, updatedAt: d.updatedAt });
 
-/** Secrets (SPEC §2.11): values are accepted, sealed and never returned. */
+/** Secrets: values are accepted, sealed and never returned (docs/security.md). */
 export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const secrets = () => deps.stores.docs.collection<SecretDoc>(secretsCollection);
 
   app.get(
     '/api/secrets',
@@ -36,17 +33,12 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
       },
     },
     async (request) => {
-      const p = principalOf(request);
       const list = parseListQuery(request.query, {
         sortKeys: { name: 'name', createdAt: 'createdAt', updatedAt: 'updatedAt' },
         defaultSort: 'name',
         searchFields: ['name'],
       });
-      const filter = { workspaceId: p.workspaceId };
-      const [items, total] = await Promise.all([
-        secrets().find(filter, list.find),
-        secrets().count(filter, { search: list.search }),
-      ]);
+      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).secrets.list(list);
       return { items: items.map(toDto), page: list.page, pageSize: list.pageSize, total };
     },
   );
@@ -89,7 +81,7 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
     async (request) => {
       const p = principalOf(request);
       await deps.secrets.change(requestContext(request), p.workspaceId, request.params.id, request.body.value);
-      return toDto((await secrets().findOne({ _id: request.params.id }))!);
+      return toDto(await deps.queries.forPrincipal(p).secrets.get(request.params.id));
     },
   );
 
@@ -110,11 +102,6 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
   );
 
-  async function job(workspaceId: string, id: string) {
-    if (!(await deps.stores.docs.collection<JobDoc>(jobsCollection).findOne({ _id: id, workspaceId, archived: false })))
-      throw DomainError.notFound('Job');
-  }
-
   app.get(
     '/api/jobs/:id/secrets',
     {
@@ -127,7 +114,7 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
     async (request) => {
       const p = principalOf(request);
-      await job(p.workspaceId, request.params.id);
+      await deps.queries.forPrincipal(p).jobs.get(request.params.id);
       return deps.secrets.mappings(p.workspaceId, request.params.id);
     },
   );
@@ -146,7 +133,7 @@ export default function secretRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
     async (request) => {
       const p = principalOf(request);
-      await job(p.workspaceId, request.params.id);
+      await deps.queries.forPrincipal(p).jobs.get(request.params.id);
       await deps.secrets.setMappings(
         requestContext(request),
         p.workspaceId,

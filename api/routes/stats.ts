@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { DomainError } from '../../domain/decider.js';
-import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
-import { playbookVersionsCollection, type PlaybookVersionDoc } from '../../projections/playbooks.js';
-import { runsCollection, type RunDoc } from '../../projections/runs.js';
+import type { RunDoc } from '../../projections/runs.js';
 import { IdParams } from '../../schemas/common.js';
 import { JobStatsOutputBody, JobStatsQuery, jobStatsRanges, type JobRunPoint } from '../../schemas/stats.js';
 import { principalOf } from '../auth.js';
@@ -29,7 +26,7 @@ type RunFacts = Pick<
 >;
 
 /**
- * The numbers of BEHAVIOUR §10.2 over a job's non-skipped runs of the range, oldest first. Pure, so the rules can be
+ * A job's statistics over its non-skipped runs of the range, oldest first (docs/api.md). Pure, so the rules can be
  * read in one place: success rate over finished outcomes, cost with learning included, the median at ⌊(n−1)/2⌋.
  */
 export function summarizeJobRuns(runs: readonly RunFacts[]): Omit<JobStatsOutputBody, 'versions'> {
@@ -77,24 +74,9 @@ export default function statsRoutes(fastify: FastifyInstance, deps: AppDeps): vo
       },
     },
     async (request) => {
-      const workspaceId = principalOf(request).workspaceId;
-      const jobId = request.params.id;
-      const job = await deps.stores.docs
-        .collection<JobDoc>(jobsCollection)
-        .findOne({ _id: jobId, workspaceId, archived: false });
-      if (!job) throw DomainError.notFound('Job');
       const from = Date.now() - jobStatsRanges[request.query.range ?? '30d'] * dayMs;
-      const [runs, versions] = await Promise.all([
-        deps.stores.docs
-          .collection<RunDoc>(runsCollection)
-          .find(
-            { jobId, workspaceId, queuedAt: { $gte: from }, status: { $ne: 'skipped' } },
-            { sort: [['number', 1]] },
-          ),
-        deps.stores.docs
-          .collection<PlaybookVersionDoc>(playbookVersionsCollection)
-          .find({ jobId, workspaceId, createdAt: { $gte: from } }, { sort: [['version', 1]] }),
-      ]);
+      const stats = deps.queries.forPrincipal(principalOf(request)).stats;
+      const { runs, versions } = await stats.jobHistory(request.params.id, from);
       return {
         ...summarizeJobRuns(runs),
         versions: versions.map((v) => ({ version: v.version, author: v.author, createdAt: v.createdAt })),

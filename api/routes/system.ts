@@ -1,7 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { DomainError } from '../../domain/decider.js';
-import type { UserDoc, WorkspaceDoc } from '../../projections/identity.js';
 import { InfoOutputBody } from '../../schemas/system.js';
 import { MeOutputBody } from '../../schemas/user.js';
 import { principalOf } from '../auth.js';
@@ -9,8 +7,7 @@ import type { AppDeps } from '../deps.js';
 
 export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { events, docs } = deps.stores;
-  const database = events.kind === docs.kind ? events.kind : `${events.kind}+${docs.kind}`;
+  const database = deps.queries.database();
 
   app.get(
     '/api/system/info',
@@ -50,11 +47,7 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
     async (request) => {
       const p = principalOf(request);
-      const [user, workspace] = await Promise.all([
-        docs.collection<UserDoc>('users').findOne({ _id: p.userId }),
-        docs.collection<WorkspaceDoc>('workspaces').findOne({ _id: p.workspaceId }),
-      ]);
-      if (!user || !workspace) throw DomainError.notFound('User');
+      const { user, workspace } = await deps.queries.forPrincipal(p).identity.me();
       return {
         id: user._id,
         email: user.email,

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { DomainError } from '../../domain/decider.js';
-import { apiTokenDecider, apiTokenStreamId } from '../../domain/api-token.js';
-import type { ApiTokenDoc, UserDoc } from '../../projections/identity.js';
+import type { TokenView } from '../../app/queries/index.js';
 import { IdParams } from '../../schemas/common.js';
 import {
   ApiTokenEnvelope,
@@ -12,33 +10,22 @@ import {
   TokenListQuery,
   type ApiTokenDto,
 } from '../../schemas/token.js';
-import type { Filter } from '../../store/document-store.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseListQuery } from '../list-query.js';
 import type { AppDeps } from '../deps.js';
-import type { Principal } from '../principal.js';
 
-const canSeeAll = (p: Principal) => p.role === 'admin' || p.role === 'owner';
+const toDto = ({ token: d, createdBy }: TokenView): ApiTokenDto => ({
+  id: d._id,
+  name: d.name,
+  createdAt: d.createdAt,
+  lastUsedAt: d.lastUsedAt,
+  expiresAt: d.expiresAt,
+  createdBy,
+});
 
 export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const tokens = () => deps.stores.docs.collection<ApiTokenDoc>('api_tokens');
-
-  async function toDtos(docs: ApiTokenDoc[]): Promise<ApiTokenDto[]> {
-    const userIds = [...new Set(docs.map((d) => d.userId))];
-    const users =
-      userIds.length === 0 ? [] : await deps.stores.docs.collection<UserDoc>('users').find({ _id: { $in: userIds } });
-    const byId = new Map(users.map((u) => [u._id, u.name ?? u.email]));
-    return docs.map((d) => ({
-      id: d._id,
-      name: d.name,
-      createdAt: d.createdAt,
-      lastUsedAt: d.lastUsedAt,
-      expiresAt: d.expiresAt,
-      createdBy: byId.get(d.userId) ?? null,
-    }));
-  }
 
   app.get(
     '/api/tokens',
@@ -52,19 +39,13 @@ export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): vo
       },
     },
     async (request) => {
-      const p = principalOf(request);
       const list = parseListQuery(request.query, {
         sortKeys: { createdAt: 'createdAt', name: 'name', lastUsedAt: 'lastUsedAt', expiresAt: 'expiresAt' },
         defaultSort: '-createdAt',
         searchFields: ['name'],
       });
-      const filter: Filter = { workspaceId: p.workspaceId };
-      if (!canSeeAll(p)) filter.userId = p.userId;
-      const [docs, total] = await Promise.all([
-        tokens().find(filter, list.find),
-        tokens().count(filter, { search: list.search }),
-      ]);
-      return { items: await toDtos(docs), page: list.page, pageSize: list.pageSize, total };
+      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).identity.tokens(list);
+      return { items: items.map(toDto), page: list.page, pageSize: list.pageSize, total };
     },
   );
 
@@ -88,10 +69,8 @@ export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): vo
         requestContext(request),
       );
       await deps.engine.waitFor(position);
-      const doc = await tokens().findOne({ _id: tokenId });
-      if (!doc) throw new Error('token not projected in time');
-      const [apiToken] = await toDtos([doc]);
-      return reply.status(201).send({ token, apiToken: apiToken! });
+      const apiToken = toDto(await deps.queries.forPrincipal(p).identity.token(tokenId));
+      return reply.status(201).send({ token, apiToken });
     },
   );
 
@@ -107,17 +86,12 @@ export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): vo
       },
     },
     async (request, reply) => {
-      const p = principalOf(request);
-      const doc = await tokens().findOne({ _id: request.params.id, workspaceId: p.workspaceId });
-      // A member cannot even learn that someone else's token exists.
-      if (!doc || (!canSeeAll(p) && doc.userId !== p.userId)) throw DomainError.notFound('API token');
-      const r = await deps.bus.execute(
-        apiTokenStreamId(doc._id),
-        apiTokenDecider,
-        { type: 'DeleteApiToken', now: Date.now() },
+      const position = await deps.identity.deleteApiToken(
+        principalOf(request),
+        request.params.id,
         requestContext(request),
       );
-      await deps.engine.waitFor(r.position);
+      await deps.engine.waitFor(position);
       return reply.status(204).send(null);
     },
   );

@@ -1,5 +1,5 @@
 import { share, type Observable } from 'rxjs';
-import type { EventStore, RecordedEvent } from '../store/event-store.js';
+import type { EventStore, RecordedEvent } from '../../store/event-store.js';
 
 /**
  * One live subscription per stream, shared by every SSE client watching it: with hundreds of watchers of one run,

@@ -1,0 +1,119 @@
+import type { Observable } from 'rxjs';
+import type { JobDoc } from '../../projections/jobs.js';
+import { jobsCollection } from '../../projections/jobs.js';
+import type { ReadCache } from '../../projections/read-cache.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import type { EventStore, RecordedEvent } from '../../store/event-store.js';
+import type { Principal } from '../principal.js';
+import type { LiveDelta } from '../timeline.js';
+import { IdentityQueries } from './identity.js';
+import { ImageQueries } from './images.js';
+import { JobQueries } from './jobs.js';
+import { McpServerQueries } from './mcp-servers.js';
+import { ProviderQueries } from './providers.js';
+import { StreamFeeds } from './run-feeds.js';
+import { RunQueries } from './runs.js';
+import { SecretQueries } from './secrets.js';
+import { StatsQueries } from './stats.js';
+import { RunTimeline, workspaceRunEvents } from './timeline.js';
+
+export type { Page, PageRequest } from './list.js';
+export type { RunFilter } from './runs.js';
+export type { MemberView, TokenView } from './identity.js';
+export type { JobHistory } from './stats.js';
+export type { RunTimeline } from './timeline.js';
+
+/**
+ * The read side of the API. Workspace data is reachable only through `forPrincipal`, which fixes the workspace
+ * every query filters on: a caller cannot ask for another workspace's documents, and jobs are answered only while
+ * they are not archived (docs/api.md).
+ */
+export class Queries {
+  private readonly feeds: StreamFeeds;
+
+  constructor(
+    private readonly docs: DocumentStore,
+    private readonly events: EventStore,
+    private readonly cache: ReadCache,
+    /** Live output fragments of the runs this process executes (never stored). */
+    private readonly deltas: Observable<LiveDelta>,
+  ) {
+    this.feeds = new StreamFeeds(events);
+  }
+
+  forPrincipal(principal: Principal): WorkspaceQueries {
+    return new WorkspaceQueries(this.docs, this.events, this.cache, this.feeds, this.deltas, principal);
+  }
+
+  /**
+   * A job by id in any workspace, for the webhook route only: there the job's own token is the credential, checked
+   * against the hash this answers. Archived jobs are not found.
+   */
+  jobForWebhook(jobId: string): Promise<JobDoc | null> {
+    return this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
+  }
+
+  /** The database kinds behind the stores: `sqlite`, `mongodb`, or `<events>+<documents>` when they differ. */
+  database(): string {
+    const { events, docs } = this;
+    return events.kind === docs.kind ? events.kind : `${events.kind}+${docs.kind}`;
+  }
+}
+
+/** The reads of one principal's workspace; made per request by `Queries.forPrincipal`. */
+export class WorkspaceQueries {
+  readonly jobs: JobQueries;
+
+  constructor(
+    private readonly docs: DocumentStore,
+    private readonly events: EventStore,
+    cache: ReadCache,
+    private readonly feeds: StreamFeeds,
+    private readonly deltas: Observable<LiveDelta>,
+    private readonly principal: Principal,
+  ) {
+    this.jobs = new JobQueries(docs, cache, principal.workspaceId);
+  }
+
+  get workspaceId(): string {
+    return this.principal.workspaceId;
+  }
+
+  get runs(): RunQueries {
+    return new RunQueries(this.docs, this.workspaceId);
+  }
+
+  get images(): ImageQueries {
+    return new ImageQueries(this.docs, this.jobs, this.workspaceId);
+  }
+
+  get secrets(): SecretQueries {
+    return new SecretQueries(this.docs, this.workspaceId);
+  }
+
+  get mcpServers(): McpServerQueries {
+    return new McpServerQueries(this.docs, this.workspaceId);
+  }
+
+  get providers(): ProviderQueries {
+    return new ProviderQueries(this.docs, this.workspaceId);
+  }
+
+  get identity(): IdentityQueries {
+    return new IdentityQueries(this.docs, this.principal);
+  }
+
+  get stats(): StatsQueries {
+    return new StatsQueries(this.docs, this.jobs, this.workspaceId);
+  }
+
+  /** A run's timeline, once the run is found in this workspace (`not_found` "Run not found" otherwise). */
+  async timeline(runId: string): Promise<RunTimeline> {
+    return new RunTimeline(this.events, this.feeds, this.deltas, await this.runs.get(runId));
+  }
+
+  /** Every event of this workspace's runs from now on. */
+  runEvents(): Promise<Observable<RecordedEvent>> {
+    return workspaceRunEvents(this.events, this.workspaceId);
+  }
+}

@@ -1,0 +1,60 @@
+import { filter, map, type Observable } from 'rxjs';
+import { runStreamId } from '../../domain/run.js';
+import type { RunDoc } from '../../projections/runs.js';
+import type { EventStore, RecordedEvent } from '../../store/event-store.js';
+import { timelineStreamId, type LiveDelta } from '../timeline.js';
+import type { StreamFeeds } from './run-feeds.js';
+
+/**
+ * The timeline of one run the caller may see: only `WorkspaceQueries.timeline` makes one, after finding the run in
+ * the caller's workspace, so a run id of another workspace never reaches the event store (docs/api.md).
+ */
+export class RunTimeline {
+  constructor(
+    private readonly events: EventStore,
+    private readonly feeds: StreamFeeds,
+    private readonly deltas: Observable<LiveDelta>,
+    readonly run: RunDoc,
+  ) {}
+
+  /** Entries from `fromRevision` (= the last seq the caller has), oldest first. */
+  read(fromRevision: number, limit?: number): Promise<RecordedEvent[]> {
+    return this.events.readStream(timelineStreamId(this.run._id), {
+      fromRevision,
+      ...(limit !== undefined ? { limit } : {}),
+    });
+  }
+
+  /** The entry numbered `seq` (from 1), or null. */
+  async entry(seq: number): Promise<RecordedEvent | null> {
+    const [recorded] = await this.read(seq - 1, 1);
+    return recorded ?? null;
+  }
+
+  /** Entries as they are appended, shared with every other watcher of this run. */
+  liveEntries(): Observable<RecordedEvent> {
+    return this.feeds.live(timelineStreamId(this.run._id));
+  }
+
+  /** The run's own events as they are appended (its status changes). */
+  liveRunEvents(): Observable<RecordedEvent> {
+    return this.feeds.live(runStreamId(this.run._id));
+  }
+
+  /** Fragments of model and command output, never stored: only for whoever watches now. */
+  liveDeltas(): Observable<LiveDelta['delta']> {
+    const runId = this.run._id;
+    return this.deltas.pipe(
+      filter((d) => d.runId === runId),
+      map((d) => d.delta),
+    );
+  }
+}
+
+/** Events of the runs of one workspace from now on, for the workspace's status feed. */
+export async function workspaceRunEvents(events: EventStore, workspaceId: string): Promise<Observable<RecordedEvent>> {
+  const head = await events.headPosition();
+  return events
+    .subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } })
+    .pipe(filter((e) => e.metadata.workspaceId === workspaceId));
+}
