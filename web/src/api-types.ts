@@ -98,6 +98,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/docs/{file}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A script or style sheet of the reference page (Swagger UI's, or the page's own) */
+    get: operations['getDocsByFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/events': {
     parameters: {
       query?: never;
@@ -2283,6 +2300,37 @@ export interface operations {
         };
         content: {
           'text/html': string;
+        };
+      };
+      /** @description Error (SPEC §7) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getDocsByFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        file: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file, named by a hash of its content */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/javascript': string;
         };
       };
       /** @description Error (SPEC §7) */
