@@ -1,9 +1,11 @@
 // Lint for every TypeScript file of the service, its tests, benchmarks and demo. The rules that matter most here
 // are the promise rules: a dropped promise whose store write fails takes the whole process down
-// (docs/design.md, "Failure handling"). web/ has its own toolchain and its own config.
+// (docs/design.md, "Failure handling"). web/src is linted too, against its own browser tsconfig and with the rules
+// of React hooks (docs/design.md, "Web app").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 // The folders tsconfig.test.json compiles; a loose .ts at the top (a scratch file) is no part of the project.
 const typed = [
@@ -24,7 +26,20 @@ const typed = [
 ].map((d) => `${d}/**/*.ts`);
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'web/', '**/*.js', '**/*.mjs', '**/*.cjs', '**/*.d.mts'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'web/*',
+      '!web/src/',
+      // Generated from the OpenAPI document (scripts/gen-api.mjs); `npm run gen:api -- --check` keeps it current.
+      'web/src/api-types.ts',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+      '**/*.d.mts',
+    ],
+  },
   { files: typed, ...js.configs.recommended },
   ...tseslint.configs.recommendedTypeChecked.map((c) => ({ ...c, files: typed })),
   {
@@ -96,6 +111,44 @@ export default tseslint.config(
     files: ['app/run/**/*.ts', 'runner/**/*.ts', 'server/runner-role.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }] },
   },
+  ...webConfig(),
   // Formatting is Prettier's (`npm run format`); the rules that would argue with it are off.
   prettier,
 );
+
+/**
+ * The web app: type-aware rules against web/tsconfig.json (DOM, no Node) and the rules of React hooks, with their
+ * compiler-based checks (no ref read or written during render, no state set in an effect body, pure renders).
+ */
+function webConfig() {
+  const files = ['web/src/**/*.ts', 'web/src/**/*.tsx'];
+  return [
+    { files, ...js.configs.recommended },
+    ...tseslint.configs.recommendedTypeChecked.map((c) => ({ ...c, files })),
+    { files, ...reactHooks.configs.flat['recommended-latest'] },
+    {
+      files,
+      languageOptions: {
+        parserOptions: { project: ['./web/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+      },
+      rules: {
+        '@typescript-eslint/no-floating-promises': [
+          'error',
+          {
+            ignoreVoid: true,
+            // Its promise exists only under a data router; the app's BrowserRouter navigates synchronously.
+            allowForKnownSafeCalls: [{ from: 'package', package: 'react-router', name: 'NavigateFunction' }],
+          },
+        ],
+        // An event handler may be async: React ignores what it returns, and each handler catches its own errors.
+        '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { attributes: false } }],
+        '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+        '@typescript-eslint/no-unused-vars': [
+          'error',
+          { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true, caughtErrors: 'none' },
+        ],
+        'react-hooks/exhaustive-deps': 'error',
+      },
+    },
+  ];
+}

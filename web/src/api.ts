@@ -40,13 +40,14 @@ function isErrorBody(v: unknown): v is Schemas['ErrorBody'] {
   return typeof o.code === 'string' && typeof o.message === 'string';
 }
 
-/** Query values that are unset or empty are left out, so a cleared filter is no filter. */
+/** Query values that are unset or empty are left out, so a cleared filter is no filter; a list repeats its name. */
 function querySerializer(query: Record<string, unknown>): string {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) {
-    if (v === undefined || v === null || v === '') continue;
-    if (Array.isArray(v)) for (const item of v) p.append(k, String(item));
-    else p.set(k, String(v as string | number | boolean));
+    for (const item of Array.isArray(v) ? (v as unknown[]) : [v]) {
+      if (item === '') continue;
+      if (typeof item === 'string' || typeof item === 'number' || typeof item === 'boolean') p.append(k, String(item));
+    }
   }
   return p.toString();
 }

@@ -13,8 +13,8 @@ export function lineDiff(before: string, after: string, maxCells = 4_000_000): D
     for (let j = m - 1; j >= 0; j--) {
       lcs[i * (m + 1) + j] =
         a[i] === b[j]
-          ? lcs[(i + 1) * (m + 1) + j + 1]! + 1
-          : Math.max(lcs[(i + 1) * (m + 1) + j]!, lcs[i * (m + 1) + j + 1]!);
+          ? lcs[(i + 1) * (m + 1) + j + 1] + 1
+          : Math.max(lcs[(i + 1) * (m + 1) + j], lcs[i * (m + 1) + j + 1]);
     }
   }
   const out: DiffLine[] = [];
@@ -22,13 +22,13 @@ export function lineDiff(before: string, after: string, maxCells = 4_000_000): D
   let j = 0;
   while (i < n && j < m) {
     if (a[i] === b[j]) {
-      out.push({ kind: 'same', text: a[i]! });
+      out.push({ kind: 'same', text: a[i] });
       i++;
       j++;
-    } else if (lcs[(i + 1) * (m + 1) + j]! >= lcs[i * (m + 1) + j + 1]!) out.push({ kind: 'del', text: a[i++]! });
-    else out.push({ kind: 'add', text: b[j++]! });
+    } else if (lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1]) out.push({ kind: 'del', text: a[i++] });
+    else out.push({ kind: 'add', text: b[j++] });
   }
-  while (i < n) out.push({ kind: 'del', text: a[i++]! });
-  while (j < m) out.push({ kind: 'add', text: b[j++]! });
+  while (i < n) out.push({ kind: 'del', text: a[i++] });
+  while (j < m) out.push({ kind: 'add', text: b[j++] });
   return out;
 }

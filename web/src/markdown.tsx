@@ -19,20 +19,20 @@ function blocks(source: string): Block[] {
   const out: Block[] = [];
   let i = 0;
   while (i < lines.length) {
-    const line = lines[i]!;
+    const line = lines[i];
     const fence = /^\s*(`{3,}|~{3,})/.exec(line);
     if (fence) {
-      const marker = fence[1]!;
+      const marker = fence[1];
       const body: string[] = [];
       i++;
-      while (i < lines.length && !lines[i]!.trimStart().startsWith(marker)) body.push(lines[i++]!);
+      while (i < lines.length && !lines[i].trimStart().startsWith(marker)) body.push(lines[i++]);
       i++;
       out.push({ kind: 'code', text: body.join('\n') });
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/s.exec(line);
     if (heading) {
-      out.push({ kind: 'heading', level: heading[1]!.length, text: heading[2]!.replace(/\s+#+\s*$/, '') });
+      out.push({ kind: 'heading', level: heading[1].length, text: heading[2].replace(/\s+#+\s*$/, '') });
       i++;
       continue;
     }
@@ -45,12 +45,11 @@ function blocks(source: string): Block[] {
     if (item.test(line)) {
       const ordered = /^\s*\d/.test(line);
       const items: string[] = [];
-      while (i < lines.length && item.test(lines[i]!)) {
-        let text = item.exec(lines[i]!)![2]!;
+      while (i < lines.length && item.test(lines[i])) {
+        let text = item.exec(lines[i])![2];
         i++;
         // Indented continuation lines belong to the item.
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]!) && !item.test(lines[i]!))
-          text += ' ' + lines[i++]!.trim();
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !item.test(lines[i])) text += ' ' + lines[i++].trim();
         items.push(text);
       }
       out.push({ kind: 'list', ordered, items });
@@ -58,7 +57,7 @@ function blocks(source: string): Block[] {
     }
     if (/^\s*>/.test(line)) {
       const body: string[] = [];
-      while (i < lines.length && /^\s*>/.test(lines[i]!)) body.push(lines[i++]!.replace(/^\s*>\s?/, ''));
+      while (i < lines.length && /^\s*>/.test(lines[i])) body.push(lines[i++].replace(/^\s*>\s?/, ''));
       out.push({ kind: 'quote', text: body.join('\n') });
       continue;
     }
@@ -69,12 +68,12 @@ function blocks(source: string): Block[] {
     const body: string[] = [];
     while (
       i < lines.length &&
-      lines[i]!.trim() !== '' &&
-      !/^(#{1,6}\s|\s*(`{3,}|~{3,})|\s*>|\s*([-*+]|\d{1,9}[.)])\s)/.test(lines[i]!)
+      lines[i].trim() !== '' &&
+      !/^(#{1,6}\s|\s*(`{3,}|~{3,})|\s*>|\s*([-*+]|\d{1,9}[.)])\s)/.test(lines[i])
     )
-      body.push(lines[i++]!);
+      body.push(lines[i++]);
     // Every pass consumes a line: a line no rule above took (one a block pattern half-matched) is a paragraph.
-    if (body.length === 0) body.push(lines[i++]!);
+    if (body.length === 0) body.push(lines[i++]);
     out.push({ kind: 'para', text: body.join('\n') });
   }
   return out;
@@ -110,7 +109,7 @@ function inline(text: string, key: string): ReactNode[] {
         </span>,
       );
     else if (m[5] !== undefined) {
-      const href = safeHref(m[6]!);
+      const href = safeHref(m[6]);
       nodes.push(
         href ? (
           <a key={k} href={href} target="_blank" rel="noopener noreferrer nofollow">
@@ -120,9 +119,8 @@ function inline(text: string, key: string): ReactNode[] {
           <span key={k}>{inline(m[5], k)}</span>
         ),
       );
-    } else if (m[7] !== undefined || m[8] !== undefined)
-      nodes.push(<strong key={k}>{inline((m[7] ?? m[8])!, k)}</strong>);
-    else if (m[9] !== undefined || m[10] !== undefined) nodes.push(<em key={k}>{inline((m[9] ?? m[10])!, k)}</em>);
+    } else if (m[7] !== undefined || m[8] !== undefined) nodes.push(<strong key={k}>{inline(m[7] ?? m[8], k)}</strong>);
+    else if (m[9] !== undefined || m[10] !== undefined) nodes.push(<em key={k}>{inline(m[9] ?? m[10], k)}</em>);
     else if (m[11] !== undefined)
       nodes.push(
         <a key={k} href={m[11]} target="_blank" rel="noopener noreferrer nofollow">

@@ -15,6 +15,7 @@ const pages: Item[] = [
   { label: 'Runs', hint: 'page', to: '/runs' },
   { label: 'Failed runs', hint: 'page', to: '/runs?status=failed' },
   { label: 'Secrets', hint: 'settings', to: '/settings/secrets' },
+  { label: 'MCP servers', hint: 'settings', to: '/settings/mcp' },
   { label: 'API tokens', hint: 'settings', to: '/settings/tokens' },
 ];
 
@@ -53,10 +54,7 @@ export function Palette() {
   }, [open]);
 
   useEffect(() => {
-    if (!open || query === '') {
-      setFound([]);
-      return;
-    }
+    if (!open || query === '') return;
     const abort = new AbortController();
     Promise.all([
       call(client.GET('/api/jobs', { params: { query: { search: query, pageSize: 6 } }, signal: abort.signal })),
@@ -83,7 +81,10 @@ export function Palette() {
   }, [open, query]);
 
   const needle = text.trim().toLowerCase();
-  const items = [...pages.filter((p) => needle === '' || p.label.toLowerCase().includes(needle)), ...found];
+  const items = [
+    ...pages.filter((p) => needle === '' || p.label.toLowerCase().includes(needle)),
+    ...(open && query !== '' ? found : []),
+  ];
   const current = Math.min(active, Math.max(0, items.length - 1));
 
   const go = (item: Item | undefined) => {

@@ -1,8 +1,8 @@
 import { Link, useSearchParams } from 'react-router-dom';
 import { call, client } from '../api.js';
 import { cost, dateTime, duration } from '../format.js';
-import { useEffect, useState } from 'react';
-import { useApi, useDebounced, useRunEvents } from '../hooks.js';
+
+import { useApi, useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
 import { Pager } from './Pager.js';
 import { Empty, ErrorBox, ModeBadge, Spinner, StatusBadge } from './ui.js';
 
@@ -13,13 +13,8 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   const [params, setParams] = useSearchParams();
   const status = params.get('status') ?? '';
   const search = params.get('search') ?? '';
-  const [typed, setTyped] = useState(search);
-  const debounced = useDebounced(typed, 250);
-  useEffect(() => setTyped(search), [search]);
-  useEffect(() => {
-    if (debounced !== search) set({ search: debounced || null, page: null });
-    // `set` is rebuilt every render; only the typed text matters here.
-  }, [debounced]);
+  // The box follows the URL when it changes from outside, and writes it as the person types.
+  const [typed, setTyped] = useEditableCopy(search);
   const page = Math.max(1, Number(params.get('page')) || 1);
   const pageSize = Number(params.get('pageSize')) || 25;
   const query = { job: jobId, status, search, sort: '-queuedAt', page, pageSize };
@@ -38,6 +33,7 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
       }
       return n;
     });
+  const writeSearch = useDebouncedCallback((text: string) => set({ search: text || null, page: null }), 250);
   const data = list.data;
   return (
     <div>
@@ -48,7 +44,10 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
           placeholder="Search job name, summary or error"
           value={typed}
           maxLength={200}
-          onChange={(e) => setTyped(e.target.value)}
+          onChange={(e) => {
+            setTyped(e.target.value);
+            writeSearch(e.target.value);
+          }}
         />
         <label>
           Status{' '}

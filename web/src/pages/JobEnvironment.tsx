@@ -54,7 +54,7 @@ export function EnvironmentTab({ job, onJobChange }: { job: JobDto; onJobChange:
     }
   };
 
-  const useBaseImage = async () => {
+  const switchToBaseImage = async () => {
     const p = playbook.data;
     if (!p) return;
     if (
@@ -123,7 +123,7 @@ export function EnvironmentTab({ job, onJobChange }: { job: JobDto; onJobChange:
               <Link className="button" to={`/jobs/${job.id}/playbook?edit=form`}>
                 Edit the Dockerfile
               </Link>
-              <button type="button" className="ghost" disabled={busy} onClick={() => void useBaseImage()}>
+              <button type="button" className="ghost" disabled={busy} onClick={() => void switchToBaseImage()}>
                 Use the base image instead
               </button>
             </div>

@@ -321,9 +321,9 @@ function draftOfJson(value: unknown): Draft {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new Error('the content must be a JSON object such as {"learnings": [], "main": null}');
   const v = value as Record<string, unknown>;
-  const text = (k: string) => (typeof v[k] === 'string' ? (v[k] as string) : '');
+  const text = (k: string) => (typeof v[k] === 'string' ? v[k] : '');
   const list = (k: string) => (Array.isArray(v[k]) ? (v[k] as Array<Record<string, unknown>>) : []);
-  const str = (o: Record<string, unknown>, k: string) => (typeof o[k] === 'string' ? (o[k] as string) : '');
+  const str = (o: Record<string, unknown>, k: string) => (typeof o[k] === 'string' ? o[k] : '');
   const verify = (typeof v.verify === 'object' && v.verify !== null ? v.verify : {}) as Record<string, unknown>;
   const strings = (x: unknown) => (Array.isArray(x) ? x.filter((s): s is string => typeof s === 'string') : []);
   return {

@@ -4,7 +4,7 @@ import { asApiError, call, client, type ApiError } from '../api.js';
 import { Empty, ErrorBox, ModeBadge, RunStrip, Spinner, Toggle } from '../components/ui.js';
 import { Pager } from '../components/Pager.js';
 import { dateTime, relative } from '../format.js';
-import { useApi, useDebounced, useRunEvents } from '../hooks.js';
+import { useApi, useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
 import type { JobListDto } from '../types.js';
 
 const sortable: Array<{ key: string; label: string }> = [
@@ -21,30 +21,25 @@ export function JobsPage() {
   const sort = params.get('sort') ?? 'name';
   const page = Math.max(1, Number(params.get('page')) || 1);
   const pageSize = Number(params.get('pageSize')) || 25;
-  const [typed, setTyped] = useState(search);
-  const debounced = useDebounced(typed, 250);
-  const navigate = useNavigate();
-
-  useEffect(() => {
-    document.title = 'Jobs · svc';
-  }, []);
-
-  // The box follows the URL when it changes from outside (back button, a link).
-  useEffect(() => setTyped(search), [search]);
-
-  useEffect(() => {
-    if (debounced === search) return;
+  // The box follows the URL when it changes from outside (back button, a link), and writes it as the person types.
+  const [typed, setTyped] = useEditableCopy(search);
+  const writeSearch = useDebouncedCallback((text: string) => {
     setParams(
       (p) => {
         const n = new URLSearchParams(p);
-        if (debounced) n.set('search', debounced);
+        if (text) n.set('search', text);
         else n.delete('search');
         n.delete('page');
         return n;
       },
       { replace: true },
     );
-  }, [debounced]);
+  }, 250);
+  const navigate = useNavigate();
+
+  useEffect(() => {
+    document.title = 'Jobs · svc';
+  }, []);
 
   const query = { search, sort, page, pageSize };
   const list = useApi(`jobs ${JSON.stringify(query)}`, (signal) =>
@@ -109,7 +104,10 @@ export function JobsPage() {
           aria-label="Search jobs"
           placeholder="Search name or instruction"
           value={typed}
-          onChange={(e) => setTyped(e.target.value)}
+          onChange={(e) => {
+            setTyped(e.target.value);
+            writeSearch(e.target.value);
+          }}
           maxLength={200}
         />
         {list.loading && data && <span className="spinner small" aria-label="Updating" />}
@@ -147,8 +145,8 @@ export function JobsPage() {
                 ))}
                 <th scope="col">Schedule</th>
                 <th scope="col">Last runs</th>
-                <SortHeader col={sortable[1]!} sort={sort} onSort={toggleSort} />
-                <SortHeader col={sortable[2]!} sort={sort} onSort={toggleSort} />
+                <SortHeader col={sortable[1]} sort={sort} onSort={toggleSort} />
+                <SortHeader col={sortable[2]} sort={sort} onSort={toggleSort} />
                 <th scope="col">Enabled</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>

@@ -16,6 +16,11 @@ type Delta = { type: string; callId?: string; text: string };
  */
 export function RunPage() {
   const { id = '' } = useParams();
+  // Keyed by the run: moving to another run (a retry) starts from an empty timeline and a closed stream.
+  return <RunView key={id} id={id} />;
+}
+
+function RunView({ id }: { id: string }) {
   const navigate = useNavigate();
   const run = useApi(`run ${id}`, (signal) => call(client.GET('/api/runs/{id}', { params: { path: { id } }, signal })));
   const [events, setEvents] = useState<EventDto[]>([]);
@@ -32,18 +37,12 @@ export function RunPage() {
   const r = run.data;
   const isLive = r ? liveStatuses.has(r.status) : false;
   const loaded = r !== undefined;
+  const reloadRun = run.reload;
+  const streamDone = streamState === 'done';
 
   useEffect(() => {
     if (r) document.title = `${r.jobName} #${r.number} · svc`;
   }, [r]);
-
-  // Reset when the page moves to another run.
-  useEffect(() => {
-    seen.current = new Set();
-    setEvents([]);
-    setLive({ text: '', reasoning: '', tools: {} });
-    setStreamState('idle');
-  }, [id]);
 
   const add = (list: EventDto[]) => {
     const fresh = list.filter((e) => !seen.current.has(e.seq));
@@ -79,7 +78,7 @@ export function RunPage() {
         if (cancelled) return;
         add(page);
         if (page.length < 2000) break;
-        after = page[page.length - 1]!.seq;
+        after = page[page.length - 1].seq;
       }
       setStreamState('done');
     })().catch((err: unknown) => !cancelled && setTimelineError(asApiError(err)));
@@ -90,9 +89,9 @@ export function RunPage() {
 
   // A live run: follow the stream until it ends.
   useEffect(() => {
-    if (!loaded || !isLive || streamState === 'done') return;
+    if (!loaded || !isLive || streamDone) return;
+    // Shown as live once the stream opens (onopen below).
     const source = new EventSource(`/api/runs/${encodeURIComponent(id)}/stream`);
-    setStreamState('live');
     source.addEventListener('event', (m: MessageEvent<string>) => {
       try {
         add([JSON.parse(m.data) as EventDto]);
@@ -115,17 +114,17 @@ export function RunPage() {
         return l;
       });
     });
-    source.addEventListener('status', () => run.reload());
+    source.addEventListener('status', () => reloadRun());
     source.addEventListener('end', () => {
       source.close();
       setStreamState('done');
       setLive({ text: '', reasoning: '', tools: {} });
-      run.reload();
+      reloadRun();
     });
     source.onerror = () => setStreamState(source.readyState === EventSource.CLOSED ? 'done' : 'reconnecting');
     source.onopen = () => setStreamState('live');
     return () => source.close();
-  }, [id, loaded, isLive]);
+  }, [id, loaded, isLive, streamDone, reloadRun]);
 
   const cancel = async () => {
     setBusy(true);
