@@ -62,7 +62,7 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/catalog/models': member,
   'GET /api/settings': member,
   'PATCH /api/settings': admin,
-  // Admins only: it makes the server post to the configured URL (BEHAVIOUR §12).
+  // Admins only: it makes the server post to the configured URL (docs/api.md).
   'POST /api/settings/notifications/test': admin,
   'GET /api/secrets': member,
   'POST /api/secrets': member,
@@ -70,7 +70,7 @@ export const accessTable: Record<string, AccessRule> = {
   'DELETE /api/secrets/:id': member,
   'GET /api/jobs/:id/secrets': member,
   'PUT /api/jobs/:id/secrets': member,
-  // MCP servers: any member, as BEHAVIOUR §12 lists them; stdio servers run only inside sandboxes, HTTP ones
+  // MCP servers: any member (docs/api.md); stdio servers run only inside sandboxes, HTTP ones
   // through the address guard.
   'GET /api/mcp-servers': member,
   'POST /api/mcp-servers': member,
@@ -78,8 +78,8 @@ export const accessTable: Record<string, AccessRule> = {
   'PUT /api/mcp-servers/:id': member,
   'DELETE /api/mcp-servers/:id': member,
   'POST /api/mcp-servers/:id/test': member,
-  // SPEC §5.4: starting a login needs a session (the browser that will come back). The callback is authorized by
-  // the login's `state`, bound to that session's user, not by an API credential (BEHAVIOUR §12 [public]).
+  // Starting a login needs a session (the browser that will come back). The callback is authorized by the login's
+  // `state`, bound to that session's user, not by an API credential, so it is public here (docs/design.md, MCP OAuth).
   'POST /api/mcp-servers/:id/oauth/login': memberSession,
   'GET /api/mcp-servers/:id/oauth/callback': pub,
   'DELETE /api/mcp-servers/:id/oauth': member,

@@ -41,7 +41,7 @@ export interface BuiltApp {
 export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promise<BuiltApp> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
-    // Fastify's own per-request lines are off: the onResponse hook below logs what SPEC §7 asks for.
+    // Fastify's own per-request lines are off: the onResponse hook below logs what docs/api.md (Errors) asks for.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     requestIdHeader: false,
     // A client's own X-Request-ID is kept when it is short and printable, so its logs and ours line up.
@@ -77,7 +77,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   });
   registerAuth(app, deps.identity);
 
-  // SPEC §7: answers of 400 and above are logged with their request id, the rest only at debug level.
+  // Answers of 400 and above are logged with their request id, the rest only at debug level (docs/api.md).
   const logAll = app.log.level === 'debug' || app.log.level === 'trace';
   app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;

@@ -24,7 +24,7 @@ export interface ParsedList {
   search: Search | undefined;
 }
 
-/** SPEC §4.3: page from 1, pageSize 1..100, up to three sort keys with `-`, literal search; id breaks ties. */
+/** Page from 1, pageSize 1..100, up to three sort keys with `-`, literal search; id breaks ties (docs/api.md). */
 export function parseListQuery(q: ListQueryInput, rules: ListRules): ParsedList {
   const errors = new FieldErrors();
   const page = q.page ?? 1;

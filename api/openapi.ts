@@ -52,7 +52,7 @@ function parameters(
 /** Builds the OpenAPI 3.1 document from the routes the app registered, so the document cannot drift from them. */
 export function buildOpenApiDocument(routes: CollectedRoute[], version: string): JsonObject {
   const components = new Map<string, unknown>();
-  // Records that SPEC §2 names but no route of this version carries yet are still published.
+  // The error body and the limits record are published even where no route of this version names them.
   for (const s of [ErrorBody, Limits]) hoist(s, components);
   const paths: Record<string, JsonObject> = {};
   const sorted = [...routes].sort((a, b) =>

@@ -223,7 +223,10 @@ export class Identity {
     return { sid: newId(now), uid: userId, wid: defaultWorkspaceId, exp: now + sessionTtlMs };
   }
 
-  /** The first member of an ownerless workspace claims it (BEHAVIOUR §8.3); later ones join as members. */
+  /**
+   * The first member of an ownerless workspace becomes its owner; later ones join as members (docs/design.md,
+   * Identity).
+   */
   private async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
     const existing = await this.bus.load(membershipStreamId(workspaceId, userId), membershipDecider);
     if (existing.state.status === 'member') return null;

@@ -120,7 +120,10 @@ export class Providers {
     );
   }
 
-  /** Adds a provider and answers its id with the first sync: a fake one comes with its one model, the others read their source. */
+  /**
+   * Adds a provider and answers its id with the first sync: a fake one comes with its one model, the others read
+   * their source at once.
+   */
   async create(
     ctx: CommandContext,
     workspaceId: string,

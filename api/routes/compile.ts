@@ -16,7 +16,7 @@ import { errorMessage } from '../../domain/error-message.js';
 
 const timeoutMs = 5 * 60_000;
 
-/** `POST /api/jobs/compile` (BEHAVIOUR §7.4): a sentence in, a proposed job out, nothing saved. */
+/** `POST /api/jobs/compile`: a sentence in, a proposed job out, nothing saved. */
 export default function compileRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 

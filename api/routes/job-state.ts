@@ -12,8 +12,8 @@ import type { AppDeps } from '../deps.js';
 const toDto = (e: StateEntry): StateEntryDto => ({ key: e.key, value: e.value, size: e.size, updatedAt: e.updatedAt });
 
 /**
- * A job's key/value state, with the limits `svc state` has inside a run (docs/api.md). The list answers `{items}` sorted by key rather
- * than a plain map, so each key comes with its size and last write time.
+ * A job's key/value state, with the limits `svc state` has inside a run (docs/api.md). The list answers `{items}`
+ * sorted by key rather than a plain map, so each key comes with its size and last write time.
  */
 export default function jobStateRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

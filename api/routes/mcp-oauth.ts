@@ -11,7 +11,7 @@ import { ApiError } from '../errors.js';
 
 const tags = ['mcp'];
 
-/** OAuth logins of HTTP MCP servers (BEHAVIOUR §9.4): start, the browser's return, logout. */
+/** OAuth logins of HTTP MCP servers: start, the browser's return, logout (docs/design.md, MCP OAuth). */
 export default function mcpOauthRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const mcp = deps.mcp;

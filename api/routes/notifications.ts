@@ -9,8 +9,9 @@ import { ApiError } from '../errors.js';
 import type { AppDeps } from '../deps.js';
 
 /**
- * `POST /api/settings/notifications/test` (BEHAVIOUR §9.3): one attempt, made by this API process and answered
- * directly, since a person is waiting for it; run notifications go through the runners' durable queue instead.
+ * `POST /api/settings/notifications/test` (docs/design.md, Notifications): one attempt, made by this API process and
+ * answered directly, since a person is waiting for it; run notifications go through the runners' durable queue
+ * instead.
  */
 export default function notificationRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

@@ -67,7 +67,7 @@ const ModelListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** Providers, their models and the built-in catalog (SPEC §2.9, BEHAVIOUR §9.1). Reads are open to members, writes need an admin. */
+/** Providers, their models and the built-in catalog. Members read, admins write (api/access.ts). */
 export default function providerRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 

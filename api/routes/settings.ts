@@ -21,7 +21,7 @@ export function maskedWebhookUrl(url: string): string {
   }
 }
 
-/** Workspace settings (BEHAVIOUR §9.2): readable by members, changed by admins. */
+/** Workspace settings: readable by members, changed by admins (docs/api.md). */
 export default function settingsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
