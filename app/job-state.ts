@@ -2,11 +2,11 @@ import {
   checkKey,
   decideDelete,
   decideSet,
+  jobStateStream,
   jobStateStreamId,
   type JobStateEvent,
   type StateUsage,
 } from '../domain/job-state.js';
-import { upcast } from '../domain/upcast.js';
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from '../store/document-store.js';
 import { WrongExpectedRevisionError, type Actor, type EventStore } from '../store/event-store.js';
 import type { CommandContext } from './commands.js';
@@ -179,15 +179,10 @@ export class JobStateStore implements JobStateAccess {
   /** Applies the events after `revision` that the documents do not reflect yet (another process's, or a crashed write's). */
   private async catchUp(jobId: string, revision: number): Promise<void> {
     for (const recorded of await this.events.readStream(jobStateStreamId(jobId), { fromRevision: revision + 1 })) {
-      const e = upcast(recorded);
-      await this.apply(
-        e.metadata.workspaceId ?? '',
-        jobId,
-        e.revision,
-        { type: e.type, data: e.data } as JobStateEvent,
-        e.metadata.actor,
-        e.metadata.ts,
-      );
+      const decoded = jobStateStream.decode(recorded);
+      if (!decoded) continue;
+      const { event: e } = decoded;
+      await this.apply(e.metadata.workspaceId ?? '', jobId, e.revision, e, e.metadata.actor, e.metadata.ts);
     }
   }
 

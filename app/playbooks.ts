@@ -3,9 +3,9 @@ import { DomainError } from '../domain/decider.js';
 import {
   emptyContent,
   playbookDecider,
+  playbookStream,
   playbookStreamId,
   type PlaybookContent,
-  type PlaybookEvent,
   type SavePlaybook,
 } from '../domain/playbook.js';
 import {
@@ -17,7 +17,6 @@ import {
   type ScriptCalls,
 } from '../domain/playbook-stats.js';
 import { playbookFiles } from '../domain/playbook-render.js';
-import { upcast } from '../domain/upcast.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import {
   playbookStatsCollection,
@@ -107,7 +106,9 @@ export async function versionContent(
   if (version === 0) return emptyContent();
   const [recorded] = await events.readStream(playbookStreamId(jobId), { fromRevision: version - 1, limit: 1 });
   if (!recorded) return null;
-  const event = upcast(recorded) as unknown as PlaybookEvent & { metadata: unknown };
+  const decoded = playbookStream.decode(recorded);
+  if (!decoded) return null;
+  const { event } = decoded;
   if (event.data.workspaceId !== workspaceId || event.data.version !== version) return null;
   return event.data.content;
 }

@@ -1,6 +1,8 @@
 import { DomainError, FieldErrors, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
-export const apiTokenStreamId = (id: string) => `apitoken-${id}`;
+export const apiTokenStream = streamCategory<ApiTokenEvent>('apitoken');
+export const apiTokenStreamId = apiTokenStream.id;
 export const apiTokenPrefix = 'svc_';
 const minute = 60_000;
 

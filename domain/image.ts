@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /**
  * Job images (docs/design.md, "Images"): builds of a job's playbook Dockerfile. One aggregate per job holds every build
@@ -113,7 +114,8 @@ export type ImageCommand =
     }
   | { type: 'DeleteImage'; imageId: string; now: number };
 
-export const jobImagesStreamId = (jobId: string) => `jobimages-${jobId}`;
+export const jobImagesStream = streamCategory<ImageEvent>('jobimages');
+export const jobImagesStreamId = jobImagesStream.id;
 
 /** sha256 hex of the trimmed Dockerfile text: whitespace around it does not make a new image. */
 export function dockerfileHash(dockerfile: string): string {

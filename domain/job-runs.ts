@@ -1,5 +1,6 @@
 import type { Decider, DomainEvent } from './decider.js';
 import type { Concurrency } from './job-types.js';
+import { streamCategory } from './stream.js';
 
 /**
  * The per-job admission actor (docs/jobs.md, "Triggers and overlap"): numbers runs and applies the overlap policy.
@@ -20,7 +21,8 @@ export interface JobRunsState {
 export type JobRunsCommand =
   { type: 'AdmitRun'; runId: string; concurrency: Concurrency } | { type: 'ReleaseRun'; runId: string };
 
-export const jobRunsStreamId = (jobId: string) => `jobruns-${jobId}`;
+export const jobRunsStream = streamCategory<JobRunsEvent>('jobruns');
+export const jobRunsStreamId = jobRunsStream.id;
 export const skippedBecauseBusy = 'Skipped because another run of this job was still active';
 
 export const jobRunsDecider: Decider<JobRunsCommand, JobRunsEvent, JobRunsState> = {

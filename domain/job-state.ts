@@ -1,11 +1,13 @@
 import { DomainError, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /**
  * A job's key/value state (docs/jobs.md, "State"): the events of its stream and the limit rules, pure so that the
  * store, the REST routes and a shadow run's overlay all decide the same way.
  */
 
-export const jobStateStreamId = (jobId: string) => `jobstate-${jobId}`;
+export const jobStateStream = streamCategory<JobStateEvent>('jobstate');
+export const jobStateStreamId = jobStateStream.id;
 
 export const stateLimits = { keyChars: 200, valueBytes: 1024 * 1024, keys: 1000, totalBytes: 16 * 1024 * 1024 };
 

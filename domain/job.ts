@@ -1,6 +1,7 @@
 import { DomainError, FieldErrors, type Decider, type DomainEvent } from './decider.js';
 import * as fields from './job-fields.js';
 import type { Concurrency, JobFields, JobPatch, LimitOverrides, Mode, Network, Spec } from './job-types.js';
+import { streamCategory } from './stream.js';
 
 export interface JobConfig {
   name: string;
@@ -49,7 +50,8 @@ export type JobCommand =
   | { type: 'ArchiveJob'; now: number }
   | { type: 'SetWebhookToken'; tokenHash: string; now: number };
 
-export const jobStreamId = (jobId: string) => `job-${jobId}`;
+export const jobStream = streamCategory<JobEvent>('job');
+export const jobStreamId = jobStream.id;
 
 const defaults: Omit<JobConfig, 'name' | 'instruction'> = {
   spec: {},

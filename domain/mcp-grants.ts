@@ -1,4 +1,5 @@
 import { FieldErrors, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /**
  * Which MCP servers a job may use, and which of their tools (docs/design.md, "MCP"). `allowedTools: null` grants
@@ -10,7 +11,8 @@ export type McpGrant = {
 };
 
 export type JobMcpEvent = DomainEvent<'JobMcpServersSet', { jobId: string; grants: McpGrant[] }>;
-export const jobMcpStreamId = (jobId: string) => `jobmcp-${jobId}`;
+export const jobMcpStream = streamCategory<JobMcpEvent>('jobmcp');
+export const jobMcpStreamId = jobMcpStream.id;
 
 /**
  * Checks a whole set: no server twice, tool names once each. `knownTools` holds the cached listing of each server

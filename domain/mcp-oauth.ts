@@ -1,4 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /**
  * The OAuth login of an HTTP MCP server (docs/design.md, "MCP OAuth"), one stream per server. Secrets never appear in
@@ -76,7 +77,8 @@ export type McpOauthCommand =
     }
   | { type: 'Logout'; serverId: string; reason: LogoutReason; generation?: number; now: number };
 
-export const mcpOauthStreamId = (serverId: string) => `mcpoauth-${serverId}`;
+export const mcpOauthStream = streamCategory<McpOauthEvent>('mcpoauth');
+export const mcpOauthStreamId = mcpOauthStream.id;
 
 /**
  * Why a callback cannot finish the pending login, or null when it can. The state must match the latest login

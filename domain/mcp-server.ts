@@ -1,5 +1,6 @@
 import { DomainError, FieldErrors, type Decider, type DomainEvent } from './decider.js';
 import { envNamePattern, reservedEnvName, secretNamePattern } from './secret.js';
+import { streamCategory, workspaceScopedCategory } from './stream.js';
 
 /**
  * An MCP server of a workspace (docs/design.md, "MCP"). Only the chosen transport's fields are kept: a stdio server has
@@ -80,9 +81,12 @@ export type McpServerCommand =
   | { type: 'RecordMcpTest'; result: McpTestResult }
   | { type: 'DeleteMcpServer'; now: number };
 
-export const mcpServerStreamId = (id: string) => `mcpserver-${id}`;
+export const mcpServerStream = streamCategory<McpServerEvent>('mcpserver');
+export const mcpServerStreamId = mcpServerStream.id;
 /** Names are unique per workspace regardless of case: `GitHub` and `github` would make the same tool names. */
-export const mcpNameStreamId = (workspaceId: string, name: string) => `mcpname-${workspaceId}-${name.toLowerCase()}`;
+export const mcpNameStream = workspaceScopedCategory<McpNameEvent>('mcpname');
+export const mcpNameStreamId = (workspaceId: string, name: string) =>
+  mcpNameStream.id([workspaceId, name.toLowerCase()]);
 
 export const mcpNamePattern = /^[A-Za-z0-9_-]{1,50}$/;
 export const secretReference = /\{\{secret:([^}]*)\}\}/g;

@@ -1,9 +1,11 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { workspaceScopedCategory } from './stream.js';
 
 export type Role = 'owner' | 'admin' | 'member';
 export const roleRank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
 
-export const membershipStreamId = (workspaceId: string, userId: string) => `membership-${workspaceId}-${userId}`;
+export const membershipStream = workspaceScopedCategory<MembershipEvent>('membership');
+export const membershipStreamId = (workspaceId: string, userId: string) => membershipStream.id([workspaceId, userId]);
 
 export type MembershipEvent =
   | DomainEvent<'MemberJoined', { workspaceId: string; userId: string; role: Role; joinedAt: number }>

@@ -1,12 +1,14 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { NotificationBody, NotifyEvent } from './notification-types.js';
+import { streamCategory } from './stream.js';
 
 /**
  * The notifications of one finished run, as durable work (docs/design.md, "Notifications"): one stream per run, so "is
  * this run checked" and "was this event queued" are decided once with an expected-revision append, whichever runner
  * asks. Each attempt is claimed before it is made and ended after, so a crash between the two is seen and retried.
  */
-export const notificationStreamId = (runId: string) => `notifications-${runId}`;
+export const notificationStream = streamCategory<NotificationStreamEvent>('notifications');
+export const notificationStreamId = notificationStream.id;
 
 export interface QueuedNotification {
   event: NotifyEvent;

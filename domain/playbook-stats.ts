@@ -1,5 +1,6 @@
 import type { Decider, DomainEvent } from './decider.js';
 import type { PlaybookContent } from './playbook.js';
+import { streamCategory } from './stream.js';
 
 /**
  * Statistics of a playbook (docs/playbooks.md, "Statistics"): how often reflection said a learning was used, and how
@@ -8,7 +9,8 @@ import type { PlaybookContent } from './playbook.js';
  * projecting one twice changes nothing.
  */
 
-export const playbookStatsStreamId = (jobId: string) => `playbookstats-${jobId}`;
+export const playbookStatsStream = streamCategory<PlaybookStatsEvent>('playbookstats');
+export const playbookStatsStreamId = playbookStatsStream.id;
 
 export interface LearningHits {
   id: string;

@@ -19,6 +19,7 @@ import {
   type PlaybookContent,
   type Script,
 } from './playbook-types.js';
+import { streamCategory } from './stream.js';
 
 /**
  * A job's playbook (docs/playbooks.md, "Versions and saves"): numbered, immutable versions in a stream of their own
@@ -30,7 +31,8 @@ export type { Verify } from './playbook-verify.js';
 
 export type { PlaybookContent } from './playbook-types.js';
 
-export const playbookStreamId = (jobId: string) => `playbook-${jobId}`;
+export const playbookStream = streamCategory<PlaybookEvent>('playbook');
+export const playbookStreamId = playbookStream.id;
 
 export const emptyContent = (): PlaybookContent => ({
   learnings: [],

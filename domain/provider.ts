@@ -1,5 +1,6 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { Caps, Price } from './model-types.js';
+import { streamCategory } from './stream.js';
 
 export type ProviderKind = 'anthropic' | 'openai' | 'fake';
 
@@ -96,7 +97,8 @@ export type ProviderCommand =
       now: number;
     };
 
-export const providerStreamId = (id: string) => `provider-${id}`;
+export const providerStream = streamCategory<ProviderEvent>('provider');
+export const providerStreamId = providerStream.id;
 
 /** A base URL as stored: trimmed, without trailing slashes, http or https only; empty means none. */
 export function normalizeBaseUrl(raw: string | null | undefined): string | null {

@@ -2,6 +2,7 @@ import { DomainError, type Decider, type DomainEvent } from './decider.js';
 import type { Mode, RunStatus } from './job-types.js';
 import type { AppliedOp } from './playbook-types.js';
 import { stopMessages } from './run-stop.js';
+import { streamCategory } from './stream.js';
 
 export type Trigger = 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';
 export type Reflection = 'skipped' | 'pending' | 'done' | 'failed';
@@ -106,7 +107,8 @@ export type RunCommand =
   | { type: 'StartReflection'; key: string; now: number; runnerId: string }
   | { type: 'FinishReflection'; key: string; result: ReflectionResult };
 
-export const runStreamId = (runId: string) => `run-${runId}`;
+export const runStream = streamCategory<RunEvent>('run');
+export const runStreamId = runStream.id;
 export const notRunning = () => new DomainError('conflict', 'The run is not running');
 export const cancelledBeforeStart = stopMessages.cancelledBeforeStart;
 

@@ -1,4 +1,5 @@
 import type { Decider, DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /**
  * One stream per job records the schedule occurrences fired. Firing appends with the revision that was read, so
@@ -10,7 +11,8 @@ export interface ScheduleState {
 }
 export type ScheduleCommand = { type: 'FireSchedule'; jobId: string; occurrence: number; firedAt: number };
 
-export const scheduleStreamId = (jobId: string) => `schedule-${jobId}`;
+export const scheduleStream = streamCategory<ScheduleEvent>('schedule');
+export const scheduleStreamId = scheduleStream.id;
 
 export const scheduleDecider: Decider<ScheduleCommand, ScheduleEvent, ScheduleState> = {
   initialState: { lastOccurrence: null },

@@ -1,4 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory, workspaceScopedCategory } from './stream.js';
 
 /**
  * A workspace secret. The value travels only sealed (AES-256-GCM under the instance key): events and read models
@@ -19,9 +20,11 @@ export type SecretCommand =
   | { type: 'ChangeSecret'; sealed: string; now: number }
   | { type: 'DeleteSecret'; now: number };
 
-export const secretStreamId = (id: string) => `secret-${id}`;
+export const secretStream = streamCategory<SecretEvent>('secret');
+export const secretStreamId = secretStream.id;
 /** Names are claimed through a stream of their own, so two secrets never share one (DESIGN: uniqueness by stream). */
-export const secretNameStreamId = (workspaceId: string, name: string) => `secretname-${workspaceId}-${name}`;
+export const secretNameStream = workspaceScopedCategory<NameEvent>('secretname');
+export const secretNameStreamId = (workspaceId: string, name: string) => secretNameStream.id([workspaceId, name]);
 export const secretNamePattern = /^[A-Za-z0-9_.-]{1,100}$/;
 
 export const secretDecider: Decider<SecretCommand, SecretEvent, SecretState> = {
@@ -103,7 +106,8 @@ export interface JobSecretMapping {
   envName: string;
 }
 export type JobSecretsEvent = DomainEvent<'JobSecretsSet', { jobId: string; mappings: JobSecretMapping[] }>;
-export const jobSecretsStreamId = (jobId: string) => `jobsecrets-${jobId}`;
+export const jobSecretsStream = streamCategory<JobSecretsEvent>('jobsecrets');
+export const jobSecretsStreamId = jobSecretsStream.id;
 export const envNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**

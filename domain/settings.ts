@@ -2,13 +2,15 @@ import { FieldErrors, type Decider, type DomainEvent } from './decider.js';
 import type { Limits } from './job-types.js';
 import type { NotifyEvent } from './notification-types.js';
 import type { Settings, SettingsPatch } from './settings-types.js';
+import { streamCategory } from './stream.js';
 
 /**
  * Workspace settings (docs/models.md, "Settings"): one stream per workspace. Each event carries only the keys that
  * changed, so every field is its own value and two admins changing different fields never overwrite each other.
  */
 export type SettingsEvent = DomainEvent<'SettingsChanged', { changes: Partial<Settings>; changedAt: number }>;
-export const settingsStreamId = (workspaceId: string) => `settings-${workspaceId}`;
+export const settingsStream = streamCategory<SettingsEvent>('settings');
+export const settingsStreamId = settingsStream.id;
 
 export const notifyEvents: readonly NotifyEvent[] = ['run.failed', 'run.fell_back', 'job.demoted'];
 export const defaultModelKeys = ['agentModelId', 'utilityModelId', 'reflectionModelId'] as const;

@@ -1,6 +1,8 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
-export const signInLinkStreamId = (id: string) => `signinlink-${id}`;
+export const signInLinkStream = streamCategory<SignInLinkEvent>('signinlink');
+export const signInLinkStreamId = signInLinkStream.id;
 /** A link is for the person at the terminal right now; an hour is plenty and limits a leaked copy. */
 export const signInLinkTtlMs = 60 * 60 * 1000;
 

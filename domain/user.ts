@@ -1,8 +1,11 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
-export const userStreamId = (id: string) => `user-${id}`;
+export const userStream = streamCategory<UserEvent>('user');
+export const userStreamId = userStream.id;
 /** One stream per external identity; appending to it with `no_stream` makes (issuer, subject) unique. */
-export const identityStreamId = (identityKey: string) => `identity-${identityKey}`;
+export const identityStream = streamCategory<IdentityEvent>('identity');
+export const identityStreamId = identityStream.id;
 
 export interface Profile {
   email: string | null;

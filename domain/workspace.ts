@@ -1,8 +1,10 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.js';
+import { streamCategory } from './stream.js';
 
 /** Fixed id of the workspace every instance starts with: `Default`, created at start, without an owner. */
 export const defaultWorkspaceId = '00000000-0000-7000-8000-000000000001';
-export const workspaceStreamId = (id: string) => `workspace-${id}`;
+export const workspaceStream = streamCategory<WorkspaceEvent>('workspace');
+export const workspaceStreamId = workspaceStream.id;
 
 export type WorkspaceEvent =
   | DomainEvent<'WorkspaceCreated', { workspaceId: string; name: string; createdAt: number }>

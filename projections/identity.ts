@@ -1,7 +1,5 @@
-import type { ApiTokenEvent } from '../domain/api-token.js';
-import type { MembershipEvent, Role } from '../domain/membership.js';
-import type { UserEvent } from '../domain/user.js';
-import type { WorkspaceEvent } from '../domain/workspace.js';
+import type { Role } from '../domain/membership.js';
+import { streams } from '../domain/streams.js';
 import type { Doc } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
@@ -64,9 +62,9 @@ export const usersProjector: Projector = {
   collections: ['users'],
   indexes: [{ collection: 'users', keys: [['email', 1]] }],
   project(recorded: RecordedEvent): DocOp[] {
-    if (!recorded.streamId.startsWith('user-')) return [];
-    const e = recorded as unknown as UserEvent;
-    const id = recorded.streamId.slice('user-'.length);
+    const decoded = streams.user.decode(recorded);
+    if (!decoded) return [];
+    const { key: id, event: e } = decoded;
     switch (e.type) {
       case 'UserRegistered': {
         const d = e.data;
@@ -111,9 +109,9 @@ export const workspacesProjector: Projector = {
   collections: ['workspaces'],
   indexes: [],
   project(recorded: RecordedEvent): DocOp[] {
-    if (!recorded.streamId.startsWith('workspace-')) return [];
-    const e = recorded as unknown as WorkspaceEvent;
-    const id = recorded.streamId.slice('workspace-'.length);
+    const decoded = streams.workspace.decode(recorded);
+    if (!decoded) return [];
+    const { key: id, event: e } = decoded;
     switch (e.type) {
       case 'WorkspaceCreated':
         return [upsert('workspaces', id, { name: e.data.name, createdAt: e.data.createdAt, ownerId: null })];
@@ -140,9 +138,12 @@ export const membersProjector: Projector = {
     { collection: 'members', keys: [['userId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (!recorded.streamId.startsWith('membership-')) return [];
-    const e = recorded as unknown as MembershipEvent;
-    const wid = recorded.metadata.workspaceId;
+    const decoded = streams.membership.decode(recorded);
+    if (!decoded) return [];
+    const {
+      key: [workspaceId, userId],
+      event: e,
+    } = decoded;
     switch (e.type) {
       case 'MemberJoined': {
         const d = e.data;
@@ -157,9 +158,7 @@ export const membersProjector: Projector = {
       }
       case 'MemberRoleChanged':
       case 'MemberRemoved': {
-        // The stream id is membership-<workspace uuid>-<user uuid>; both are fixed-length uuids.
-        const rest = recorded.streamId.slice('membership-'.length);
-        const id = memberId(wid ?? rest.slice(0, 36), rest.slice(37));
+        const id = memberId(workspaceId, userId);
         return e.type === 'MemberRemoved'
           ? [{ kind: 'delete', collection: 'members', filter: { _id: id } }]
           : [update('members', id, { role: e.data.role })];
@@ -185,9 +184,9 @@ export const apiTokensProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (!recorded.streamId.startsWith('apitoken-')) return [];
-    const e = recorded as unknown as ApiTokenEvent;
-    const id = recorded.streamId.slice('apitoken-'.length);
+    const decoded = streams.apiToken.decode(recorded);
+    if (!decoded) return [];
+    const { key: id, event: e } = decoded;
     switch (e.type) {
       case 'ApiTokenCreated': {
         const d = e.data;

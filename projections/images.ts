@@ -1,4 +1,4 @@
-import type { ImageEvent } from '../domain/image.js';
+import { streams } from '../domain/streams.js';
 import type { ImageDto } from '../schemas/image.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
@@ -39,8 +39,9 @@ export const imagesProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (!recorded.streamId.startsWith('jobimages-')) return [];
-    const event = recorded as unknown as ImageEvent;
+    const decoded = streams.jobImages.decode(recorded);
+    if (!decoded) return [];
+    const { event } = decoded;
     const _id = event.data.imageId;
     const set = (fields: Record<string, DocValue>): DocOp[] => [
       { kind: 'update', collection: imagesCollection, filter: { _id }, update: { $set: fields } },

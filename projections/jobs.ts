@@ -1,12 +1,13 @@
 import { isDemoted } from '../domain/graduation.js';
-import type { JobConfig, JobEvent } from '../domain/job.js';
+import type { JobConfig } from '../domain/job.js';
 import { describeCron, nextOccurrence } from '../domain/cron.js';
-import type { ScheduleEvent } from '../domain/schedule.js';
+import { streams } from '../domain/streams.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
 import type { RunEvent } from '../domain/run.js';
+import { stored } from './doc-value.js';
 import { runsCollection, type RunDoc } from './runs.js';
 import { isEmptyPlaybook, type PlaybookEvent } from '../domain/playbook.js';
 
@@ -87,16 +88,19 @@ export const jobsProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.streamId.startsWith('run-')) return runFields(recorded as unknown as RunEvent);
-    if (recorded.type === 'ScheduleFired') {
-      const { jobId, occurrence, firedAt } = (recorded as unknown as ScheduleEvent).data;
+    const run = streams.run.decode(recorded);
+    if (run) return runFields(run.event);
+    const fired = streams.schedule.decode(recorded);
+    if (fired) {
+      const { jobId, occurrence, firedAt } = fired.event.data;
       // A late firing (the service was down) is not replayed: the next occurrence counts from when it fired.
       return [nextRunAt(jobId, Math.max(occurrence, firedAt))];
     }
-    if (recorded.type === 'PlaybookVersionSaved') return playbookFields(recorded as unknown as PlaybookEvent);
-    if (!recorded.streamId.startsWith('job-')) return [];
-    const event = recorded as unknown as JobEvent;
-    const _id = recorded.streamId.slice('job-'.length);
+    const saved = streams.playbook.decode(recorded);
+    if (saved) return playbookFields(saved.event);
+    const decoded = streams.job.decode(recorded);
+    if (!decoded) return [];
+    const { key: _id, event } = decoded;
     const set = (fields: Record<string, DocValue>): DocOp[] => [
       { kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: fields } },
     ];
@@ -216,8 +220,8 @@ function runFields(event: RunEvent): DocOp[] {
         }));
         const fields: Record<string, DocValue> = {
           runCount,
-          recentRuns: recentRuns.length === 0 ? null : (recentRuns as unknown as DocValue),
-          lastRun: (recentRuns[0] ?? null) as unknown as DocValue,
+          recentRuns: recentRuns.length === 0 ? null : stored(recentRuns),
+          lastRun: stored(recentRuns[0] ?? null),
           lastMode: recent[0]?.mode ?? null,
           demoted: isDemoted(ended, job?.graduatedVersion ?? null),
         };

@@ -1,6 +1,8 @@
-import type { JobMcpEvent, McpGrant } from '../domain/mcp-grants.js';
+import { streams } from '../domain/streams.js';
+import { stored } from './doc-value.js';
+import type { McpGrant } from '../domain/mcp-grants.js';
 import type { McpOauthEvent } from '../domain/mcp-oauth.js';
-import type { McpServerConfig, McpServerEvent, McpTestResult, McpToolInfo } from '../domain/mcp-server.js';
+import type { McpServerConfig, McpTestResult, McpToolInfo } from '../domain/mcp-server.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
@@ -27,8 +29,6 @@ export interface JobMcpDoc extends Doc {
 export const mcpServersCollection = 'mcp_servers';
 export const jobMcpCollection = 'job_mcp_servers';
 
-const json = (v: unknown) => v as DocValue;
-
 export const mcpServersProjector: Projector = {
   name: 'mcp-servers',
   version: 2,
@@ -43,23 +43,24 @@ export const mcpServersProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.type === 'JobMcpServersSet') {
-      const d = (recorded as unknown as JobMcpEvent).data;
+    const grants = streams.jobMcp.decode(recorded);
+    if (grants) {
+      const d = grants.event.data;
       return [
         {
           kind: 'update',
           collection: jobMcpCollection,
           filter: { _id: d.jobId },
-          update: { $set: { grants: json(d.grants) } },
+          update: { $set: { grants: stored(d.grants) } },
           upsert: true,
         },
       ];
     }
-    if (recorded.streamId.startsWith('mcpoauth-'))
-      return projectLogin(recorded.streamId.slice('mcpoauth-'.length), recorded as unknown as McpOauthEvent);
-    if (!recorded.streamId.startsWith('mcpserver-')) return [];
-    const _id = recorded.streamId.slice('mcpserver-'.length);
-    const e = recorded as unknown as McpServerEvent;
+    const login = streams.mcpOauth.decode(recorded);
+    if (login) return projectLogin(login.key, login.event);
+    const decoded = streams.mcpServer.decode(recorded);
+    if (!decoded) return [];
+    const { key: _id, event: e } = decoded;
     const c = mcpServersCollection;
     switch (e.type) {
       case 'McpServerCreated': {
@@ -74,7 +75,7 @@ export const mcpServersProjector: Projector = {
                 workspaceId,
                 name: config.name,
                 nameLower: config.name.toLowerCase(),
-                config: json(config),
+                config: stored(config),
                 tools: null,
                 toolsCachedAt: null,
                 lastTest: null,
@@ -96,7 +97,7 @@ export const mcpServersProjector: Projector = {
               $set: {
                 name: e.data.config.name,
                 nameLower: e.data.config.name.toLowerCase(),
-                config: json(e.data.config),
+                config: stored(e.data.config),
                 updatedAt: e.data.updatedAt,
               },
             },
@@ -104,9 +105,9 @@ export const mcpServersProjector: Projector = {
         ];
       case 'McpServerTested': {
         const { tools, ...lastTest } = e.data;
-        const set: Record<string, DocValue> = { lastTest: json(lastTest) };
+        const set: Record<string, DocValue> = { lastTest: stored(lastTest) };
         // A failed test keeps the last good listing: a server that is down for a minute keeps its grants checkable.
-        if (tools !== null) Object.assign(set, { tools: json(tools), toolsCachedAt: e.data.testedAt });
+        if (tools !== null) Object.assign(set, { tools: stored(tools), toolsCachedAt: e.data.testedAt });
         return [{ kind: 'update', collection: c, filter: { _id }, update: { $set: set } }];
       }
       case 'McpServerDeleted':

@@ -1,4 +1,6 @@
-import type { NotificationStreamEvent, DeliveryStatus } from '../domain/notification-stream.js';
+import { streams } from '../domain/streams.js';
+import { stored } from './doc-value.js';
+import type { DeliveryStatus } from '../domain/notification-stream.js';
 import type { RunEvent } from '../domain/run.js';
 import type { NotificationBody } from '../schemas/notification.js';
 import type { NotifyEvent } from '../schemas/settings.js';
@@ -64,9 +66,11 @@ export const notificationsProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.streamId.startsWith('run-')) return runChanges(recorded as unknown as RunEvent);
-    if (!recorded.streamId.startsWith('notifications-')) return [];
-    const event = recorded as unknown as NotificationStreamEvent;
+    const run = streams.run.decode(recorded);
+    if (run) return runChanges(run.event);
+    const decoded = streams.notification.decode(recorded);
+    if (!decoded) return [];
+    const { event } = decoded;
     const set = (runId: string, e: NotifyEvent, fields: Record<string, DocValue>): DocOp[] => [
       {
         kind: 'update',
@@ -90,7 +94,7 @@ export const notificationsProjector: Projector = {
           lastError: null,
           queuedAt: d.queuedAt,
           deliveredAt: null,
-          body: d.body as unknown as DocValue,
+          body: stored(d.body),
         };
         return [
           {

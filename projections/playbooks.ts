@@ -1,5 +1,5 @@
-import type { PlaybookEvent } from '../domain/playbook.js';
-import type { PlaybookStatsEvent } from '../domain/playbook-stats.js';
+import { streams } from '../domain/streams.js';
+import { stored } from './doc-value.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
@@ -55,19 +55,19 @@ export const playbooksProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.streamId.startsWith('playbook-')) {
-      const { data } = recorded as unknown as PlaybookEvent;
-      if (recorded.type !== 'PlaybookVersionSaved') return [];
+    const saved = streams.playbook.decode(recorded);
+    if (saved) {
+      const { data } = saved.event;
       const doc: Record<string, DocValue> = {
         workspaceId: data.workspaceId,
         jobId: data.jobId,
         version: data.version,
-        content: data.content as unknown as DocValue,
+        content: stored(data.content),
         summary: data.summary,
         author: data.author,
         authorId: data.authorId,
         sourceRunId: data.sourceRunId,
-        ops: data.ops as unknown as DocValue,
+        ops: stored(data.ops),
         opCount: data.ops?.length ?? 0,
         dockerfileHash: data.dockerfileHash,
         graduated: data.graduated,
@@ -84,12 +84,13 @@ export const playbooksProjector: Projector = {
         },
       ];
     }
-    if (recorded.streamId.startsWith('playbookstats-')) {
-      const event = recorded as unknown as PlaybookStatsEvent;
+    const stats = streams.playbookStats.decode(recorded);
+    if (stats) {
+      const { event } = stats;
       const { jobId, workspaceId } = event.data;
       const fields: Record<string, DocValue> = { workspaceId };
-      if (event.type === 'PlaybookLearningsUsed') fields.learnings = event.data.learnings as unknown as DocValue;
-      else fields.scripts = event.data.scripts as unknown as DocValue;
+      if (event.type === 'PlaybookLearningsUsed') fields.learnings = stored(event.data.learnings);
+      else fields.scripts = stored(event.data.scripts);
       return [
         {
           kind: 'update',

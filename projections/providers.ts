@@ -1,5 +1,6 @@
-import type { ProviderEvent, ProviderKind } from '../domain/provider.js';
-import type { SettingsEvent } from '../domain/settings.js';
+import { streams } from '../domain/streams.js';
+import { storedFields } from './doc-value.js';
+import type { ProviderKind } from '../domain/provider.js';
 import type { ModelDto } from '../schemas/provider.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
@@ -55,21 +56,21 @@ export const providersProjector: Projector = {
     { collection: modelsCollection, keys: [['providerId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.type === 'SettingsChanged') {
-      const e = recorded as unknown as SettingsEvent;
+    const settings = streams.settings.decode(recorded);
+    if (settings) {
       return [
         {
           kind: 'update',
           collection: settingsCollection,
-          filter: { _id: recorded.streamId.slice('settings-'.length) },
-          update: { $set: e.data.changes as unknown as Record<string, DocValue> },
+          filter: { _id: settings.key },
+          update: { $set: storedFields(settings.event.data.changes) },
           upsert: true,
         },
       ];
     }
-    if (!recorded.streamId.startsWith('provider-')) return [];
-    const providerId = recorded.streamId.slice('provider-'.length);
-    const e = recorded as unknown as ProviderEvent;
+    const decoded = streams.provider.decode(recorded);
+    if (!decoded) return [];
+    const { key: providerId, event: e } = decoded;
     switch (e.type) {
       case 'ProviderCreated': {
         const d = e.data;
@@ -127,7 +128,7 @@ export const providersProjector: Projector = {
               const p = await docs.collection<ProviderDoc>(providersCollection).findOne({ _id: providerId });
               if (!p) return [];
               const doc: Record<string, DocValue> = {
-                ...(m as unknown as Record<string, DocValue>),
+                ...storedFields(m),
                 providerId,
                 workspaceId: p.workspaceId,
                 providerName: p.name,

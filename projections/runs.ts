@@ -1,5 +1,6 @@
+import { streams } from '../domain/streams.js';
+import { stored, storedFields } from './doc-value.js';
 import type { JobEvent } from '../domain/job.js';
-import type { RunEvent } from '../domain/run.js';
 import type { RunDto } from '../schemas/run.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
@@ -87,10 +88,11 @@ export const runsProjector: Projector = {
     })),
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.streamId.startsWith('job-'))
-      return jobChanges(recorded as unknown as JobEvent, recorded.streamId.slice(4));
-    if (!recorded.streamId.startsWith('run-')) return [];
-    const event = recorded as unknown as RunEvent;
+    const job = streams.job.decode(recorded);
+    if (job) return jobChanges(job.event, job.key);
+    const decoded = streams.run.decode(recorded);
+    if (!decoded) return [];
+    const { event } = decoded;
     const _id = event.data.runId;
     const set = (fields: Record<string, DocValue>): DocOp[] => [
       { kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: fields } },
@@ -101,7 +103,7 @@ export const runsProjector: Projector = {
         const { runId: _runId, ...plan } = event.data;
         const skipped = event.type === 'RunSkipped';
         const doc: Record<string, DocValue> = {
-          ...(plan as unknown as Record<string, DocValue>),
+          ...storedFields(plan),
           input: (plan.input ?? {}) as DocValue,
           status: skipped ? 'skipped' : 'queued',
           submitted: !skipped && (event.data as { submitted?: boolean }).submitted === true,
@@ -151,7 +153,7 @@ export const runsProjector: Projector = {
       case 'RunFinished': {
         const { runId: _r, jobId: _j, outputs, ...o } = event.data;
         return set({
-          ...(o as unknown as Record<string, DocValue>),
+          ...storedFields(o),
           outputs: outputs as DocValue,
           duration: o.msTotal,
           tokens: o.tokIn + o.tokOut,
@@ -174,7 +176,7 @@ export const runsProjector: Projector = {
           reflection: r.status,
           reflectionError: r.error,
           reflectionSummary: r.summary,
-          reflectionOps: r.ops as unknown as DocValue,
+          reflectionOps: stored(r.ops),
           reflectionVersion: r.version,
           reflectionRequestedAt: null,
           reflectionCost: r.totalCost,

@@ -1,5 +1,6 @@
-import type { JobSecretsEvent, SecretEvent } from '../domain/secret.js';
-import type { Doc, DocValue } from '../store/document-store.js';
+import { streams } from '../domain/streams.js';
+import { stored } from './doc-value.js';
+import type { Doc } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 
@@ -33,21 +34,22 @@ export const secretsProjector: Projector = {
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
-    if (recorded.type === 'JobSecretsSet') {
-      const d = (recorded as unknown as JobSecretsEvent).data;
+    const mapped = streams.jobSecrets.decode(recorded);
+    if (mapped) {
+      const d = mapped.event.data;
       return [
         {
           kind: 'update',
           collection: jobSecretsCollection,
           filter: { _id: d.jobId },
-          update: { $set: { mappings: d.mappings as unknown as DocValue } },
+          update: { $set: { mappings: stored(d.mappings) } },
           upsert: true,
         },
       ];
     }
-    if (!recorded.streamId.startsWith('secret-')) return [];
-    const _id = recorded.streamId.slice('secret-'.length);
-    const e = recorded as unknown as SecretEvent;
+    const decoded = streams.secret.decode(recorded);
+    if (!decoded) return [];
+    const { key: _id, event: e } = decoded;
     switch (e.type) {
       case 'SecretCreated':
         return [
