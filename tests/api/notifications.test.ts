@@ -16,6 +16,7 @@ import {
 import { notificationStreamId } from '../../domain/notification-stream.js';
 import type { NotificationBody } from '../../schemas/notification.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
+import { waitFor } from '../wait.js';
 import {
   adminSession,
   finishedRun,
@@ -27,8 +28,9 @@ import {
 } from './harness.js';
 
 /**
- * Run notifications (BEHAVIOUR §9.3) end to end: real runs on the fake model, delivered by the runner's notifier to
- * a real HTTP receiver on loopback (which the private-target switch allows), through the public API only.
+ * Run notifications (docs/design.md, "Notifications") end to end: real runs on the fake model, delivered by the
+ * runner's notifier to a real HTTP receiver on loopback (which the private-target switch allows), through the public
+ * API only.
  */
 process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS = 'true';
 
@@ -77,21 +79,8 @@ const receiver = new Receiver();
 let member: Client;
 let slowRun: { runId: string; jobName: string };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(
-  what: string,
-  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await probe();
-    if (got) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** The shared poll-until helper under the name this suite reads best with: `until('what', probe)`. */
+const until = waitFor;
 
 /** The events on the run's notification stream, in order. */
 type StreamEntry = { type: string; data: { events?: string[]; error?: string; retryAt?: number | null } };
@@ -131,7 +120,7 @@ describe('notifications', () => {
   after(async () => receiver.stop());
 
   describe('run notifications', () => {
-    it('posts run.failed once for a failed run, signed with the secret, with the body and message of BEHAVIOUR §9.3', async () => {
+    it('posts run.failed once for a failed run, signed with the secret, with the body and message docs/design.md names', async () => {
       const { runId, jobName } = await startRun('Fail with `exit 3`.');
       const { run } = await finishedRun(server.api, runId);
       assert.equal(run.status, 'failed');
@@ -175,7 +164,8 @@ describe('notifications', () => {
       await until('the delivery to be recorded', async () =>
         (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'),
       );
-      await sleep(1500);
+      // Every post is preceded by an attempt appended to the stream, and a delivered notification takes no new
+      // attempt (docs/design.md, "Notifications"): one attempt on the stream is "sent once", with no wait needed.
       assert.equal(receiver.forRun(runId).length, 1, 'sent once');
       assert.deepEqual(
         (await streamOf(runId)).map((e) => e.type),
@@ -238,7 +228,11 @@ describe('notifications', () => {
           (await streamOf(runId)).find((e) => e.type === 'RunNotificationsChecked'),
         );
         assert.deepEqual(checked.data.events, [], 'a failure is not listed, so nothing is queued');
-        await sleep(1000);
+        // Nothing queued means nothing can be attempted: the stream holds the check alone, and nothing was posted.
+        assert.deepEqual(
+          (await streamOf(runId)).map((e) => e.type),
+          ['RunNotificationsChecked'],
+        );
         assert.equal(receiver.forRun(runId).length, 0);
       } finally {
         await server.api.patch('/api/settings', { notifyOn: ['run.failed', 'job.demoted'] });
@@ -261,7 +255,18 @@ describe('notifications', () => {
       const failed = (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed')!;
       assert.match(String(failed.data.error), /HTTP 503: refused with 503/);
       assert.ok(typeof failed.data.retryAt === 'number', 'a retry was planned');
-      await sleep(1000);
+      // A delivered notification takes no further attempt: two attempts on the stream, two posts, and no more.
+      assert.deepEqual(
+        (await streamOf(runId)).map((e) => e.type),
+        [
+          'NotificationQueued',
+          'RunNotificationsChecked',
+          'NotificationAttemptStarted',
+          'NotificationAttemptFailed',
+          'NotificationAttemptStarted',
+          'NotificationDelivered',
+        ],
+      );
       assert.equal(receiver.forRun(runId).length, 2, 'nothing more after the delivery');
     });
 
@@ -274,7 +279,12 @@ describe('notifications', () => {
       );
       assert.equal(failed.data.retryAt, null, 'permanent');
       assert.match(String(failed.data.error), /HTTP 400/);
-      await sleep(3000); // longer than the first retry delay
+      // With no retryAt the notification is given up and takes no new attempt, so the failed attempt is the last
+      // event of its stream rather than something a wait longer than the first retry delay could only suggest.
+      assert.deepEqual(
+        (await streamOf(runId)).map((e) => e.type),
+        ['NotificationQueued', 'RunNotificationsChecked', 'NotificationAttemptStarted', 'NotificationAttemptFailed'],
+      );
       assert.equal(receiver.forRun(runId).length, 1, 'not retried');
     });
 
@@ -463,7 +473,7 @@ describe('notification messages', () => {
     finishedAt: Date.UTC(2025, 0, 2, 3, 4, 5),
   };
 
-  it('raises run.failed, run.fell_back and job.demoted only as BEHAVIOUR §9.3 says', () => {
+  it('raises run.failed, run.fell_back and job.demoted each only when listed, job.demoted only after a fallback', () => {
     const all = {
       notifyWebhookUrl: 'https://hooks.example.com/x',
       notifyOn: ['run.failed', 'run.fell_back', 'job.demoted'] as const,
