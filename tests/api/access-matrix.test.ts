@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { accessTable, type AccessRule } from '../../api/access.js';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /**
@@ -38,12 +39,9 @@ const callers: Record<string, Caller> = {};
 
 /** Polls until `client` is refused, the condition an expiring token is waited on. */
 async function untilRefused(client: Client): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if ((await client.get('/api/users/me')).status === 401) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the token did not expire');
+  await waitFor('the token to expire', async () => (await client.get('/api/users/me')).status === 401, {
+    intervalMs: 50,
+  });
 }
 
 before(async () => {

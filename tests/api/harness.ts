@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../app/config.js';
 import { createLogger, startServer, type RunningServer } from '../../server/start.js';
+import { waitFor } from '../wait.js';
+import { errorMessage } from '../../domain/error-message.js';
 import { runtimeDir } from '../../server/runner-role.js';
 
 /** A real server on a random loopback port with its own data directory, driven over HTTP. */
@@ -147,13 +149,14 @@ export async function spawnServer(
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const deadline = Date.now() + 30_000;
-  while (!existsSync(join(dataDir, 'server.json'))) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill('SIGKILL');
-      throw new Error(`server did not start: ${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  try {
+    await waitFor('the server to write server.json', () => {
+      if (child.exitCode !== null) throw new Error(`it exited with ${child.exitCode}`);
+      return existsSync(join(dataDir, 'server.json'));
+    });
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`server did not start (${errorMessage(err)}): ${out}`);
   }
   const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
   return { child, url, output: () => out };
@@ -190,13 +193,16 @@ export async function finishedRun(
   runId: string,
   options: { reflection?: boolean } = {},
 ): Promise<{ run: Record<string, any>; events: TimelineEntry[] }> {
-  for (let i = 0; i < 1200; i++) {
-    const run = (await api.get(`/api/runs/${runId}`)).body;
-    const live =
-      ['queued', 'provisioning', 'running', 'verifying'].includes(run.status) ||
-      (options.reflection === true && run.reflection === 'pending');
-    if (!live) return { run, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as TimelineEntry[] };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${runId} did not end`);
+  const run = await waitFor(
+    `run ${runId} to end${options.reflection === true ? ' and its reflection' : ''}`,
+    async () => {
+      const got = (await api.get(`/api/runs/${runId}`)).body as Record<string, any>;
+      const live =
+        ['queued', 'provisioning', 'running', 'verifying'].includes(got.status) ||
+        (options.reflection === true && got.reflection === 'pending');
+      return !live && got;
+    },
+    { timeoutMs: 120_000, intervalMs: 50 },
+  );
+  return { run, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as TimelineEntry[] };
 }

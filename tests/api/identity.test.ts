@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { waitFor } from '../wait.js';
 import {
   adminSession,
   Client,
@@ -126,8 +127,16 @@ describe('API tokens', () => {
     const soon = Date.now() + 1500;
     const expiring = await createToken(admin, 'short', soon);
     assert.equal((await expiring.client.get('/api/jobs')).status, 200);
-    await new Promise((r) => setTimeout(r, soon - Date.now() + 50));
-    assert.equal((await expiring.client.get('/api/jobs')).body.code, 'invalid_token');
+    const refused = await waitFor(
+      'the short token to expire',
+      async () => {
+        const res = await expiring.client.get('/api/jobs');
+        return res.status === 401 && res;
+      },
+      { intervalMs: 50 },
+    );
+    assert.ok(Date.now() >= soon, 'not refused before it expired');
+    assert.equal(refused.body.code, 'invalid_token');
     for (const bad of ['svc_wrong', 'not-even-prefixed']) {
       const res = await new Client(t.url, { token: bad }).get('/api/jobs');
       assert.equal(res.status, 401);

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
 import { Playbooks } from '../../app/playbooks.js';
-import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
+import { adminSession, Client, createToken, finishedRun, startTestServer, type TestServer } from './harness.js';
 
 /**
  * The playbook routes (docs/design.md, "Playbook") on a real server: edits, versions, rollback, conflicts, bad
@@ -368,12 +368,7 @@ describe('playbook in the sandbox', () => {
     });
     assert.equal(saved.status, 200, saved.text);
     const runId = (await api.post(`/api/jobs/${id}/runs`, {})).body.runId as string;
-    let run: Record<string, any> = {};
-    for (let i = 0; i < 400; i++) {
-      run = (await api.get(`/api/runs/${runId}`)).body;
-      if (!['queued', 'provisioning', 'running', 'verifying'].includes(run.status)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { run } = await finishedRun(api, runId);
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     assert.equal(run.playbookVersion, 1);
     assert.equal(run.mode, 'assisted');

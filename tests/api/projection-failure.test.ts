@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { waitFor } from '../wait.js';
 import { adminSession, createToken, startTestServer, userSession, type Client, type TestServer } from './harness.js';
 
 interface Projection {
@@ -40,15 +41,7 @@ describe('a failing read model', () => {
     return info.body.projections;
   };
   const jobs = async (as: Client) => (await projections(as)).find((p) => p.name === 'jobs')!;
-  async function until<T>(what: string, probe: () => Promise<T>, timeoutMs = 15_000): Promise<NonNullable<T>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
+  const until = waitFor;
 
   it('lists every projection as healthy at first', async () => {
     const list = await projections(admin);

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { waitFor } from '../wait.js';
 import { Client, createToken, spawnServer, useSignInLink } from './harness.js';
 
 const run = promisify(execFile);
@@ -30,9 +31,7 @@ async function killHard(child: ChildProcess): Promise<void> {
 describe('crash safety', () => {
   it('prints a sign-in link on first start, keeps everything across SIGKILL, and rebuilds read models', async () => {
     const first = await serve();
-    const deadline = Date.now() + 10_000;
-    while (!/\/api\/auth\/link\//.test(first.stdout()) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the first start to print a sign-in link', () => /\/api\/auth\/link\//.test(first.stdout()));
     const link = /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(first.stdout())?.[1];
     assert.ok(link, `the first start prints a sign-in link: ${first.stdout()}`);
     const session = new Client(first.url, { cookie: await useSignInLink(link) });

@@ -6,6 +6,7 @@ import { redact, redactor } from '../../domain/redact.js';
 import { secretNameDecider, secretNameStreamId } from '../../domain/secret.js';
 import { defaultWorkspaceId } from '../../domain/workspace.js';
 import { systemContext } from '../../app/commands.js';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /** Secrets: sealed at rest, never returned, mapped into jobs as variables. */
@@ -63,6 +64,7 @@ describe('secrets', () => {
     const value = 'sk-plain-value-7b1f0c2e9d4a';
     const created = await member.post('/api/secrets', { name: 'GITHUB_TOKEN', value });
     assert.equal(created.status, 201, created.text);
+    const createdBy = Date.now();
     assert.deepEqual(Object.keys(created.body), ['id']);
     const viaToken = await memberToken.post('/api/secrets', { name: 'db.password-2', value: 'hunter2-hunter2' });
     assert.equal(viaToken.status, 201, 'members may use secrets through a token too');
@@ -84,7 +86,8 @@ describe('secrets', () => {
     );
     assert.equal((await member.get('/api/secrets?sort=value')).body.code, 'validation_failed', 'value is no sort key');
 
-    await new Promise((r) => setTimeout(r, 5));
+    // The change must land in a later millisecond than the creation for updatedAt to show it.
+    await waitFor('the clock to pass the creation', () => Date.now() > createdBy, { intervalMs: 1 });
     const newValue = 'sk-second-value-aa01ff93';
     const changed = await member.request('PUT', `/api/secrets/${created.body.id}`, { value: newValue });
     assert.equal(changed.status, 200, changed.text);

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { summarizeJobRuns } from '../../api/routes/stats.js';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
 
 /** `GET /api/jobs/{id}/stats` over real runs of the fake provider. */
@@ -25,12 +26,10 @@ before(async () => {
 after(async () => t?.stop());
 
 async function finished(runId: string): Promise<Record<string, any>> {
-  for (let i = 0; i < 400; i++) {
-    const run = (await api.get(`/api/runs/${runId}`)).body;
-    if (!['queued', 'provisioning', 'running', 'verifying'].includes(run.status)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the run did not end');
+  return waitFor(`run ${runId} to end`, async () => {
+    const run = (await api.get(`/api/runs/${runId}`)).body as Record<string, any>;
+    return !['queued', 'provisioning', 'running', 'verifying'].includes(run.status) && run;
+  });
 }
 
 describe('job stats', () => {

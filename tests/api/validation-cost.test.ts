@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ErrorBody } from '../../schemas/common.js';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, startTestServer, type Answer, type TestServer } from './harness.js';
 
 /**
@@ -174,7 +175,7 @@ async function measure(h: Hostile): Promise<Run> {
       assert.equal(res.status, 200);
     }
   })();
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the other stream to be answered once', () => otherLatencies.length > 0);
   // The largest gap between ticks is the longest the event loop was held.
   let last = performance.now();
   let maxStallMs = 0;
