@@ -1,0 +1,145 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { systemContext, type CommandContext } from '../../app/commands.js';
+import { Jobs } from '../../app/jobs.js';
+import { jobDecider, jobStreamId } from '../../domain/job.js';
+import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
+
+/**
+ * The tenant rule of the query layer (docs/api.md), tried from outside: ids of another workspace's job and run, and of
+ * an archived job, sent to every route that takes one. Each must answer exactly like a missing id, and change nothing.
+ */
+let t: TestServer;
+let session: Client;
+let token: Client;
+let own: string;
+let archived: string;
+let foreignJob: string;
+let foreignRun: string;
+const otherWorkspace = 'another-workspace';
+const foreignCtx: CommandContext = { ...systemContext, workspaceId: otherWorkspace };
+
+before(async () => {
+  // No runner: runs stay queued, so nothing but the routes under test changes them.
+  t = await startTestServer({ SVC_ROLES: 'api,projector' });
+  session = await adminSession(t);
+  token = (await createToken(session)).client;
+  const s = t.server.services;
+  const jobs = new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position));
+  foreignJob = await jobs.create(foreignCtx, otherWorkspace, { name: 'Foreign job', instruction: 'Not yours' });
+  const triggered = await s.runs.trigger(
+    otherWorkspace,
+    foreignJob,
+    { trigger: 'manual', triggeredBy: null, input: {}, instructions: null },
+    foreignCtx,
+  );
+  await s.engine.waitFor(triggered.position);
+  assert.ok(triggered.runId);
+  foreignRun = triggered.runId;
+
+  const created = await session.post<{ id: string }>('/api/jobs', { name: 'Own job', instruction: 'Mine' });
+  assert.equal(created.status, 201, created.text);
+  own = created.body.id;
+  const gone = await session.post<{ id: string }>('/api/jobs', { name: 'Archived job', instruction: 'Gone' });
+  archived = gone.body.id;
+  assert.equal((await session.delete(`/api/jobs/${archived}`)).status, 204);
+});
+after(async () => t.stop());
+
+type Call = [method: string, path: string, body?: unknown];
+
+/** Every route that takes a job id, with a body its schema accepts (so only the tenant check can refuse it). */
+const jobCalls = (id: string): Call[] => [
+  ['GET', `/api/jobs/${id}`],
+  ['PATCH', `/api/jobs/${id}`, { name: 'Taken over' }],
+  ['POST', `/api/jobs/${id}/runs`, {}],
+  ['POST', `/api/jobs/${id}/webhook-token`, {}],
+  ['GET', `/api/jobs/${id}/secrets`],
+  ['PUT', `/api/jobs/${id}/secrets`, []],
+  ['GET', `/api/jobs/${id}/mcp-servers`],
+  ['PUT', `/api/jobs/${id}/mcp-servers`, []],
+  ['GET', `/api/jobs/${id}/state`],
+  ['GET', `/api/jobs/${id}/state/key`],
+  ['PUT', `/api/jobs/${id}/state/key`, { value: 'v' }],
+  ['DELETE', `/api/jobs/${id}/state/key`],
+  ['GET', `/api/jobs/${id}/images`],
+  ['GET', `/api/jobs/${id}/images/some-image`],
+  ['POST', `/api/jobs/${id}/images/rebuild`, {}],
+  ['GET', `/api/jobs/${id}/playbook`],
+  ['PUT', `/api/jobs/${id}/playbook`, { content: {} }],
+  ['GET', `/api/jobs/${id}/playbook/versions`],
+  ['GET', `/api/jobs/${id}/playbook/versions/1`],
+  ['POST', `/api/jobs/${id}/playbook/rollback`, { version: 0 }],
+  ['GET', `/api/jobs/${id}/stats`],
+  ['DELETE', `/api/jobs/${id}`],
+];
+
+const runCalls = (id: string): Call[] => [
+  ['GET', `/api/runs/${id}`],
+  ['POST', `/api/runs/${id}/cancel`, {}],
+  ['POST', `/api/runs/${id}/retry`, {}],
+  ['POST', `/api/runs/${id}/learn`, {}],
+  ['GET', `/api/runs/${id}/events`],
+  ['GET', `/api/runs/${id}/events/1`],
+  ['GET', `/api/runs/${id}/stream`],
+  ['GET', `/api/runs/${id}/artifacts`],
+  ['GET', `/api/runs/${id}/artifact?path=out.txt`],
+];
+
+/** Answers every call with both credential kinds and returns the ones that were not a plain 404 `not_found`. */
+async function notFoundEverywhere(calls: Call[]): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const client of [session, token])
+    for (const [method, path, body] of calls) {
+      const res = await client.request(method, path, body);
+      const code = (res.body as { code?: string } | null)?.code;
+      if (res.status !== 404 || code !== 'not_found') wrong.push(`${method} ${path}: ${res.status} ${res.text}`);
+    }
+  return wrong;
+}
+
+describe('tenant rule', () => {
+  it('answers a job of another workspace as not found on every job route, and leaves it unchanged', async () => {
+    assert.deepEqual(await notFoundEverywhere(jobCalls(foreignJob)), []);
+    const { state } = await t.server.services.bus.load(jobStreamId(foreignJob), jobDecider);
+    assert.equal(state.status, 'active', 'the DELETE did not archive it');
+    assert.equal(state.status === 'active' ? state.config.name : null, 'Foreign job', 'the PATCH did not rename it');
+  });
+
+  it('answers an archived job as not found on every job route', async () => {
+    assert.deepEqual(await notFoundEverywhere(jobCalls(archived)), []);
+  });
+
+  it('answers a run of another workspace as not found on every run route, and leaves it queued', async () => {
+    assert.deepEqual(await notFoundEverywhere(runCalls(foreignRun)), []);
+    const run = await t.server.services.runs.find(otherWorkspace, foreignRun);
+    assert.equal(run.status, 'queued', 'the cancel did not reach it');
+  });
+
+  it('lists neither foreign nor archived jobs, nor foreign runs, even when asked for them by id', async () => {
+    const jobs = await session.get<{ items: Array<{ id: string }>; total: number }>('/api/jobs');
+    assert.deepEqual(
+      jobs.body.items.map((j) => j.id),
+      [own],
+    );
+    const runs = await session.get<{ items: unknown[]; total: number }>(`/api/runs?job=${foreignJob}`);
+    assert.equal(runs.status, 200);
+    assert.equal(runs.body.total, 0);
+    assert.deepEqual(runs.body.items, []);
+  });
+
+  it('still serves the caller its own job on the same routes', async () => {
+    for (const path of [`/api/jobs/${own}`, `/api/jobs/${own}/state`, `/api/jobs/${own}/playbook`]) {
+      const res = await session.get(path);
+      assert.equal(res.status, 200, `${path}: ${res.text}`);
+    }
+  });
+
+  it('refuses the webhook of an archived or foreign job like a wrong token', async () => {
+    for (const id of [archived, foreignJob]) {
+      const res = await new Client(t.url).request('POST', `/hooks/${id}`, {}, { authorization: 'Bearer svh_guess' });
+      assert.equal(res.status, 401);
+      assert.equal((res.body as { code: string }).code, 'invalid_token');
+    }
+  });
+});
