@@ -73,7 +73,7 @@ export interface RunSessionOptions {
   hooks: RunSessionHooks;
 }
 
-/** How a broker call counts for the timeline cap (docs/sandbox.md, "Timeline cap"). */
+/** How a broker call counts for the timeline cap (docs/sandbox.md, "The `svc` command and the broker"). */
 export type CallKind = 'plain' | 'action' | 'paid' | 'state';
 
 export interface LlmRequest {

@@ -38,7 +38,7 @@ export function unrecordedFails(end: RunEnd, timelineFailure: Error | null): Run
 
 /**
  * A main script that fell short: the agent takes over in the same sandbox, told what the script did, and the
- * script's `svc fail` is forgotten so that the agent's success counts (docs/design.md, "Learning: scripted runs").
+ * script's `svc fail` is forgotten so that the agent's success counts (docs/learning.md, "Fallback").
  */
 export async function fallBack(ctx: PreparedRun, short: FellShort): Promise<void> {
   const reason = short.result.reason;

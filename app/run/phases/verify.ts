@@ -41,7 +41,7 @@ export async function verify(ctx: PreparedRun): Promise<RunEnd | FellShort | nul
   return new FellShort(result);
 }
 
-/** What the agent is told of the main script that fell short (docs/design.md, "Learning: scripted runs ..."). */
+/** What the agent is told of the main script that fell short (docs/learning.md, "Fallback"). */
 export function briefOf(ctx: PreparedRun, short: FellShort): string {
   const session = ctx.session;
   return fallbackBrief({
