@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { errorMessage } from './error-message.js';
 
 /**
- * Cron schedules (docs/design.md, "Runs"): five standard fields or a descriptor, evaluated on the wall clock of
+ * Cron schedules (docs/design.md, "Schedules"): five standard fields or a descriptor, evaluated on the wall clock of
  * an IANA timezone. croner parses the expression and walks the calendar; the step from a wall time to an instant is
  * done here, because croner's own timezone mode treats DST differently for schedules with a wildcard, step or list in
  * the minute or hour field. Pure: time comes in as arguments.
