@@ -1,5 +1,7 @@
 // Starts a Docker engine for the tests when docker.io is installed and none is configured: without touching the
-// host network (DESIGN §5), with its data in a cache directory, and the base image imported from the cached tarball.
+// host network (no bridge, no iptables rules: a sandbox has only loopback and reaches the broker and the egress proxy
+// through sockets of its run, docs/security.md, "Sandbox isolation"), with its data in a cache directory, and the
+// base image imported from the cached tarball.
 // Answers the engine's address and a stop function that ends the daemon by its process id.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
