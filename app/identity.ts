@@ -225,7 +225,7 @@ export class Identity {
 
   /**
    * The first member of an ownerless workspace becomes its owner; later ones join as members (docs/design.md,
-   * Identity).
+   * "Identity").
    */
   private async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
     const existing = await this.bus.load(membershipStreamId(workspaceId, userId), membershipDecider);

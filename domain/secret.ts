@@ -22,7 +22,10 @@ export type SecretCommand =
 
 export const secretStream = streamCategory<SecretEvent>('secret');
 export const secretStreamId = secretStream.id;
-/** Names are claimed through a stream of their own, so two secrets never share one (DESIGN: uniqueness by stream). */
+/**
+ * Names are claimed through a stream of their own, so two secrets never share one (docs/design.md, "Events and read
+ * models": uniqueness through streams).
+ */
 export const secretNameStream = workspaceScopedCategory<NameEvent>('secretname');
 export const secretNameStreamId = (workspaceId: string, name: string) => secretNameStream.id([workspaceId, name]);
 export const secretNamePattern = /^[A-Za-z0-9_.-]{1,100}$/;

@@ -10,7 +10,7 @@ export function setupExcerpt(output: string): string {
 }
 
 /**
- * The playbook's setup script (docs/runs.md, the setup phase): `bash -lc` in /workspace as the run's user, with the
+ * The playbook's setup script (docs/runs.md, "Phases": setup): `bash -lc` in /workspace as the run's user, with the
  * run's environment, at most 10 minutes (or what is left of the run). Answers its exit code, output excerpt and time.
  */
 export async function runSetup(
