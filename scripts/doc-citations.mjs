@@ -53,12 +53,13 @@ function headings(doc) {
   return found;
 }
 
-// A citation: `docs/<file>.md`, then optionally `, "<Section>"` and further `, "<Section>"` or `and "<Section>"`,
-// where a comment may wrap anywhere in between (the continuation line starts with `//`, `*` or `#`).
+// A citation: `docs/<file>.md`, then optionally `, "<Section>"` (or ` ("<Section>"`) and further `, "<Section>"` or
+// `and "<Section>"`, where a comment may wrap anywhere in between (the continuation line starts with `//`, `*` or
+// `#`).
 const wrap = String.raw`\s*(?:\n[ \t]*(?:\/\/|\*|#)?[ \t]*)?`;
 const quoted = String.raw`"(?:[^"\n]|\n[ \t]*(?:\/\/|\*|#)?[ \t]*){1,200}?"`;
 const citation = new RegExp(
-  String.raw`(?<![\w./-])docs\/([\w./-]+\.md)(?:,${wrap}(${quoted}(?:${wrap}(?:,|,? and|,? or)${wrap}${quoted})*))?`,
+  String.raw`(?<![\w./-])docs\/([\w./-]+\.md)(?:(?:,|\s*\()${wrap}(${quoted}(?:${wrap}(?:,|,? and|,? or)${wrap}${quoted})*))?`,
   'g',
 );
 const sectionsIn = (list) =>
