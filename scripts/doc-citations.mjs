@@ -95,7 +95,7 @@ for (const path of files(root)) {
 
 for (const p of problems) console.error(`doc-citations: ${p}`);
 if (problems.length > 0) {
-  console.error(`doc-citations: ${problems.length} of ${checked} citations or references need fixing`);
+  console.error(`doc-citations: ${problems.length} to fix (${checked} citations read)`);
   process.exit(1);
 }
 console.log(`doc-citations: ${checked} citations resolve`);
