@@ -119,6 +119,7 @@ export function phaseWorld(name: string): PhaseWorld {
     const log = {
       error: (obj: object, msg: string) => void w.errors.push({ obj, msg }),
       info: () => undefined,
+      debug: () => undefined,
     };
     const runs = new Runs(w.bus, w.stores.events, w.stores.docs);
     w.services = { bus: w.bus, events: w.stores.events, runs, ports, files: w.files, log, clock: Date.now };

@@ -143,7 +143,11 @@ describe('the executor sequences the phases and finishes a run exactly once', ()
       jobState: { get: async () => null, set: async () => undefined },
       ...overrides,
     };
-    const log = { error: (_: object, msg: string) => void errors.push(msg), info: () => undefined };
+    const log = {
+      error: (_: object, msg: string) => void errors.push(msg),
+      info: () => undefined,
+      debug: () => undefined,
+    };
     const runs = { finish: (_job: string, _run: string, outcome: RunOutcome) => finish(outcome) };
     return { errors, executor: new RunExecutor(bus, stores.events, runs, ports, new RunFiles(dir), log) };
   }
