@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from '../api/harness.js';
 import { mcpServersCollection, type McpServerDoc } from '../../projections/mcp-servers.js';
 import { followAuthorization, startAuthServer, type TestAuthServer } from './servers/oauth-server.js';
+import { waitFor } from '../wait.js';
 import { startProtectedMcpServer, type ProtectedMcpServer } from './servers/oauth-mcp-server.js';
 
 // The authorization server and the MCP server listen on loopback: the operator's switch lets the host reach them.
@@ -147,7 +148,9 @@ describe('OAuth for HTTP MCP servers', () => {
     assert.ok(first.expiresAt - Date.now() <= 4_000);
     const used = mcp.accepted.at(-1);
 
-    await new Promise((r) => setTimeout(r, 2_100));
+    // Refreshed half way through its life: past that point the next use must refresh first.
+    const halfWay = first.expiresAt - 2_000;
+    await waitFor('the token to pass half its life', () => Date.now() > halfWay + 50, { intervalMs: 25 });
     const early = await api.post(`/api/mcp-servers/${id}/test`);
     assert.equal(early.body.ok, true, early.body.error);
     assert.equal(as.grants.refresh_token, 2);

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, createToken, spawnServer, useSignInLink } from '../api/harness.js';
+import { waitFor } from '../wait.js';
 import { runtimeDir } from '../../server/runner-role.js';
 
 /** After SIGKILL, live runs end as interrupted (never resumed) and queued runs start again (docs/runs.md). */
@@ -25,13 +26,16 @@ async function serve(dataDir = dataDirs[0]!): Promise<{ child: ChildProcess; url
 }
 
 async function until<T>(what: string, fn: () => Promise<T | null>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // Wrapped, so a value the probe found is never mistaken for "not yet" however falsy it is.
+  const found = await waitFor(
+    what,
+    async () => {
+      const v = await fn();
+      return v === null ? null : { v };
+    },
+    { timeoutMs: ms, intervalMs: 100 },
+  );
+  return found.v;
 }
 
 describe('runs across a crash', () => {
@@ -117,7 +121,12 @@ describe('runs across a crash', () => {
       reset: true,
     });
     assert.equal((await api.post(`/api/runs/${runId}/learn`, {})).status, 202);
-    await new Promise((r) => setTimeout(r, 1500));
+    // The fake provider takes a scripted answer when a call starts: none pending means the reflector's call is in
+    // flight, the moment to kill the process.
+    await until('the reflector to start its model call', async () => {
+      const left = await session.post(`/api/providers/${provider}/script`, { responses: [], reset: false });
+      return left.body.pending === 0 ? true : null;
+    });
     const exited = new Promise((r) => first.child.once('exit', r));
     first.child.kill('SIGKILL');
     await exited;
