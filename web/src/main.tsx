@@ -10,6 +10,7 @@ import { JobPage } from './pages/Job.js';
 import { RunPage } from './pages/Run.js';
 import { RunsPage } from './pages/Runs.js';
 import { McpLandingPage } from './pages/McpLanding.js';
+import { McpServersPage } from './pages/McpServers.js';
 import { NotFoundPage } from './pages/NotFound.js';
 import { SecretsPage } from './pages/Secrets.js';
 import { TokensPage } from './pages/Tokens.js';
@@ -32,6 +33,7 @@ function App() {
             <Route path="/settings" element={<Navigate to="/settings/secrets" replace />} />
             <Route path="/settings/secrets" element={<SecretsPage />} />
             <Route path="/settings/tokens" element={<TokensPage />} />
+            <Route path="/settings/mcp" element={<McpServersPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Routes>
