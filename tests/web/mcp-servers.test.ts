@@ -143,7 +143,10 @@ describe('MCP servers page', () => {
       assert.doesNotMatch(await card.getByTestId('auth-status').innerText(), /^Logged in/);
       // Without the tokens the server refuses again, and the page offers the login once more.
       await card.getByRole('button', { name: 'Test' }).click();
-      await card.getByRole('alert').getByText(/login required/).waitFor();
+      await card
+        .getByRole('alert')
+        .getByText(/login required/)
+        .waitFor();
       await card.getByRole('button', { name: 'Log in', exact: true }).waitFor();
       assert.deepEqual(unexpected(problems, /status of 40[14]/), []);
     } catch (err) {
