@@ -1,4 +1,3 @@
-import type { RunFiles } from '../adapters/run-files.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
@@ -10,6 +9,7 @@ import type { JobStateStore } from '../app/job-state.js';
 import type { Images } from '../app/images.js';
 import type { Playbooks } from '../app/playbooks.js';
 import type { Jobs } from '../app/jobs.js';
+import type { JobCompiler } from '../app/compile.js';
 import type { Providers } from '../app/providers.js';
 import type { Queries } from '../app/queries/index.js';
 import type { Static } from 'typebox';
@@ -27,6 +27,7 @@ export interface AppDeps {
   engine: ProjectionEngine;
   identity: Identity;
   jobs: Jobs;
+  compiler: JobCompiler;
   providers: Providers;
   version: string;
   runs: Runs;
@@ -38,6 +39,4 @@ export interface AppDeps {
   playbooks: Playbooks;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
-  /** Where finished runs' artifacts are kept: `<dir>/<runId>/<relative path>`. */
-  runFiles: RunFiles;
 }

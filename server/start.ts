@@ -24,6 +24,7 @@ import { JobStateStore } from '../app/job-state.js';
 import { ImageLogs, Images } from '../app/images.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
+import { JobCompiler } from '../app/compile.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
 import { fakeScripts } from '../adapters/models/fake.js';
@@ -127,10 +128,11 @@ export function appDeps(
       allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
     },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
-    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas),
+    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
     engine: s.engine,
     identity: s.identity,
     jobs: new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position)),
+    compiler: new JobCompiler(s.models, s.mcp, () => s.runner?.sandboxInfo() ?? null),
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, (position) =>
       s.engine.waitFor(position),
     ),
@@ -143,7 +145,6 @@ export function appDeps(
     jobState: s.jobState,
     images: s.images,
     playbooks: s.playbooks,
-    runFiles: new RunFiles(s.config.dataDir),
   };
 }
 

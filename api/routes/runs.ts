@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, join, relative, sep } from 'node:path';
+import { createReadStream } from 'node:fs';
+import { basename } from 'node:path';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../../domain/decider.js';
 import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
@@ -22,7 +22,7 @@ import {
   TriggerRunOutput,
 } from '../../schemas/run.js';
 import type { RecordedEvent } from '../../store/event-store.js';
-import { toEventDto, type TimelineData } from '../../app/timeline.js';
+import { toEventDto } from '../../app/timeline.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -275,12 +275,10 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     },
     async (request) => {
       const timeline = await deps.queries.forPrincipal(principalOf(request)).timeline(request.params.id);
-      const { run } = timeline;
       const recorded = await timeline.entry(request.params.seq);
       if (!recorded) throw DomainError.notFound('Timeline entry');
       const event = toEventDto(recorded);
-      const stored = (recorded.data as TimelineData).stored;
-      if (stored) event.payload = (await deps.runFiles.readPayload(run._id, stored)) ?? event.payload;
+      event.payload = (await timeline.wholePayload(recorded)) ?? event.payload;
       return event;
     },
   );
@@ -390,20 +388,8 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       },
     },
     async (request) => {
-      const run = await deps.queries.forPrincipal(principalOf(request)).runs.get(request.params.id);
-      const root = deps.runFiles.artifactsDir(run._id);
-      if (!existsSync(root)) return [];
-      const out: ArtifactDto[] = [];
-      const walk = (dir: string) => {
-        for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-          const full = join(dir, entry.name);
-          if (entry.isDirectory()) walk(full);
-          else if (entry.isFile())
-            out.push({ name: relative(root, full).split(sep).join('/'), size: statSync(full).size });
-        }
-      };
-      walk(root);
-      return out;
+      const artifacts = await deps.queries.forPrincipal(principalOf(request)).artifacts(request.params.id);
+      return artifacts.list();
     },
   );
 
@@ -413,16 +399,14 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: { summary: 'Download one artifact', tags: ['runs'], params: IdParams, querystring: ArtifactQuery },
     },
     async (request, reply) => {
-      const run = await deps.queries.forPrincipal(principalOf(request)).runs.get(request.params.id);
-      // Confined to the run's own folder: `..` or an absolute path never leaves it.
-      const file = deps.runFiles.artifactPath(run._id, request.query.path.replace(/^\/+/, ''));
-      if (!file || !existsSync(file) || !statSync(file).isFile()) throw DomainError.notFound('Artifact');
-      const name = basename(file).replace(/["\\\r\n]/g, '_');
+      const artifacts = await deps.queries.forPrincipal(principalOf(request)).artifacts(request.params.id);
+      const file = artifacts.file(request.query.path);
+      const name = basename(file.path).replace(/["\\\r\n]/g, '_');
       return reply
         .type(contentTypeOf(name))
         .header('Content-Disposition', `attachment; filename="${name}"`)
-        .header('Content-Length', statSync(file).size)
-        .send(createReadStream(file));
+        .header('Content-Length', file.size)
+        .send(createReadStream(file.path));
     },
   );
 }

@@ -4,6 +4,8 @@ import { jobsCollection } from '../../projections/jobs.js';
 import type { ReadCache } from '../../projections/read-cache.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
+import type { RunFiles } from '../../adapters/run-files.js';
+import { RunArtifacts } from './artifacts.js';
 import type { Principal } from '../principal.js';
 import type { LiveDelta } from '../timeline.js';
 import { IdentityQueries } from './identity.js';
@@ -22,6 +24,7 @@ export type { RunFilter } from './runs.js';
 export type { MemberView, TokenView } from './identity.js';
 export type { JobHistory } from './stats.js';
 export type { RunTimeline } from './timeline.js';
+export type { ArtifactEntry, RunArtifacts } from './artifacts.js';
 
 /**
  * The read side of the API. Workspace data is reachable only through `forPrincipal`, which fixes the workspace
@@ -37,12 +40,14 @@ export class Queries {
     private readonly cache: ReadCache,
     /** Live output fragments of the runs this process executes (never stored). */
     private readonly deltas: Observable<LiveDelta>,
+    /** Run outputs and whole timeline payloads on disk. */
+    private readonly files: RunFiles,
   ) {
     this.feeds = new StreamFeeds(events);
   }
 
   forPrincipal(principal: Principal): WorkspaceQueries {
-    return new WorkspaceQueries(this.docs, this.events, this.cache, this.feeds, this.deltas, principal);
+    return new WorkspaceQueries(this.docs, this.events, this.cache, this.feeds, this.deltas, this.files, principal);
   }
 
   /**
@@ -70,6 +75,7 @@ export class WorkspaceQueries {
     cache: ReadCache,
     private readonly feeds: StreamFeeds,
     private readonly deltas: Observable<LiveDelta>,
+    private readonly files: RunFiles,
     private readonly principal: Principal,
   ) {
     this.jobs = new JobQueries(docs, cache, principal.workspaceId);
@@ -109,7 +115,12 @@ export class WorkspaceQueries {
 
   /** A run's timeline, once the run is found in this workspace (`not_found` "Run not found" otherwise). */
   async timeline(runId: string): Promise<RunTimeline> {
-    return new RunTimeline(this.events, this.feeds, this.deltas, await this.runs.get(runId));
+    return new RunTimeline(this.events, this.feeds, this.deltas, this.files, await this.runs.get(runId));
+  }
+
+  /** A run's output files, once the run is found in this workspace (`not_found` "Run not found" otherwise). */
+  async artifacts(runId: string): Promise<RunArtifacts> {
+    return new RunArtifacts(this.files, await this.runs.get(runId));
   }
 
   /** Every event of this workspace's runs from now on. */

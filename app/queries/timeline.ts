@@ -2,7 +2,8 @@ import { filter, map, type Observable } from 'rxjs';
 import { runStreamId } from '../../domain/run.js';
 import type { RunDoc } from '../../projections/runs.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
-import { timelineStreamId, type LiveDelta } from '../timeline.js';
+import type { RunFiles } from '../../adapters/run-files.js';
+import { timelineStreamId, type LiveDelta, type TimelineData } from '../timeline.js';
 import type { StreamFeeds } from './run-feeds.js';
 
 /**
@@ -14,8 +15,15 @@ export class RunTimeline {
     private readonly events: EventStore,
     private readonly feeds: StreamFeeds,
     private readonly deltas: Observable<LiveDelta>,
+    private readonly files: RunFiles,
     readonly run: RunDoc,
   ) {}
+
+  /** The whole payload of an entry whose inline payload was shortened, or null when it was not (or is gone). */
+  async wholePayload(entry: RecordedEvent): Promise<unknown> {
+    const stored = (entry.data as TimelineData).stored;
+    return stored ? this.files.readPayload(this.run._id, stored) : null;
+  }
 
   /** Entries from `fromRevision` (= the last seq the caller has), oldest first. */
   read(fromRevision: number, limit?: number): Promise<RecordedEvent[]> {
