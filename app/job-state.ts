@@ -7,6 +7,7 @@ import {
   type JobStateEvent,
   type StateUsage,
 } from '../domain/job-state.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from '../store/document-store.js';
 import { WrongExpectedRevisionError, type Actor, type EventStore } from '../store/event-store.js';
 import type { CommandContext } from './commands.js';
@@ -216,14 +217,12 @@ export class JobStateStore implements JobStateAccess {
   private serialized<T>(jobId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.chains.get(jobId) ?? Promise.resolve();
     const next = prev.then(fn, fn);
-    const settled = next.catch(() => undefined);
-    this.chains.set(jobId, settled);
-    void settled.then(
-      () => {
+    const settled: Promise<void> = next
+      .catch(ignoreFailure("the caller gets this failure from `next`; the chain only keeps the job's writes in order"))
+      .then(() => {
         if (this.chains.get(jobId) === settled) this.chains.delete(jobId);
-      },
-      () => undefined,
-    );
+      });
+    this.chains.set(jobId, settled);
     return next;
   }
 }

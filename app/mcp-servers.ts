@@ -35,6 +35,7 @@ import { McpOauth, type CallbackQuery } from './mcp-oauth.js';
 import type { Keys } from '../adapters/keys.js';
 import type { Secrets } from './secrets.js';
 import { errorMessage } from '../domain/error-message.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 
 export interface McpServersOptions {
   /** SVC_ALLOW_PRIVATE_NETWORK_TARGETS: HTTP servers on private networks and on this host may be reached. */
@@ -362,7 +363,7 @@ export class McpServers {
         testedAt: Date.now(),
       };
     } finally {
-      await sandbox?.destroy().catch(() => undefined);
+      await sandbox?.destroy().catch(ignoreFailure('the test sandbox expires (ttlMs above) and is reaped'));
     }
     const r = await this.bus.execute(mcpServerStreamId(id), mcpServerDecider, { type: 'RecordMcpTest', result }, ctx);
     await this.engine.waitFor(r.position);

@@ -9,10 +9,12 @@ import type { OpTest } from '../../schemas/playbook.js';
 import { discardedTimeline } from '../timeline.js';
 import { sandboxEnv, type AgentModel, type BrokerSession, type ExecutorPorts, type OpenedSession } from './ports.js';
 import { stopMessages } from '../../domain/run-stop.js';
+import { mcpGoesWithTheRun } from './phases/context.js';
 import type { RunMcp } from '../../adapters/mcp/run-tools.js';
 import { runScripted, type ScriptedResult } from './scripted.js';
 import type { Sandbox } from '../../adapters/sandbox/types.js';
 import { errorMessage } from '../../domain/error-message.js';
+import { ignoreFailure, type DebugLog } from '../../domain/ignore-failure.js';
 
 export interface ShadowRequest {
   workspaceId: string;
@@ -71,7 +73,7 @@ interface ShadowHeld {
 export class ShadowRunner {
   constructor(
     private readonly ports: ExecutorPorts,
-    private readonly log: { error(obj: object, msg: string): void },
+    private readonly log: DebugLog & { error(obj: object, msg: string): void },
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -90,8 +92,11 @@ export class ShadowRunner {
     } finally {
       clearTimeout(timer);
       held.session?.close();
-      await held.mcp?.close().catch(() => undefined);
-      await held.sandbox?.destroy().catch(() => undefined);
+      await held.mcp?.close().catch(ignoreFailure(mcpGoesWithTheRun, this.log));
+      // Logged like a real run's: a sandbox left behind holds the host's resources until the reaper finds it.
+      await held.sandbox
+        ?.destroy()
+        .catch((err: unknown) => this.log.error({ err, jobId: req.jobId }, 'could not destroy the shadow sandbox'));
     }
   }
 
@@ -135,7 +140,7 @@ export class ShadowRunner {
     const result = await this.main(req, plan, sandbox, opened.session, signal);
     // Nothing of the sandbox runs once main is judged: a process it left cannot change what is read back from it
     // (docs/security.md, "Reading back from sandboxes").
-    await held.mcp?.close().catch(() => undefined);
+    await held.mcp?.close().catch(ignoreFailure(mcpGoesWithTheRun, this.log));
     await sandbox.stopProcesses();
     const cost = opened.session.llmSpend + (result.kind === 'stopped' ? 0 : result.verifyCost);
     const refused = held.mcp?.refused ?? [];

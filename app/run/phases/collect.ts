@@ -1,6 +1,7 @@
 import { errorMessage } from '../../../domain/error-message.js';
+import { ignoreFailure } from '../../../domain/ignore-failure.js';
 import type { Sandbox } from '../../../adapters/sandbox/types.js';
-import type { RunContext } from './context.js';
+import { mcpGoesWithTheRun, type RunContext } from './context.js';
 
 const artifactCap = 50 * 1024 * 1024;
 const candidatesCap = 1024 * 1024;
@@ -15,7 +16,7 @@ export async function collect(ctx: RunContext): Promise<void> {
   const sandbox = ctx.held.sandbox;
   if (!sandbox || !ctx.tally.workStarted || ctx.tally.collected) return;
   ctx.tally.collected = true;
-  await ctx.held.mcp?.close().catch(() => undefined);
+  await ctx.held.mcp?.close().catch(ignoreFailure(mcpGoesWithTheRun, ctx.services.log));
   try {
     await sandbox.stopProcesses();
   } catch (err) {

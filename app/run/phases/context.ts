@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { DebugLog } from '../../../domain/ignore-failure.js';
 import type { JobConfig } from '../../../domain/job.js';
 import type { PlaybookContent } from '../../../domain/playbook.js';
 import { redactor } from '../../../domain/redact.js';
@@ -27,10 +28,16 @@ export interface RunServices {
   clock: () => number;
 }
 
-export interface RunLogger {
+export interface RunLogger extends DebugLog {
   error(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
+
+/**
+ * Why a failed close of a run's MCP connections is only noted: its stdio servers run inside the sandbox, whose
+ * processes are stopped or destroyed right after, and a remote server keeps nothing of the run that needs closing.
+ */
+export const mcpGoesWithTheRun = "stdio MCP servers end with the run's sandbox; a remote one needs nothing more";
 
 export type LiveRun = Exclude<RunState, { status: 'none' }>;
 

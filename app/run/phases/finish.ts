@@ -1,8 +1,9 @@
+import { ignoreFailure } from '../../../domain/ignore-failure.js';
 import { wantsReflection } from '../../../domain/reflection.js';
 import { redactValue } from '../../../domain/redact.js';
 import type { RunOutcome } from '../../../domain/run.js';
 import { collect } from './collect.js';
-import type { RunContext, RunEnd } from './context.js';
+import { mcpGoesWithTheRun, type RunContext, type RunEnd } from './context.js';
 import { cancelWins, unrecordedFails } from './policy.js';
 
 /**
@@ -29,7 +30,7 @@ export async function finish(ctx: RunContext, end: RunEnd): Promise<void> {
 async function release(ctx: RunContext): Promise<number> {
   const { clock, log } = ctx.services;
   const { llmSpend } = ctx.held.session?.close() ?? { llmSpend: 0 };
-  await ctx.held.mcp?.close().catch(() => undefined);
+  await ctx.held.mcp?.close().catch(ignoreFailure(mcpGoesWithTheRun, log));
   const sandbox = ctx.held.sandbox;
   if (sandbox) {
     const t0 = clock();
