@@ -10,6 +10,7 @@ import { runSessionHooks } from '../../server/broker-hooks.js';
 import { TimelineWriter } from '../../app/timeline.js';
 import { FakeClient, fakeScripts, type FakeResponse } from '../../adapters/models/fake.js';
 import type { ModelClient, ModelRequest, Price } from '../../adapters/models/types.js';
+import { waitFor } from '../wait.js';
 import { brokerFixture } from './fixture.js';
 
 /**
@@ -680,20 +681,26 @@ describe('broker: svc llm', () => {
     assert.ok(starts[7]! < firstEnd, 'eight run together');
     assert.ok(starts[8]! >= firstEnd, 'the ninth waited for a free slot');
 
-    // Other requests of the run wait for a slot too; another run is not held up.
+    // Other requests of the run wait for a slot too; another run is not held up. The calls hold their slots for 2 s,
+    // long enough for the other run's answer to come while they still do on a loaded machine.
     script(
       run.utility,
-      Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })),
+      Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 2000 })),
     );
+    const before = run.calls.length;
     const busy = Promise.all(Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the 8 slots to be taken by model calls', () => run.live.now === 8);
+    const busyCalls = run.calls.slice(before);
     const other = await openRun();
-    let t = performance.now();
     assert.equal((await other.call('GET', '/v1/state')).status, 200);
-    assert.ok(performance.now() - t < 200, 'another run answers at once');
-    t = performance.now();
+    assert.ok(
+      busyCalls.every((c) => c.end === null),
+      'another run answers while all 8 slots of the busy run are still taken',
+    );
     assert.equal((await run.call('GET', '/v1/state')).status, 200);
-    assert.ok(performance.now() - t >= 150, 'the ninth request of the busy run waited');
+    const answered = performance.now();
+    const firstBusyEnd = Math.min(...busyCalls.map((c) => c.end ?? Infinity));
+    assert.ok(firstBusyEnd <= answered, 'the ninth request of the busy run waited for a slot to free');
     await busy;
   });
 
@@ -704,7 +711,7 @@ describe('broker: svc llm', () => {
       Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })),
     );
     const busy = Promise.all(Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' })));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the 8 slots to be taken by model calls', () => run.live.now === 8);
     const body = Buffer.from(JSON.stringify({ key: 'abandoned', text: '1' }));
     const gaveUp = httpRequest({
       socketPath: fixture.socketFor(run.token),
@@ -788,7 +795,7 @@ describe('broker: svc llm', () => {
       schemaText: JSON.stringify(schema),
       maxTokens: 100,
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the model call to start', () => run.live.now === 1);
     assert.deepEqual(run.session.close(), { llmSpend: 418 });
     const answer = await pending;
     assert.equal(answer.status, 200, 'the call itself finishes');
