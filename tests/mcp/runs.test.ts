@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminSession, Client, startTestServer, type TestServer } from '../api/harness.js';
 import { startHttpMcpServer, type TestHttpServer } from './servers/http-server.js';
+import { waitFor } from '../wait.js';
 import { bundleStdioServer } from './stdio-bundle.js';
 
 /**
@@ -61,14 +62,15 @@ async function run(
   assert.equal(set.status, 200, set.text);
   assert.equal((await api.post(`/api/providers/${providerId}/script`, { responses: script, reset: true })).status, 200);
   const runId = (await api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
-  for (let i = 0; i < 1200; i++) {
-    const r = (await api.get(`/api/runs/${runId}`)).body;
-    if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status)) {
-      return { run: r, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Event[] };
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  throw new Error('the run did not end');
+  const run = await waitFor(
+    `run ${runId} to end`,
+    async () => {
+      const r = (await api.get(`/api/runs/${runId}`)).body as Record<string, any>;
+      return !['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r;
+    },
+    { timeoutMs: 120_000, intervalMs: 50 },
+  );
+  return { run, events: (await api.get(`/api/runs/${runId}/events?limit=2000`)).body as Event[] };
 }
 
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', args: { command } }] });
@@ -230,15 +232,17 @@ describe('MCP tools in a run (bwrap)', () => {
       200,
     );
     const runId = (await api.post(`/api/jobs/${job.body.id}/runs`, {})).body.runId as string;
-    const settled = async () => {
-      for (let i = 0; i < 1200; i++) {
-        const r = (await api.get(`/api/runs/${runId}`)).body;
-        if (!['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending')
-          return r;
-        await new Promise((res) => setTimeout(res, 50));
-      }
-      throw new Error('the run did not settle');
-    };
+    const settled = () =>
+      waitFor(
+        'the run and its reflection to end',
+        async () => {
+          const r = (await api.get(`/api/runs/${runId}`)).body as Record<string, any>;
+          const done =
+            !['queued', 'provisioning', 'running', 'verifying'].includes(r.status) && r.reflection !== 'pending';
+          return done && r;
+        },
+        { timeoutMs: 120_000, intervalMs: 50 },
+      );
     const ran = await settled();
     assert.equal(ran.status, 'succeeded', ran.error);
     assert.equal(ran.mode, 'scripted');

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from '../api/harness.js';
 
 /**
@@ -67,13 +68,14 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
   }
 
   async function waitFinal(runId: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = (await api.get(`/api/runs/${runId}`)).body;
-      if (['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'].includes(run.status)) return run;
-      if (Date.now() > deadline) throw new Error(`run ${runId} is still ${run.status}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return waitFor(
+      `run ${runId} to end`,
+      async () => {
+        const run = (await api.get(`/api/runs/${runId}`)).body as Record<string, unknown>;
+        return ['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped'].includes(String(run.status)) && run;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
   }
 
   describe(`a run end to end (${backend})`, () => {
@@ -240,10 +242,11 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
     it('cancels a running run within seconds', async () => {
       const job = await api.post<{ id: string }>('/api/jobs', { name: 'Slow', instruction: 'Wait: `sleep 60`' });
       const runId = (await api.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {})).body.runId;
-      for (let i = 0; i < 200; i++) {
-        if ((await api.get(`/api/runs/${runId}`)).body.status === 'running') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitFor(
+        'the run to be running',
+        async () => (await api.get(`/api/runs/${runId}`)).body.status === 'running',
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
       const asked = Date.now();
       assert.equal((await api.post(`/api/runs/${runId}/cancel`)).status, 200);
       const run = await waitFinal(runId, 10_000);

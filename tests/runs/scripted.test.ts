@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { waitFor } from '../wait.js';
 import { finishedRun, serverWithFakeModel, type TimelineEntry } from '../api/harness.js';
 
 /**
@@ -187,15 +188,11 @@ describe('toolkit tools', () => {
     assert.match(results[1]!.content, /missing required argument "who"/);
     assert.equal(results[1]!.isError, true);
     assert.equal(results[2]!.isError, true, "the exit status is the script's");
-    for (let i = 0; i < 50; i++) {
-      const script = (await server.api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit[0];
-      if (script.calls === 2) {
-        assert.equal(script.failures, 1);
-        return;
-      }
-      await new Promise((res) => setTimeout(res, 50));
-    }
-    assert.fail('the toolkit calls were not counted');
+    const script = await waitFor('the toolkit calls to be counted', async () => {
+      const tool = (await server.api.get(`/api/jobs/${id}/playbook`)).body.content.toolkit[0];
+      return tool.calls === 2 && tool;
+    });
+    assert.equal(script.failures, 1);
   });
 });
 

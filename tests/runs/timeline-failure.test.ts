@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '../wait.js';
 import { Client, finishedRun, spawnServer, useSignInLink } from '../api/harness.js';
 
 /**
@@ -22,9 +23,7 @@ describe('a timeline that cannot be written', () => {
   it('fails that run cleanly, logs it with the run id, and the server keeps serving', async () => {
     const started = await spawnServer(dataDir);
     child = started.child;
-    const deadline = Date.now() + 15_000;
-    while (!/\/api\/auth\/link\//.test(started.output()) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the first start to print a sign-in link', () => /\/api\/auth\/link\//.test(started.output()));
     const link = /(http:\/\/\S+\/api\/auth\/link\/\S+)/.exec(started.output())?.[1];
     assert.ok(link, `the first start prints a sign-in link: ${started.output()}`);
     const api = new Client(started.url, { cookie: await useSignInLink(link) });
