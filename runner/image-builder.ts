@@ -14,6 +14,7 @@ import type { ImageLogs, Images } from '../app/images.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ImageBuilds } from '../adapters/sandbox/types.js';
 import { errorMessage } from '../domain/error-message.js';
+import { ignoreFailure, type DebugLog } from '../domain/ignore-failure.js';
 
 export const buildTimeoutMs = 15 * 60_000;
 const maxImageBytes = 5 * 1024 ** 3;
@@ -25,7 +26,7 @@ const heartbeatMs = 15_000;
 const reconcileMs = 60_000;
 const maxErrorChars = 4000;
 
-export interface BuilderLogger {
+export interface BuilderLogger extends DebugLog {
   error(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
@@ -56,6 +57,7 @@ export class BuildLog {
     private readonly logs: ImageLogs,
     private readonly imageId: string,
     private text = '',
+    private readonly log?: DebugLog,
   ) {
     this.bytes = Buffer.byteLength(text);
   }
@@ -79,16 +81,27 @@ export class BuildLog {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), logSaveMs);
+    this.timer = setInterval(() => this.save(), logSaveMs);
   }
 
-  /** Saves what is new; saves never overlap, so an older text never lands after a newer one. */
+  /** Saves what is new; saves never overlap, so an older text never lands after a newer one. Never rejects. */
   flush(): Promise<void> {
-    if (!this.dirty) return this.saving;
+    this.save();
+    return this.saving;
+  }
+
+  private save(): void {
+    if (!this.dirty) return;
     this.dirty = false;
     const text = this.text;
-    this.saving = this.saving.then(() => this.logs.save(this.imageId, text)).catch(() => undefined);
-    return this.saving;
+    this.saving = this.saving
+      .then(() => this.logs.save(this.imageId, text))
+      .catch(
+        ignoreFailure(
+          "the log only shows progress: a later save writes it all again, and the build's result is kept apart",
+          this.log,
+        ),
+      );
   }
 
   async close(): Promise<void> {
@@ -152,7 +165,9 @@ export class ImageBuilder {
     this.current?.abort.abort(new Shutdown());
     await this.current?.done;
     await this.polling;
-    await this.images.builderGone(this.builderId).catch(() => undefined);
+    await this.images
+      .builderGone(this.builderId)
+      .catch(ignoreFailure('a builder whose heartbeat stops counts as gone after builderSilenceMs anyway', this.log));
   }
 
   /** A nudge: its promise never rejects and is kept in `polling` for stop() to wait on. */
@@ -214,6 +229,7 @@ export class ImageBuilder {
       this.images.logs,
       row.imageId,
       row.attempts > 1 ? await this.images.logs.read(row.imageId) : '',
+      this.log,
     );
     if (row.attempts > 1) log.line(`Attempt ${row.attempts} of the build`);
     log.start();
@@ -231,7 +247,7 @@ export class ImageBuilder {
         onLog: (t) => log.append(t),
       });
       if (built.sizeBytes > maxImageBytes) {
-        await this.builds.remove(ref).catch(() => undefined);
+        await this.builds.remove(ref).catch(ignoreFailure('image GC removes a job tag no image refers to', this.log));
         throw new Error(`the image is ${(built.sizeBytes / 1024 ** 3).toFixed(1)} GiB, more than the 5 GiB limit`);
       }
       log.line(`Built ${ref} (${Math.round(built.sizeBytes / 1e6)} MB)`);
