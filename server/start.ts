@@ -25,6 +25,7 @@ import { ImageLogs, Images } from '../app/images.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
 import { JobCompiler } from '../app/compile.js';
+import { WorkspaceSettings } from '../app/workspace-settings.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
 import { fakeScripts } from '../adapters/models/fake.js';
@@ -133,6 +134,15 @@ export function appDeps(
     identity: s.identity,
     jobs: new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position)),
     compiler: new JobCompiler(s.models, s.mcp, () => s.runner?.sandboxInfo() ?? null),
+    settings: new WorkspaceSettings(
+      s.models,
+      s.secrets,
+      new NotificationSender(
+        { settings: (ws) => s.models.settingsFor(ws), secretValue: (ws, name) => s.secrets.valueOf(ws, name) },
+        { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', version },
+      ),
+      process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
+    ),
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, (position) =>
       s.engine.waitFor(position),
     ),

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { DomainError } from '../../domain/decider.js';
-import { testNotificationBody, verdict } from '../../domain/notification.js';
 import { NotificationTestResult } from '../../schemas/notification.js';
-import { NotificationSender } from '../../app/notifications.js';
+import { NotificationFailed } from '../../app/workspace-settings.js';
 import { principalOf } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { AppDeps } from '../deps.js';
@@ -15,10 +13,6 @@ import type { AppDeps } from '../deps.js';
  */
 export default function notificationRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const sender = new NotificationSender(
-    { settings: (ws) => deps.models.settingsFor(ws), secretValue: (ws, name) => deps.secrets.valueOf(ws, name) },
-    { allowPrivateTargets: deps.config.allowPrivateNetworkTargets, version: deps.version },
-  );
 
   app.post(
     '/api/settings/notifications/test',
@@ -32,19 +26,12 @@ export default function notificationRoutes(fastify: FastifyInstance, deps: AppDe
       },
     },
     async (request) => {
-      const ws = principalOf(request).workspaceId;
-      if (!(await deps.models.settingsFor(ws)).notifyWebhookUrl) {
-        throw DomainError.validation([
-          { field: 'notifyWebhookUrl', code: 'required', message: 'must be set to send a test notification' },
-        ]);
+      try {
+        return { delivered: true as const, ...(await deps.settings.sendTest(principalOf(request).workspaceId)) };
+      } catch (err) {
+        if (err instanceof NotificationFailed) throw new ApiError(502, 'webhook_error', err.message);
+        throw err;
       }
-      const body = testNotificationBody(Date.now());
-      const started = Date.now();
-      const result = await sender.send(ws, body);
-      const v = verdict(result);
-      if (!v.delivered)
-        throw new ApiError(502, 'webhook_error', `The webhook did not accept the notification: ${v.error}`);
-      return { delivered: true as const, status: v.status, ms: Date.now() - started, body };
     },
   );
 }

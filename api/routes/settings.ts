@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { DomainError } from '../../domain/decider.js';
 import { roleRank } from '../../domain/membership.js';
 import { SettingsDto, SettingsPatch } from '../../schemas/settings.js';
-import { webhookUrlRefusal } from '../../app/notifications.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -38,7 +36,7 @@ export default function settingsRoutes(fastify: FastifyInstance, deps: AppDeps):
     },
     async (request) => {
       const p = principalOf(request);
-      const settings = await deps.models.settingsFor(p.workspaceId);
+      const settings = await deps.settings.read(p.workspaceId);
       if (roleRank[p.role] >= roleRank.admin || settings.notifyWebhookUrl === null) return settings;
       return { ...settings, notifyWebhookUrl: maskedWebhookUrl(settings.notifyWebhookUrl) };
     },
@@ -57,20 +55,7 @@ export default function settingsRoutes(fastify: FastifyInstance, deps: AppDeps):
       },
     },
     async (request) => {
-      const p = principalOf(request);
-      // The egress guard judges the webhook URL at save as far as its name allows, and again when it is dialled.
-      const refusal = request.body.notifyWebhookUrl
-        ? webhookUrlRefusal(request.body.notifyWebhookUrl.trim(), deps.config.allowPrivateNetworkTargets)
-        : null;
-      if (refusal) throw DomainError.validation([{ field: 'notifyWebhookUrl', code: 'not_allowed', message: refusal }]);
-      const secretName = request.body.notifySecret?.trim();
-      const found = secretName ? await deps.secrets.byName(p.workspaceId, secretName) : null;
-      return deps.models.changeSettings(
-        requestContext(request),
-        p.workspaceId,
-        request.body,
-        found ? [found.name] : [],
-      );
+      return deps.settings.change(requestContext(request), principalOf(request).workspaceId, request.body);
     },
   );
 }
