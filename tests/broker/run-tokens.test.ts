@@ -13,6 +13,7 @@ import type { RunSession } from '../../broker/run-session.js';
 import { FakeClient } from '../../adapters/models/fake.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
 import { TimelineWriter } from '../../app/timeline.js';
+import { waitFor } from '../wait.js';
 import { brokerFixture } from './fixture.js';
 
 /**
@@ -189,8 +190,9 @@ describe('run tokens: bound to their run', () => {
     await new Promise<void>((resolve) => tunnel.once('connect', () => resolve()));
     a.session.close();
     await cut;
-    for (let i = 0; i < 50 && existsSync(dirname(a.brokerSocket)); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(existsSync(dirname(a.brokerSocket)), false, "the run's socket directory is removed");
+    await waitFor("the run's socket directory to be removed", () => !existsSync(dirname(a.brokerSocket)), {
+      intervalMs: 10,
+    });
     const after = [
       await brokerCall(a.brokerSocket, a.token, 'GET', '/v1/state'),
       await proxyConnect(a.proxySocket!, a.token, `${a.jobId}.test.invalid`),

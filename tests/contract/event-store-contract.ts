@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { firstValueFrom, take, toArray, filter as rxFilter, type Observable } from 'rxjs';
+import { staysFalse, waitFor } from '../wait.js';
 import {
   WrongExpectedRevisionError,
   type EventMetadata,
@@ -235,11 +236,11 @@ export function eventStoreContract(
       const seen: number[] = [];
       const sub = store.subscribeStream(s).subscribe((e) => seen.push(e.revision));
       await store.append(s, [ev('Tick', 0)], 'no_stream');
-      const deadline = Date.now() + 3000;
-      while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('the first event to be delivered', () => seen.length >= 1, { intervalMs: 10 });
       sub.unsubscribe();
       await store.append(s, [ev('Tick', 1)], 0);
-      await new Promise((r) => setTimeout(r, 300));
+      // No event marks "nothing more comes" on a closed subscription: 300 ms without a delivery stands in.
+      await staysFalse('a delivery after unsubscribe', () => seen.length > 1, 300);
       assert.deepEqual(seen, [0]);
     });
 

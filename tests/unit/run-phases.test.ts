@@ -35,17 +35,22 @@ describe('run stop signal', () => {
     stop.dispose();
   });
 
-  it('fires at once for a cancel that came before the run, and a disposed deadline never fires', async () => {
+  it('fires at once for a cancel that came before the run, and a disposed deadline never fires', async (t) => {
     const cancel = new AbortController();
     cancel.abort();
     const stop = new RunStopSignal(cancel.signal);
     assert.equal(stop.reason, 'cancelled');
     assert.deepEqual(stop.outcome(), { status: 'cancelled', error: stopMessages.stopped });
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     const quiet = new RunStopSignal(new AbortController().signal);
     quiet.armDeadline(5);
     quiet.dispose();
-    await new Promise((r) => setTimeout(r, 30));
+    t.mock.timers.tick(60_000);
     assert.equal(quiet.stopped, false);
+    const armed = new RunStopSignal(new AbortController().signal);
+    armed.armDeadline(5);
+    t.mock.timers.tick(5);
+    assert.equal(armed.stopped, true, 'the same deadline not disposed does fire');
   });
 
   it('words the limits as runs have always stored them', () => {
