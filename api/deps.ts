@@ -2,7 +2,6 @@ import type { ProjectionEngine } from '../projections/engine.js';
 import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
 import type { Runs } from '../app/runs.js';
-import type { Models } from '../app/models.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
@@ -33,7 +32,6 @@ export interface AppDeps {
   providers: Providers;
   version: string;
   runs: Runs;
-  models: Models;
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;

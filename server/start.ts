@@ -149,7 +149,6 @@ export function appDeps(
     version,
     runs: s.runs,
     sandbox: () => s.runner?.sandboxInfo() ?? null,
-    models: s.models,
     secrets: s.secrets,
     mcp: s.mcp,
     jobState: s.jobState,
