@@ -5,6 +5,7 @@ import type { DocOp, Projector } from '../../projections/projector.js';
 import type { EventMetadata, EventStore } from '../../store/event-store.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { waitFor } from '../wait.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 
 const meta: EventMetadata = {
@@ -179,15 +180,7 @@ function slotted(name: string): Projector {
   };
 }
 
-async function until<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until: typeof waitFor = (what, probe, options = { intervalMs: 10 }) => waitFor(what, probe, options);
 
 describe('projection engine failures', () => {
   it('stops a failing projector alone, answers writes it does not show, retries with backoff and catches up', async () => {
