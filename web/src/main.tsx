@@ -11,6 +11,7 @@ import { RunPage } from './pages/Run.js';
 import { RunsPage } from './pages/Runs.js';
 import { McpLandingPage } from './pages/McpLanding.js';
 import { McpServersPage } from './pages/McpServers.js';
+import { ProvidersPage } from './pages/Providers.js';
 import { NotFoundPage } from './pages/NotFound.js';
 import { SecretsPage } from './pages/Secrets.js';
 import { TokensPage } from './pages/Tokens.js';
@@ -34,6 +35,7 @@ function App() {
             <Route path="/settings/secrets" element={<SecretsPage />} />
             <Route path="/settings/tokens" element={<TokensPage />} />
             <Route path="/settings/mcp" element={<McpServersPage />} />
+            <Route path="/settings/providers" element={<ProvidersPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Routes>
