@@ -10,6 +10,7 @@ import { createModelClient } from '../../adapters/models/client.js';
 import { ModelError } from '../../adapters/models/types.js';
 import { runSessionHooks } from '../../server/broker-hooks.js';
 import { TimelineWriter } from '../../app/timeline.js';
+import { waitFor } from '../wait.js';
 import { brokerFixture } from './fixture.js';
 
 /**
@@ -151,7 +152,8 @@ describe('run session: lifecycle', () => {
       Array.from({ length: 8 }, () => ({ text: 'slow', delayMs: 300 })),
     );
     const busy = Array.from({ length: 8 }, () => run.call('POST', '/v1/llm', { prompt: 'p' }));
-    await new Promise((r) => setTimeout(r, 50));
+    // The fake provider takes a scripted answer as a call starts: none left means all 8 hold a slot.
+    await waitFor('the 8 slots to be taken by model calls', () => fakeScripts.pending(run.provider) === 0);
     const gaveUp = new AbortController();
     const dropped = send('PUT', '/v1/state/dropped', { value: 'never' }, run.token, gaveUp.signal).catch(
       (err: Error) => err.name,
@@ -179,7 +181,7 @@ describe('run session: svc llm through the hooks', () => {
     fakeScripts.push(run.provider, [{ text: 'late', delayMs: 300, usage: { input: 1, output: 1 } }]);
     // est = ceil((20 + 4) / 2) = 12 input tokens; maxTokens 0 counts as 4096: worst = 12 + 4096.
     const pending = run.call('POST', '/v1/llm', { prompt: 'p'.repeat(20), system: 'sys!', maxTokens: 0 });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the model call to start', () => fakeScripts.pending(run.provider) === 0);
     assert.deepEqual(run.session.close(), { llmSpend: 12 + 4096 });
     assert.equal((await pending).status, 200);
     assert.equal(run.session.llmSpend, 12 + 4096);
