@@ -25,6 +25,14 @@ const typed = [
   'tests',
 ].map((d) => `${d}/**/*.ts`);
 
+// `.catch(() => undefined)` and `.catch(() => {})`: a failure dropped without a word.
+const swallowed = [
+  "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression[body.type='Identifier'][body.name='undefined']",
+  "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression[body.type='BlockStatement'][body.body.length=0]",
+];
+const swallowedMessage =
+  "Say why the failure is ignored: `.catch(ignoreFailure('reason', log))` (domain/ignore-failure.ts).";
+
 export default tseslint.config(
   {
     ignores: [
@@ -110,6 +118,26 @@ export default tseslint.config(
     // The run's life reads as named steps (docs/runs.md): no function of the runner grows past a screen again.
     files: ['app/run/**/*.ts', 'runner/**/*.ts', 'server/runner-role.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    // A failure is ignored on purpose, with its reason, through ignoreFailure (domain/ignore-failure.ts,
+    // docs/design.md "Failure handling"); never by an empty handler. Tests may swallow their own.
+    files: [
+      'domain',
+      'schemas',
+      'store',
+      'projections',
+      'adapters',
+      'app',
+      'api',
+      'runner',
+      'broker',
+      'server',
+      'cli',
+    ].map((d) => `${d}/**/*.ts`),
+    rules: {
+      'no-restricted-syntax': ['error', ...swallowed.map((selector) => ({ selector, message: swallowedMessage }))],
+    },
   },
   ...webConfig(),
   // Formatting is Prettier's (`npm run format`); the rules that would argue with it are off.
