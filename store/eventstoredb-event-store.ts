@@ -32,6 +32,7 @@ import {
   type SubscribeAllOptions,
   type SubscribeStreamOptions,
 } from './event-store.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 
 const encode = (p: EsPosition): Position => `${p.commit}/${p.prepare}` as Position;
 function decode(p: Position): EsPosition {
@@ -68,6 +69,9 @@ function serverFilter(filter: AllFilter | undefined) {
 }
 
 /** The scaled event store: EventStoreDB through its official gRPC client. */
+/** Why a failed unsubscribe is ignored: it runs on teardown, and no one is left to hear of it. */
+const unsubscribed = 'the subscriber has left; the call ends with the client at the latest';
+
 export class EventStoreDbEventStore implements EventStore {
   readonly kind = 'eventstoredb';
 
@@ -142,7 +146,7 @@ export class EventStoreDbEventStore implements EventStore {
       });
       sub.on('error', (err: Error) => subscriber.error(err));
       sub.on('end', () => subscriber.complete());
-      return () => void sub.unsubscribe().catch(() => undefined);
+      return () => void sub.unsubscribe().catch(ignoreFailure(unsubscribed));
     });
   }
 
@@ -158,7 +162,7 @@ export class EventStoreDbEventStore implements EventStore {
       });
       sub.on('error', (err: Error) => subscriber.error(err));
       sub.on('end', () => subscriber.complete());
-      return () => void sub.unsubscribe().catch(() => undefined);
+      return () => void sub.unsubscribe().catch(ignoreFailure(unsubscribed));
     });
   }
 

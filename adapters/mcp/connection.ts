@@ -8,6 +8,7 @@ import type { Sandbox } from '../sandbox/types.js';
 import { AddressRefused } from '../egress/guarded-fetch.js';
 import { bearerFetch, type BearerSource } from './oauth-fetch.js';
 import { SandboxStdioTransport } from './sandbox-stdio.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 /**
  * A server's config with every `{{secret:NAME}}` replaced by its value: it exists only in memory, on the host.
@@ -67,6 +68,9 @@ async function listAll(client: Client, timeout: number): Promise<McpToolInfo[]> 
   return [...tools.values()];
 }
 
+/** Why closing a client whose connect failed is best effort: the caller must see the connect error, not this one. */
+const connectFailed = 'the connect error is the one to report';
+
 function status401(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };
   return (
@@ -107,7 +111,7 @@ export class McpConnection {
         await client.connect(transport, { timeout });
         return new McpConnection(config, 'stdio', client, await listAll(client, timeout), callTimeout);
       } catch (err) {
-        await client.close().catch(() => undefined);
+        await client.close().catch(ignoreFailure(connectFailed));
         await new Promise((r) => setTimeout(r, 50));
         const exit = transport.exit;
         const why = exit
@@ -135,10 +139,10 @@ export class McpConnection {
           await client.connect(transport, { timeout });
           return new McpConnection(config, kind, client, await listAll(client, timeout), callTimeout);
         })();
-        open.catch(() => undefined);
+        // No catch of `open` is needed: the race handles its rejection even when the deadline wins.
         return await Promise.race([open, deadline]);
       } catch (err) {
-        await client.close().catch(() => undefined);
+        await client.close().catch(ignoreFailure(connectFailed));
         throw err;
       } finally {
         clearTimeout(timer);
@@ -181,6 +185,8 @@ export class McpConnection {
   }
 
   async close(): Promise<void> {
-    await this.client.close().catch(() => undefined);
+    await this.client
+      .close()
+      .catch(ignoreFailure('a stdio server ends with its sandbox, a remote one forgets an idle session'));
   }
 }

@@ -1,4 +1,5 @@
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 /** Access tokens of a stored login, handed out on the host only (app/mcp-oauth.ts). */
 export interface BearerSource {
@@ -27,7 +28,7 @@ export function bearerFetch(fetch: FetchLike, source: BearerSource): FetchLike {
     if (first.status !== 401 || !token) return first;
     const fresh = await source.rejected(token);
     if (!fresh || fresh === token) return first;
-    await first.body?.cancel().catch(() => undefined);
+    await first.body?.cancel().catch(ignoreFailure('the refused answer is dropped unread; only its status counted'));
     return send(fresh);
   };
 }

@@ -15,6 +15,7 @@ import type {
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { loginScope } from '../../domain/mcp-oauth.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 import type { ResolvedConfig } from './connection.js';
 
 /**
@@ -85,7 +86,7 @@ export async function discover(config: ResolvedConfig, fetch: FetchLike): Promis
       }),
     });
     if (probe.status === 401) challenge = extractWWWAuthenticateParams(probe);
-    await probe.body?.cancel().catch(() => undefined);
+    await probe.body?.cancel().catch(ignoreFailure('the probe is dropped unread: only its status and headers counted'));
   } catch {
     // The well-known documents may still answer; a server that is down fails there too.
   }

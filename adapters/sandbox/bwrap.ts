@@ -11,6 +11,7 @@ import { OutputCollector } from './output.js';
 import { baseImageName, defaultRootfs, rootfsArgs } from './rootfs.js';
 import { hostSeccompProgram } from './seccomp.js';
 import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 /**
  * The host uid every bwrap sandbox runs as: no user of the host (prepare() checks), so nothing a sandbox does acts
@@ -400,7 +401,7 @@ class BwrapSandbox implements Sandbox {
     this.destroyed = true;
     // Nothing of the sandbox may run while the host takes its directory apart (docs/security.md, "Reading back from
     // sandboxes"); the cgroup then catches anything that got out of an exec's namespace.
-    await this.stopProcesses().catch(() => undefined);
+    await this.stopProcesses().catch(ignoreFailure('destroy goes on: the cgroup kill below ends what survived'));
     this.cgroups?.destroy(this.spec.id);
     await this.launch.disks.detach(this.dir);
     rmSync(this.home, { recursive: true, force: true });

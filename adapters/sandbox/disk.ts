@@ -16,6 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 const run = promisify(execFile);
 
@@ -117,7 +118,9 @@ export class Disks {
   /** Unmounts what is mounted at `target` and removes the directory; idempotent, and lazy when something holds it. */
   async detach(target: string): Promise<void> {
     if (mounted(target)) {
-      await run('umount', [target]).catch(() => run('umount', ['-l', target]).catch(() => undefined));
+      await run('umount', [target])
+        .catch(() => run('umount', ['-l', target]))
+        .catch(ignoreFailure('a lazy unmount detaches even a busy filesystem: it fails only when nothing is mounted'));
     }
     try {
       rmdirSync(target);
@@ -157,7 +160,8 @@ export class Disks {
     if (at >= 0) this.recent.splice(at, 1);
     this.recent.unshift(sizeMb);
     for (const old of this.recent.splice(this.sizesKept)) {
-      for (const s of this.pool.get(old)?.splice(0) ?? []) this.detach(s).catch(() => undefined);
+      for (const s of this.pool.get(old)?.splice(0) ?? [])
+        this.detach(s).catch(ignoreFailure("a spare left mounted is swept with this process's pool at the next start"));
     }
   }
 
@@ -179,7 +183,7 @@ export class Disks {
       } finally {
         this.refilling.delete(sizeMb);
       }
-    })().catch(() => undefined);
+    })().catch(ignoreFailure('the body above catches its own failures'));
   }
 
   private async make(target: string, sizeMb: number): Promise<void> {

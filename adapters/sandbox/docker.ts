@@ -18,6 +18,7 @@ import type {
   SandboxUser,
 } from './types.js';
 import { errorMessage } from '../../domain/error-message.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 const uids: Record<SandboxUser, number> = { agent: 1000, root: 0, mcp: 1001 };
 const writable = ['/workspace', '/svc', '/tmp'];
@@ -175,7 +176,9 @@ export class DockerBackend implements SandboxBackend {
       return await this.createOrThrow(spec);
     } catch (err) {
       // Nothing half-made is left: the keeper and the volumes of a sandbox that did not start go with it.
-      await removeSandbox(this.docker, spec.id).catch(() => undefined);
+      await removeSandbox(this.docker, spec.id).catch(
+        ignoreFailure("the create error is the caller's; a part left over stops itself when its `svc init --ttl` ends"),
+      );
       throw err;
     }
   }
@@ -437,16 +440,18 @@ class DockerSandbox implements Sandbox {
       signalTree(hostPid, 'SIGTERM');
       setTimeout(() => signalTree(hostPid, 'SIGKILL'), 1500).unref();
     };
-    // An inspect that fails means the exec (or its container) is already gone: nothing is left to stop.
+    const nothingToStop = ignoreFailure(
+      'an inspect that fails means the exec (or its container) is gone: nothing to stop',
+    );
     const timer = options.timeoutMs
       ? setTimeout(() => {
           timedOut = true;
-          void stop().catch(() => undefined);
+          void stop().catch(nothingToStop);
         }, options.timeoutMs)
       : null;
     const onAbort = () => {
       cancelled = true;
-      void stop().catch(() => undefined);
+      void stop().catch(nothingToStop);
     };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
