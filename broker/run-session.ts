@@ -8,6 +8,7 @@ import { BrokerError, invalid, providerError } from './errors.js';
 import { brokerLimits, costLimitMessage, defaultFailReason } from './limits.js';
 import { Semaphore } from './semaphore.js';
 import { errorMessage } from '../domain/error-message.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 
 export type LlmWhich = 'agent' | 'utility';
 
@@ -94,6 +95,9 @@ export interface LlmNote {
 const tooLarge = (field: string, message: string) => DomainError.validation([{ field, code: 'too_large', message }]);
 const isStarted = (err: unknown) =>
   typeof err === 'object' && err !== null && (err as { started?: unknown }).started === true;
+/** Why a closer's failure is ignored: what it leaves behind (a socket, a directory) answers to no token any more. */
+const closerFailure = 'the session is closed: a socket or directory a closer leaves serves no run';
+
 const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false, logger: false });
 
 /**
@@ -143,11 +147,11 @@ export class RunSession {
     return !this.closed && hashToken(token) === this.tokenHash;
   }
   /**
-   * Runs `fn` when the session closes (at once if it is closed already): the run's sockets go with it. A failure
-   * there is the closer's to report; it never fails the close.
+   * Runs `fn` when the session closes (at once if it is closed already): the run's sockets go with it. A closer's
+   * failure never fails the close (see `closerFailure`).
    */
   onClose(fn: () => Promise<void>): void {
-    if (this.closed) void fn().catch(() => undefined);
+    if (this.closed) void fn().catch(ignoreFailure(closerFailure));
     else this.closers.push(fn);
   }
   /** Outputs reported with `svc output set`, by key. */
@@ -367,7 +371,7 @@ export class RunSession {
       this.unregister(this);
       for (const worst of this.reservations.values()) this.spent += worst;
       this.reservations.clear();
-      for (const fn of this.closers.splice(0)) void fn().catch(() => undefined);
+      for (const fn of this.closers.splice(0)) void fn().catch(ignoreFailure(closerFailure));
     }
     return { llmSpend: this.spent };
   }
