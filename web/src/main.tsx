@@ -12,6 +12,7 @@ import { RunsPage } from './pages/Runs.js';
 import { McpLandingPage } from './pages/McpLanding.js';
 import { McpServersPage } from './pages/McpServers.js';
 import { ProvidersPage } from './pages/Providers.js';
+import { WorkspacePage } from './pages/Workspace.js';
 import { NotFoundPage } from './pages/NotFound.js';
 import { SecretsPage } from './pages/Secrets.js';
 import { TokensPage } from './pages/Tokens.js';
@@ -36,6 +37,7 @@ function App() {
             <Route path="/settings/tokens" element={<TokensPage />} />
             <Route path="/settings/mcp" element={<McpServersPage />} />
             <Route path="/settings/providers" element={<ProvidersPage />} />
+            <Route path="/settings/workspace" element={<WorkspacePage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Routes>

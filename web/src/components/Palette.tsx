@@ -15,6 +15,7 @@ const pages: Item[] = [
   { label: 'Runs', hint: 'page', to: '/runs' },
   { label: 'Failed runs', hint: 'page', to: '/runs?status=failed' },
   { label: 'Secrets', hint: 'settings', to: '/settings/secrets' },
+  { label: 'Workspace settings', hint: 'settings', to: '/settings/workspace' },
   { label: 'Providers and models', hint: 'settings', to: '/settings/providers' },
   { label: 'MCP servers', hint: 'settings', to: '/settings/mcp' },
   { label: 'API tokens', hint: 'settings', to: '/settings/tokens' },
