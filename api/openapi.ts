@@ -76,7 +76,7 @@ export function buildOpenApiDocument(routes: CollectedRoute[], version: string):
             };
     }
     responses.default = {
-      description: 'Error (SPEC §7)',
+      description: 'Error: code, message, fields, details and requestId (ErrorBody)',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
     };
     const op: JsonObject = {
