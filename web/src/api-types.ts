@@ -1691,7 +1691,7 @@ export interface components {
       };
       oauth?: components['schemas']['OauthConfig'] | null;
       /** @default true */
-      enabled: boolean;
+      enabled?: boolean;
     };
     McpServerListEnvelope: {
       items: components['schemas']['McpServerDto'][];
@@ -2184,7 +2184,7 @@ export interface operations {
           'application/json': components['schemas']['SignInLinkOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2215,7 +2215,7 @@ export interface operations {
           'application/json': null;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2242,7 +2242,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2273,7 +2273,7 @@ export interface operations {
           'application/json': components['schemas']['CatalogEntryDto'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2302,7 +2302,7 @@ export interface operations {
           'text/html': string;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2333,7 +2333,7 @@ export interface operations {
           'text/javascript': string;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2353,7 +2353,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2392,7 +2392,7 @@ export interface operations {
           'application/json': components['schemas']['JobListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2425,7 +2425,7 @@ export interface operations {
           'application/json': components['schemas']['JobDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2456,7 +2456,7 @@ export interface operations {
           'application/json': components['schemas']['JobDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2485,7 +2485,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2520,7 +2520,7 @@ export interface operations {
           'application/json': components['schemas']['JobDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2561,7 +2561,7 @@ export interface operations {
           'application/json': components['schemas']['ImageListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2593,7 +2593,7 @@ export interface operations {
           'application/json': components['schemas']['GetOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2624,7 +2624,7 @@ export interface operations {
           'application/json': components['schemas']['ImageIDOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2655,7 +2655,7 @@ export interface operations {
           'application/json': components['schemas']['JobServer'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2690,7 +2690,7 @@ export interface operations {
           'application/json': components['schemas']['JobServer'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2721,7 +2721,7 @@ export interface operations {
           'application/json': components['schemas']['PlaybookDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2756,7 +2756,7 @@ export interface operations {
           'application/json': components['schemas']['PlaybookDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2791,7 +2791,7 @@ export interface operations {
           'application/json': components['schemas']['PlaybookDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2830,7 +2830,7 @@ export interface operations {
           'application/json': components['schemas']['PlaybookVersionEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2862,7 +2862,7 @@ export interface operations {
           'application/json': components['schemas']['PlaybookVersionDetailDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2897,7 +2897,7 @@ export interface operations {
           'application/json': components['schemas']['TriggerRunOutput'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2928,7 +2928,7 @@ export interface operations {
           'application/json': components['schemas']['JobSecret'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2963,7 +2963,7 @@ export interface operations {
           'application/json': components['schemas']['JobSecret'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -2994,7 +2994,7 @@ export interface operations {
           'application/json': components['schemas']['StateListDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3027,7 +3027,7 @@ export interface operations {
           'application/json': components['schemas']['StateEntryDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3064,7 +3064,7 @@ export interface operations {
           'application/json': components['schemas']['StateEntryDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3095,7 +3095,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3129,7 +3129,7 @@ export interface operations {
           'application/json': components['schemas']['JobStatsOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3160,7 +3160,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookTokenOutput'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3193,7 +3193,7 @@ export interface operations {
           'application/json': components['schemas']['CompileOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3230,7 +3230,7 @@ export interface operations {
           'application/json': components['schemas']['McpServerListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3263,7 +3263,7 @@ export interface operations {
           'application/json': components['schemas']['McpServerDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3294,7 +3294,7 @@ export interface operations {
           'application/json': components['schemas']['McpServerDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3329,7 +3329,7 @@ export interface operations {
           'application/json': components['schemas']['McpServerDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3358,7 +3358,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3387,7 +3387,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3423,7 +3423,7 @@ export interface operations {
           'application/json': null;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3454,7 +3454,7 @@ export interface operations {
           'application/json': components['schemas']['LoginOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3485,7 +3485,7 @@ export interface operations {
           'application/json': components['schemas']['McpTestOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3525,7 +3525,7 @@ export interface operations {
           'application/json': components['schemas']['ModelListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3558,7 +3558,7 @@ export interface operations {
           'application/json': components['schemas']['ModelDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3587,7 +3587,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3622,7 +3622,7 @@ export interface operations {
           'application/json': components['schemas']['ModelDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3651,7 +3651,7 @@ export interface operations {
           'application/json': string;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3680,7 +3680,7 @@ export interface operations {
           'application/yaml': string;
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3722,7 +3722,7 @@ export interface operations {
           };
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3755,7 +3755,7 @@ export interface operations {
           'application/json': components['schemas']['CreateProviderOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3786,7 +3786,7 @@ export interface operations {
           'application/json': components['schemas']['ProviderDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3815,7 +3815,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3850,7 +3850,7 @@ export interface operations {
           'application/json': components['schemas']['ProviderDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3885,7 +3885,7 @@ export interface operations {
           'application/json': components['schemas']['ModelsEnabledOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3922,7 +3922,7 @@ export interface operations {
           };
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3953,7 +3953,7 @@ export interface operations {
           'application/json': components['schemas']['SyncResult'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -3988,7 +3988,7 @@ export interface operations {
           'application/json': components['schemas']['TestProviderOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4035,7 +4035,7 @@ export interface operations {
           'application/json': components['schemas']['RunListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4066,7 +4066,7 @@ export interface operations {
           'application/json': components['schemas']['RunDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4090,7 +4090,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4121,7 +4121,7 @@ export interface operations {
           'application/json': components['schemas']['ArtifactDto'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4152,7 +4152,7 @@ export interface operations {
           'application/json': components['schemas']['RunDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4187,7 +4187,7 @@ export interface operations {
           'application/json': components['schemas']['EventDto'][];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4219,7 +4219,7 @@ export interface operations {
           'application/json': components['schemas']['EventDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4253,7 +4253,7 @@ export interface operations {
           };
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4284,7 +4284,7 @@ export interface operations {
           'application/json': components['schemas']['TriggerRunOutput'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4308,7 +4308,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4345,7 +4345,7 @@ export interface operations {
           'application/json': components['schemas']['SecretListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4378,7 +4378,7 @@ export interface operations {
           'application/json': components['schemas']['SecretIdOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4413,7 +4413,7 @@ export interface operations {
           'application/json': components['schemas']['SecretDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4442,7 +4442,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4471,7 +4471,7 @@ export interface operations {
           'application/json': components['schemas']['SettingsDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4504,7 +4504,7 @@ export interface operations {
           'application/json': components['schemas']['SettingsDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4533,7 +4533,7 @@ export interface operations {
           'application/json': components['schemas']['NotificationTestResult'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4562,7 +4562,7 @@ export interface operations {
           'application/json': components['schemas']['InfoOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4599,7 +4599,7 @@ export interface operations {
           'application/json': components['schemas']['ApiTokenListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4632,7 +4632,7 @@ export interface operations {
           'application/json': components['schemas']['CreateOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4661,7 +4661,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4690,7 +4690,7 @@ export interface operations {
           'application/json': components['schemas']['MeOutputBody'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4727,7 +4727,7 @@ export interface operations {
           'application/json': components['schemas']['MemberListEnvelope'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4762,7 +4762,7 @@ export interface operations {
           'application/json': components['schemas']['MemberDto'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4793,7 +4793,7 @@ export interface operations {
           'application/json': components['schemas']['TriggerRunOutput'];
         };
       };
-      /** @description Error (SPEC §7) */
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
           [name: string]: unknown;
