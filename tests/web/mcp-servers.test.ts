@@ -130,7 +130,7 @@ describe('MCP servers page', () => {
       // The authorization server signs its one account in and consents on its own; the callback lands on /mcp.
       await card.getByRole('button', { name: 'Log in', exact: true }).click();
       await page.waitForURL(/\/settings\/mcp\?.*login=ok/);
-      await page.getByText('The login succeeded').waitFor();
+      await page.getByText('The MCP server login succeeded').waitFor();
       await card.getByText(/^Logged in/).waitFor();
       assert.equal((await server.api.get(`/api/mcp-servers/${id}`)).body.auth.status, 'oauth');
 

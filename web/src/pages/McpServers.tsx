@@ -140,7 +140,7 @@ export function McpServersPage() {
       <div className="narrow stack">
         {loginOk && (
           <div className="notice ok" role="status">
-            The login succeeded; jobs granted this server use it from their next run.{' '}
+            The MCP server login succeeded; jobs granted this server use it from their next run.{' '}
             <button type="button" className="link" onClick={() => setParams({}, { replace: true })}>
               Dismiss
             </button>
