@@ -9,6 +9,7 @@ import type { Images } from '../app/images.js';
 import type { Playbooks } from '../app/playbooks.js';
 import type { Jobs } from '../app/jobs.js';
 import type { JobCompiler } from '../app/compile.js';
+import type { PlaybookEditor } from '../app/playbook-edits.js';
 import type { WorkspaceSettings } from '../app/workspace-settings.js';
 import type { Providers } from '../app/providers.js';
 import type { Queries } from '../app/queries/index.js';
@@ -28,6 +29,7 @@ export interface AppDeps {
   identity: Identity;
   jobs: Jobs;
   compiler: JobCompiler;
+  playbookEditor: PlaybookEditor;
   settings: WorkspaceSettings;
   providers: Providers;
   version: string;

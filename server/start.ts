@@ -25,6 +25,7 @@ import { ImageLogs, Images } from '../app/images.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
 import { JobCompiler } from '../app/compile.js';
+import { PlaybookEditor } from '../app/playbook-edits.js';
 import { WorkspaceSettings } from '../app/workspace-settings.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
@@ -133,6 +134,7 @@ export function appDeps(
     engine: s.engine,
     identity: s.identity,
     jobs: new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position)),
+    playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
     compiler: new JobCompiler(s.models, s.mcp, () => s.runner?.sandboxInfo() ?? null),
     settings: new WorkspaceSettings(
       s.models,

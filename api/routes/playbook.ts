@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DomainError } from '../../domain/decider.js';
-import { validateContent, type PlaybookContent } from '../../domain/playbook.js';
+import type { PlaybookContent } from '../../domain/playbook.js';
 import { playbookBudget, playbookTokens } from '../../domain/playbook-render.js';
-import { redactor, redactValue } from '../../domain/redact.js';
 import type { JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
 import {
@@ -15,7 +14,6 @@ import {
   PlaybookVersionParams,
   RollbackBody,
   type Content,
-  type ContentInput,
   type PlaybookVersionDto,
 } from '../../schemas/playbook.js';
 import type { StoredVersion } from '../../app/playbooks.js';
@@ -103,15 +101,10 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
     },
     async (request) => {
       const job = await findJob(request, request.params.id);
-      // A secret's value never reaches a stored playbook, even when a person pastes it (docs/security.md).
-      const redact = redactor(await deps.secrets.valuesFor(job.workspaceId));
-      const input = redactValue(request.body.content, redact) as ContentInput;
-      const content = validateContent(input, { declaresInputs: (job.spec.inputs ?? []).length > 0 });
-      await playbooks.save(requestContext(request), job.workspaceId, job._id, {
-        content,
+      await deps.playbookEditor.edit(requestContext(request), job, {
+        content: request.body.content,
         baseVersion: request.body.baseVersion ?? null,
-        summary: request.body.summary?.trim() || 'Edited by hand',
-        author: 'user',
+        summary: request.body.summary ?? null,
       });
       return current(job.workspaceId, job._id);
     },
