@@ -1,4 +1,6 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Observable } from 'rxjs';
+import { hashToken } from '../../adapters/keys.js';
 import type { JobDoc } from '../../projections/jobs.js';
 import { jobsCollection } from '../../projections/jobs.js';
 import type { ReadCache } from '../../projections/read-cache.js';
@@ -51,11 +53,17 @@ export class Queries {
   }
 
   /**
-   * A job by id in any workspace, for the webhook route only: there the job's own token is the credential, checked
-   * against the hash this answers. Archived jobs are not found.
+   * The job a webhook call names, in any workspace, when `token` is its current webhook token: there the token is the
+   * credential, and the job's workspace is the caller's. Null for a missing, archived or tokenless job and for a
+   * wrong token alike, so a caller learns nothing about which. The hashes are compared in constant time.
    */
-  jobForWebhook(jobId: string): Promise<JobDoc | null> {
-    return this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
+  async jobForWebhook(jobId: string, token: string): Promise<JobDoc | null> {
+    const job = await this.docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId, archived: false });
+    const expected = job?.webhookTokenHash;
+    if (!job || !expected) return null;
+    const a = Buffer.from(hashToken(token));
+    const b = Buffer.from(expected);
+    return a.length === b.length && timingSafeEqual(a, b) ? job : null;
   }
 
   /** The database kinds behind the stores: `sqlite`, `mongodb`, or `<events>+<documents>` when they differ. */
