@@ -110,8 +110,10 @@ describe('redaction of derived forms', () => {
       return performance.now() - t0;
     };
     time(50_000); // warm up
-    const small = Math.max(time(200_000), 1);
-    const large = time(2_000_000);
+    // The fastest of three of each, so a pause of a loaded machine in one measurement is not taken for the cost.
+    const fastest = (n: number) => Math.min(time(n), time(n), time(n));
+    const small = Math.max(fastest(200_000), 1);
+    const large = fastest(2_000_000);
     assert.ok(large < small * 30, `10x the text took ${(large / small).toFixed(1)}x the time (${large.toFixed(0)} ms)`);
     assert.ok(large < 2_000, `2 MB took ${large.toFixed(0)} ms`);
   });
