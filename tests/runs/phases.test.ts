@@ -14,6 +14,7 @@ import { collect } from '../../app/run/phases/collect.js';
 import { finish } from '../../app/run/phases/finish.js';
 import { noModelMessage } from '../../app/run/ports.js';
 import { stopMessages } from '../../domain/run-stop.js';
+import { waitFor } from '../wait.js';
 import { phaseWorld, type NewRun } from './phases-fixture.js';
 
 /**
@@ -169,12 +170,23 @@ describe('run phases on a bwrap sandbox', () => {
   it('scripted: a cancel while main runs ends the run as cancelled', async () => {
     const cancel = new AbortController();
     await withRun(
-      () => prepared({ mode: 'scripted', playbook: { main: '#!/bin/sh\nsleep 30\n' }, cancel: cancel.signal }),
+      () =>
+        prepared({
+          mode: 'scripted',
+          playbook: { main: '#!/bin/sh\necho > /workspace/main-started\nsleep 30\n' },
+          cancel: cancel.signal,
+        }),
       async (ctx) => {
         assert.equal(await setup(ctx), null);
-        setTimeout(() => cancel.abort(), 300);
         const started = Date.now();
-        const end = await scripted(ctx);
+        const ending = scripted(ctx);
+        // Cancelled once main is seen running, so the cancel cuts main off rather than landing before it starts.
+        await waitFor(
+          'main to start',
+          async () => (await ctx.sandbox.readFile('/workspace/main-started', 10)) !== null,
+        );
+        cancel.abort();
+        const end = await ending;
         assert.ok(Date.now() - started < 10_000, 'main was cut off');
         assert.ok(end instanceof RunEnd);
         assert.deepEqual([end.status, end.error], ['cancelled', stopMessages.stopped]);
