@@ -33,13 +33,15 @@ after(() => server.close());
 
 const sse = (res: ServerResponse, events: Array<[string | null, unknown]>, cutAfter?: number) => {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  events.forEach(([name, data], i) => {
-    if (cutAfter !== undefined && i >= cutAfter) return;
-    res.write(`${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+  const sent = events.slice(0, cutAfter ?? events.length);
+  sent.forEach(([name, data], i) => {
+    const text = `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+    // Cut once the last event has left this process (write callbacks come in order), as a dropped connection would.
+    const cut = cutAfter !== undefined && i === sent.length - 1 ? () => res.destroy() : undefined;
+    res.write(text, cut);
   });
-  // Cut after the events have reached the client, as a dropped connection would.
-  if (cutAfter !== undefined) setTimeout(() => res.destroy(), 50);
-  else res.end();
+  if (cutAfter === undefined) res.end();
+  else if (sent.length === 0) res.destroy();
 };
 const errorReply =
   (status: number, message: string): Reply =>
