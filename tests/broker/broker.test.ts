@@ -726,6 +726,8 @@ describe('broker: svc llm', () => {
     });
     gaveUp.on('error', () => undefined);
     gaveUp.end(body);
+    // Nothing shows a request queued for a slot, so it is given 50 ms to arrive; arriving later only makes the case
+    // easier (refused before it queues), never a false failure.
     await new Promise((r) => setTimeout(r, 50));
     gaveUp.destroy();
     await busy;
