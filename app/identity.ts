@@ -6,7 +6,15 @@ import { signInLinkDecider, signInLinkStreamId } from '../domain/sign-in-link.js
 import { identityDecider, identityStreamId, userDecider, userStreamId, type Profile } from '../domain/user.js';
 import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
 import type { Principal } from './principal.js';
-import { memberId, type ApiTokenDoc, type MemberDoc, type UserDoc } from '../projections/identity.js';
+import {
+  apiTokensCollection,
+  memberId,
+  membersCollection,
+  usersCollection,
+  type ApiTokenDoc,
+  type MemberDoc,
+  type UserDoc,
+} from '../projections/identity.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { ReadCache } from '../projections/read-cache.js';
 import type { DocumentStore } from '../store/document-store.js';
@@ -14,15 +22,6 @@ import type { Position } from '../store/event-store.js';
 import { CommandBus, systemContext, type CommandContext } from './commands.js';
 import { newId, newSecret } from './ids.js';
 import { hashToken, type Keys } from '../adapters/keys.js';
-
-/*
- * The identity read models, named once like every other collection (projections/identity.ts writes them; a test
- * checks the projectors declare these names).
- */
-export const usersCollection = 'users';
-export const workspacesCollection = 'workspaces';
-export const membersCollection = 'members';
-export const apiTokensCollection = 'api_tokens';
 
 export const sessionCookieName = 'svc_session';
 export const sessionTtlMs = 7 * 24 * 60 * 60 * 1000;

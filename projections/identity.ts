@@ -4,6 +4,11 @@ import type { Doc } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 
+export const usersCollection = 'users';
+export const workspacesCollection = 'workspaces';
+export const membersCollection = 'members';
+export const apiTokensCollection = 'api_tokens';
+
 export interface UserDoc extends Doc {
   issuer: string;
   subject: string;
@@ -59,8 +64,8 @@ const update = (collection: string, _id: string, fields: Record<string, unknown>
 export const usersProjector: Projector = {
   name: 'users',
   version: 1,
-  collections: ['users'],
-  indexes: [{ collection: 'users', keys: [['email', 1]] }],
+  collections: [usersCollection],
+  indexes: [{ collection: usersCollection, keys: [['email', 1]] }],
   project(recorded: RecordedEvent): DocOp[] {
     const decoded = streams.user.decode(recorded);
     if (!decoded) return [];
@@ -69,7 +74,7 @@ export const usersProjector: Projector = {
       case 'UserRegistered': {
         const d = e.data;
         return [
-          upsert('users', id, {
+          upsert(usersCollection, id, {
             issuer: d.issuer,
             subject: d.subject,
             provider: d.provider,
@@ -85,7 +90,7 @@ export const usersProjector: Projector = {
       }
       case 'UserSignedIn':
         return [
-          update('users', id, {
+          update(usersCollection, id, {
             email: e.data.email,
             name: e.data.name,
             picture: e.data.picture,
@@ -94,9 +99,9 @@ export const usersProjector: Projector = {
           }),
         ];
       case 'UserDeactivated':
-        return [update('users', id, { deactivated: true })];
+        return [update(usersCollection, id, { deactivated: true })];
       case 'UserReactivated':
-        return [update('users', id, { deactivated: false })];
+        return [update(usersCollection, id, { deactivated: false })];
       default:
         return [];
     }
@@ -106,7 +111,7 @@ export const usersProjector: Projector = {
 export const workspacesProjector: Projector = {
   name: 'workspaces',
   version: 1,
-  collections: ['workspaces'],
+  collections: [workspacesCollection],
   indexes: [],
   project(recorded: RecordedEvent): DocOp[] {
     const decoded = streams.workspace.decode(recorded);
@@ -114,9 +119,9 @@ export const workspacesProjector: Projector = {
     const { key: id, event: e } = decoded;
     switch (e.type) {
       case 'WorkspaceCreated':
-        return [upsert('workspaces', id, { name: e.data.name, createdAt: e.data.createdAt, ownerId: null })];
+        return [upsert(workspacesCollection, id, { name: e.data.name, createdAt: e.data.createdAt, ownerId: null })];
       case 'WorkspaceOwnerClaimed':
-        return [update('workspaces', id, { ownerId: e.data.userId })];
+        return [update(workspacesCollection, id, { ownerId: e.data.userId })];
       default:
         return [];
     }
@@ -126,16 +131,16 @@ export const workspacesProjector: Projector = {
 export const membersProjector: Projector = {
   name: 'members',
   version: 1,
-  collections: ['members'],
+  collections: [membersCollection],
   indexes: [
     {
-      collection: 'members',
+      collection: membersCollection,
       keys: [
         ['workspaceId', 1],
         ['joinedAt', 1],
       ],
     },
-    { collection: 'members', keys: [['userId', 1]] },
+    { collection: membersCollection, keys: [['userId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
     const decoded = streams.membership.decode(recorded);
@@ -148,7 +153,7 @@ export const membersProjector: Projector = {
       case 'MemberJoined': {
         const d = e.data;
         return [
-          upsert('members', memberId(d.workspaceId, d.userId), {
+          upsert(membersCollection, memberId(d.workspaceId, d.userId), {
             workspaceId: d.workspaceId,
             userId: d.userId,
             role: d.role,
@@ -160,8 +165,8 @@ export const membersProjector: Projector = {
       case 'MemberRemoved': {
         const id = memberId(workspaceId, userId);
         return e.type === 'MemberRemoved'
-          ? [{ kind: 'delete', collection: 'members', filter: { _id: id } }]
-          : [update('members', id, { role: e.data.role })];
+          ? [{ kind: 'delete', collection: membersCollection, filter: { _id: id } }]
+          : [update(membersCollection, id, { role: e.data.role })];
       }
       default:
         return [];
@@ -172,11 +177,11 @@ export const membersProjector: Projector = {
 export const apiTokensProjector: Projector = {
   name: 'api_tokens',
   version: 1,
-  collections: ['api_tokens'],
+  collections: [apiTokensCollection],
   indexes: [
-    { collection: 'api_tokens', keys: [['tokenHash', 1]], unique: true },
+    { collection: apiTokensCollection, keys: [['tokenHash', 1]], unique: true },
     {
-      collection: 'api_tokens',
+      collection: apiTokensCollection,
       keys: [
         ['workspaceId', 1],
         ['createdAt', 1],
@@ -191,7 +196,7 @@ export const apiTokensProjector: Projector = {
       case 'ApiTokenCreated': {
         const d = e.data;
         return [
-          upsert('api_tokens', id, {
+          upsert(apiTokensCollection, id, {
             workspaceId: d.workspaceId,
             userId: d.userId,
             name: d.name,
@@ -203,9 +208,9 @@ export const apiTokensProjector: Projector = {
         ];
       }
       case 'ApiTokenUsed':
-        return [update('api_tokens', id, { lastUsedAt: e.data.at })];
+        return [update(apiTokensCollection, id, { lastUsedAt: e.data.at })];
       case 'ApiTokenDeleted':
-        return [{ kind: 'delete', collection: 'api_tokens', filter: { _id: id } }];
+        return [{ kind: 'delete', collection: apiTokensCollection, filter: { _id: id } }];
       default:
         return [];
     }

@@ -1,19 +1,17 @@
 import { DomainError } from '../../domain/decider.js';
 import {
+  apiTokensCollection,
   memberId,
+  membersCollection,
+  usersCollection,
+  workspacesCollection,
   type ApiTokenDoc,
   type MemberDoc,
   type UserDoc,
   type WorkspaceDoc,
 } from '../../projections/identity.js';
 import type { DocumentStore, Filter } from '../../store/document-store.js';
-import {
-  apiTokensCollection,
-  membersCollection,
-  seesEveryToken,
-  usersCollection,
-  workspacesCollection,
-} from '../identity.js';
+import { seesEveryToken } from '../identity.js';
 import type { Principal } from '../principal.js';
 import type { Page, PageRequest } from './list.js';
 
