@@ -1,5 +1,6 @@
 // Shared helpers for the in-sandbox svc tests: build the binary once per test file, run it, and play the broker.
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { arch } from 'node:os';
@@ -8,10 +9,25 @@ import { join } from 'node:path';
 export const root = new URL('../..', import.meta.url).pathname;
 export const svcBin = join(root, 'dist', 'svc', `svc-${arch() === 'arm64' ? 'arm64' : 'amd64'}`);
 
+/** True when the binary is newer than every source it is built from. */
+function upToDate(): boolean {
+  if (!existsSync(svcBin)) return false;
+  const sources = [
+    join(root, 'scripts', 'build-svc.sh'),
+    ...readdirSync(join(root, 'broker', 'svc')).map((f) => join(root, 'broker', 'svc', f)),
+  ];
+  const built = statSync(svcBin).mtimeMs;
+  return sources.every((f) => statSync(f).mtimeMs <= built);
+}
+
 let built = false;
-/** Builds dist/svc with scripts/build-svc.sh (once per process). */
+/**
+ * Builds dist/svc with scripts/build-svc.sh (once per process) unless `npm run build` already made it from the same
+ * sources: rebuilding replaces the binary that sandbox tests running beside these ones bind into their containers
+ * (a docker exec failed once with "exec format error" in a full run where this rebuild ran beside it).
+ */
 export function buildSvc(): void {
-  if (built) return;
+  if (built || upToDate()) return;
   execFileSync('sh', [join(root, 'scripts', 'build-svc.sh')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   built = true;
 }
