@@ -11,7 +11,7 @@ import {
   type PlaybookContent,
 } from './playbook.js';
 import { playbookBudget, playbookTokens } from './playbook-render.js';
-import { playbookLimits, type AppliedOp, type Learning } from './playbook-types.js';
+import { playbookLimits, type AppliedOp, type Learning, type PlaybookOp } from './playbook-types.js';
 
 /**
  * Reflection's ops (docs/playbooks.md, "Ops"), each validated and applied on a scratch copy of the playbook: an op
@@ -32,17 +32,7 @@ export type OpName =
   | 'update_main'
   | 'set_verify';
 
-/** An op as the reflection model answers it: every field present, unused ones null. */
-export interface PlaybookOp {
-  op: string;
-  rationale: string;
-  id: string | null;
-  kind: string | null;
-  text: string | null;
-  when: string | null;
-  name: string | null;
-  content: string | null;
-}
+export type { PlaybookOp } from './playbook-types.js';
 
 export interface OpContext {
   /** The run reflection learns from: recorded as a source of learnings and scripts. */

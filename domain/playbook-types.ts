@@ -90,9 +90,8 @@ export interface OpTest {
   output?: string;
 }
 
-/** One op of a reflection and what became of it. */
-export interface AppliedOp {
-  status: 'applied' | 'held' | 'rejected';
+/** An op as the reflection model answers it: every field present, unused ones null. */
+export interface PlaybookOp {
   op: string;
   rationale: string;
   id: string | null;
@@ -101,6 +100,11 @@ export interface AppliedOp {
   when: string | null;
   name: string | null;
   content: string | null;
+}
+
+/** One op of a reflection and what became of it. */
+export interface AppliedOp extends PlaybookOp {
+  status: 'applied' | 'held' | 'rejected';
   flags?: string[] | null;
   reason?: string;
   target?: string;
