@@ -86,14 +86,20 @@ const runCalls = (id: string): Call[] => [
   ['GET', `/api/runs/${id}/artifact?path=out.txt`],
 ];
 
-/** Answers every call with both credential kinds and returns the ones that were not a plain 404 `not_found`. */
+/**
+ * Answers every call with both credential kinds and returns the ones that were not a plain 404 `not_found` from the
+ * route itself. The router answers a path it does not know with the same code ("No route for ..."), so that answer
+ * counts as wrong: a renamed route would otherwise pass here without its tenant check ever running.
+ */
 async function notFoundEverywhere(calls: Call[]): Promise<string[]> {
   const wrong: string[] = [];
   for (const client of [session, token])
     for (const [method, path, body] of calls) {
       const res = await client.request(method, path, body);
-      const code = (res.body as { code?: string } | null)?.code;
-      if (res.status !== 404 || code !== 'not_found') wrong.push(`${method} ${path}: ${res.status} ${res.text}`);
+      const { code, message } = (res.body as { code?: string; message?: string } | null) ?? {};
+      const routed = !message?.startsWith('No route for ');
+      if (res.status !== 404 || code !== 'not_found' || !routed)
+        wrong.push(`${method} ${path}: ${res.status} ${res.text}`);
     }
   return wrong;
 }
