@@ -68,10 +68,10 @@ function serverFilter(filter: AllFilter | undefined) {
   return excludeSystemEvents();
 }
 
-/** The scaled event store: EventStoreDB through its official gRPC client. */
 /** Why a failed unsubscribe is ignored: it runs on teardown, and no one is left to hear of it. */
 const unsubscribed = 'the subscriber has left; the call ends with the client at the latest';
 
+/** The scaled event store: EventStoreDB through its official gRPC client. */
 export class EventStoreDbEventStore implements EventStore {
   readonly kind = 'eventstoredb';
 
