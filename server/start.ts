@@ -22,6 +22,7 @@ import { McpServers } from '../app/mcp-servers.js';
 import { NotificationSender } from '../app/notifications.js';
 import { JobStateStore } from '../app/job-state.js';
 import { ImageLogs, Images } from '../app/images.js';
+import type { Position } from '../store/event-store.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
 import { JobCompiler } from '../app/compile.js';
@@ -121,36 +122,27 @@ export function appDeps(
     | 'images'
     | 'playbooks'
     | 'runner'
+    | 'notifications'
   >,
 ): AppDeps {
+  const allowPrivateNetworkTargets = process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true';
+  const projected = (position: Position | null) => s.engine.waitFor(position);
+  const sandbox = () => s.runner?.sandboxInfo() ?? null;
   return {
-    config: {
-      publicUrl: s.config.publicUrl,
-      logLevel: s.config.logLevel,
-      allowPrivateNetworkTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
-    },
+    config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
     queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
     engine: s.engine,
     identity: s.identity,
-    jobs: new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position)),
+    jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
-    compiler: new JobCompiler(s.models, s.mcp, () => s.runner?.sandboxInfo() ?? null),
-    settings: new WorkspaceSettings(
-      s.models,
-      s.secrets,
-      new NotificationSender(
-        { settings: (ws) => s.models.settingsFor(ws), secretValue: (ws, name) => s.secrets.valueOf(ws, name) },
-        { allowPrivateTargets: process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true', version },
-      ),
-      process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true',
-    ),
-    providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, (position) =>
-      s.engine.waitFor(position),
-    ),
+    compiler: new JobCompiler(s.models, s.mcp, sandbox),
+    // The test notification goes through the process's one sender, the one runs notify with.
+    settings: new WorkspaceSettings(s.models, s.secrets, s.notifications, allowPrivateNetworkTargets),
+    providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),
     version,
     runs: s.runs,
-    sandbox: () => s.runner?.sandboxInfo() ?? null,
+    sandbox,
     secrets: s.secrets,
     mcp: s.mcp,
     jobState: s.jobState,
@@ -251,6 +243,10 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
   const images = new Images(bus, stores.docs, new ImageLogs(''));
   const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
+  const notifications = new NotificationSender(
+    { settings: (ws) => models.settingsFor(ws), secretValue: (ws, name) => secrets.valueOf(ws, name) },
+    { allowPrivateTargets: false, version },
+  );
   const { app, openapi } = await buildApp(
     appDeps({
       config,
@@ -268,6 +264,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
       images,
       playbooks,
       runner: null,
+      notifications,
     }),
   );
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();
