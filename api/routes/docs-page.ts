@@ -57,9 +57,10 @@ async function load(): Promise<DocsFiles> {
   const files = new Map<string, DocsFile>();
   const urls: Record<string, string> = {};
   for (const [name, type, body] of sources) {
+    const served = await file(body, type, 'public, max-age=31536000, immutable');
     // A name that changes with the content can be cached for good: an upgrade of the package is a new name.
-    const hashed = name.replace(/(\.\w+)$/, `.${etagOf(body).slice(1, 13)}$1`);
-    files.set(hashed, await file(body, type, 'public, max-age=31536000, immutable'));
+    const hashed = name.replace(/(\.\w+)$/, `.${served.etag.slice(1, 13)}$1`);
+    files.set(hashed, served);
     urls[name] = `/api/docs/${hashed}`;
   }
   const html = `<!doctype html>
