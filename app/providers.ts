@@ -11,7 +11,7 @@ import {
 } from '../domain/provider.js';
 import { redact } from '../domain/redact.js';
 import { defaultRole } from '../domain/settings.js';
-import { modelsCollection, providersCollection, type ModelDoc, type ProviderDoc } from '../projections/providers.js';
+import type { ModelDoc, ProviderDoc } from '../projections/providers.js';
 import type {
   CreateModelInputBody,
   FakeScriptBody,
@@ -28,6 +28,7 @@ import type { CommandBus, CommandContext } from './commands.js';
 import { newId } from './ids.js';
 import { listModels } from './model-sync.js';
 import type { Models } from './models.js';
+import { ProviderQueries } from './queries/providers.js';
 
 type NewModel = Static<typeof CreateModelInputBody>;
 type ModelChanges = Static<typeof PatchModelInputBody>;
@@ -90,16 +91,9 @@ export class Providers {
     return result;
   }
 
-  private async provider(workspaceId: string, id: string): Promise<ProviderDoc> {
-    const d = await this.docs.collection<ProviderDoc>(providersCollection).findOne({ _id: id, workspaceId });
-    if (!d) throw DomainError.notFound('Provider');
-    return d;
-  }
-
-  private async model(workspaceId: string, id: string): Promise<ModelDoc> {
-    const m = await this.docs.collection<ModelDoc>(modelsCollection).findOne({ _id: id, workspaceId });
-    if (!m) throw DomainError.notFound('Model');
-    return m;
+  /** The workspace-scoped reads of the query layer: another workspace's provider or model is not found. */
+  private read(workspaceId: string): ProviderQueries {
+    return new ProviderQueries(this.docs, workspaceId);
   }
 
   private openKey(d: ProviderDoc): string | null {
@@ -173,22 +167,21 @@ export class Providers {
 
   /** Deletes the provider and its models; workspace defaults that pointed at them are unset. */
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
-    const gone = (await this.docs.collection<ModelDoc>(modelsCollection).find({ providerId: id, workspaceId })).map(
-      (m) => m._id,
-    );
+    const gone = (await this.read(workspaceId).modelsOf(id)).map((m) => m._id);
     await this.onProvider(ctx, workspaceId, id, { type: 'DeleteProvider', now: Date.now() });
     await this.models.clearDefaults(ctx, workspaceId, gone);
   }
 
   /** Reads the source, then lets the decider add, adopt, re-list, update and unlist (docs/api.md). */
   async sync(ctx: CommandContext, workspaceId: string, id: string): Promise<SyncResult> {
-    const d = await this.provider(workspaceId, id);
+    const d = await this.read(workspaceId).get(id);
     let listed: Awaited<ReturnType<typeof listModels>> = null;
     let error: string | null = null;
+    const apiKey = this.openKey(d);
     try {
-      listed = await listModels(d.kind, d.baseUrl, this.openKey(d));
+      listed = await listModels(d.kind, d.baseUrl, apiKey);
     } catch (err) {
-      error = redact(errorMessage(err), [this.openKey(d) ?? '']) || 'the source could not be read';
+      error = redact(errorMessage(err), [apiKey ?? '']) || 'the source could not be read';
     }
     // A manual source (fake) has nothing to sync.
     if (listed === null && error === null) return { added: 0, updated: 0, unlisted: 0 };
@@ -208,11 +201,9 @@ export class Providers {
 
   /** One short call to a model of the provider; a fake provider answers without taking a scripted answer. */
   async test(workspaceId: string, id: string, modelId: string): Promise<TestAnswer> {
-    const d = await this.provider(workspaceId, id);
-    const m = await this.docs
-      .collection<ModelDoc>(modelsCollection)
-      .findOne({ _id: modelId, providerId: d._id, workspaceId });
-    if (!m) throw DomainError.notFound('Model');
+    const read = this.read(workspaceId);
+    const d = await read.get(id);
+    const m = await read.modelOf(d._id, modelId);
     const apiKey = this.openKey(d);
     const client =
       d.kind === 'fake'
@@ -242,20 +233,16 @@ export class Providers {
 
   /** Queues scripted answers of a fake provider and answers how many are pending. */
   async script(workspaceId: string, id: string, responses: FakeResponses, reset: boolean): Promise<number> {
-    const d = await this.provider(workspaceId, id);
+    const d = await this.read(workspaceId).get(id);
     if (d.kind !== 'fake') throw new DomainError('unsupported', 'Only fake providers take scripted answers');
     return this.fakeScripts.push(d._id, responses, reset);
   }
 
   /** Turns every model of a provider on or off and answers how many changed; a default cannot be turned off. */
   async setModelsEnabled(ctx: CommandContext, workspaceId: string, id: string, enabled: boolean): Promise<number> {
-    const d = await this.provider(workspaceId, id);
-    if (!enabled)
-      await this.refuseDefault(
-        workspaceId,
-        await this.docs.collection<ModelDoc>(modelsCollection).find({ providerId: d._id, workspaceId }),
-        'disabling',
-      );
+    const read = this.read(workspaceId);
+    const d = await read.get(id);
+    if (!enabled) await this.refuseDefault(workspaceId, await read.modelsOf(d._id), 'disabling');
     const r = await this.onProvider(ctx, workspaceId, d._id, { type: 'SetModelsEnabled', enabled });
     return r.events.length;
   }
@@ -282,7 +269,7 @@ export class Providers {
 
   /** Editing label, price or caps stops the catalog from overwriting them; a default cannot be disabled. */
   async changeModel(ctx: CommandContext, workspaceId: string, modelId: string, b: ModelChanges): Promise<void> {
-    const m = await this.model(workspaceId, modelId);
+    const m = await this.read(workspaceId).model(modelId);
     if (b.enabled === false) await this.refuseDefault(workspaceId, [m], 'disabling');
     await this.onProvider(ctx, workspaceId, m.providerId, {
       type: 'ChangeModel',
@@ -297,7 +284,7 @@ export class Providers {
 
   /** Removes a model; a workspace default cannot be removed. */
   async removeModel(ctx: CommandContext, workspaceId: string, modelId: string): Promise<void> {
-    const m = await this.model(workspaceId, modelId);
+    const m = await this.read(workspaceId).model(modelId);
     await this.refuseDefault(workspaceId, [m], 'removing');
     await this.onProvider(ctx, workspaceId, m.providerId, { type: 'RemoveModel', modelId: m._id });
   }
