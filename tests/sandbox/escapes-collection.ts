@@ -255,27 +255,28 @@ export function collectionEscapes(
       const box = await make();
       const procName = `esc-bg-${randomUUID().slice(0, 8)}`;
       // A command that leaves a detached process behind, and one still running, both writing into the outputs.
-      const bg = await sh(
-        box,
-        `(setsid bash -c 'exec -a ${procName} sh -c "while :; do date +%s%N > /svc/outputs/tick; done"' </dev/null >/dev/null 2>&1 &) ; printf kept > /svc/outputs/kept.txt; echo started`,
-      );
+      const writer = `(setsid bash -c 'exec -a ${procName} sh -c "while :; do date +%s%N > /svc/outputs/tick; done"' </dev/null >/dev/null 2>&1 &)`;
+      const bg = await sh(box, `${writer} ; printf kept > /svc/outputs/kept.txt; echo started`);
       assert.equal(text(bg.output).trim(), 'started');
       let stillOut = '';
       const still = box.exec({
-        cmd: ['sh', '-c', 'echo started; while :; do sleep 1; done'],
+        cmd: ['sh', '-c', `${writer} ; echo started; while :; do sleep 1; done`],
         timeoutMs: 120_000,
         onOutput: (c) => (stillOut += text(c)),
       });
       await waitFor('the second command to start', () => stillOut.includes('started'));
+      const tick = async () => {
+        const b = await box.readFile('/svc/outputs/tick', 1000);
+        return b === null ? null : text(b);
+      };
+      // Without a live writer the checks below would pass vacuously. On bwrap the detached writer of the first command
+      // ends with it (each command has its own pid namespace), so there the running command's writer is the one to stop.
+      await waitFor('a writer to write into the outputs', async () => (await tick()) !== null);
       const t0 = Date.now();
       await box.stopProcesses();
       const ms = Date.now() - t0;
       const ended = await still;
       assert.equal(ended.timedOut, false);
-      const tick = async () => {
-        const b = await box.readFile('/svc/outputs/tick', 1000);
-        return b === null ? null : text(b);
-      };
       const first = await tick();
       // Only an absence shows that a writer is gone: one would rewrite the file continuously, so 300 ms without a
       // change is thousands of writes that did not happen.
