@@ -21,12 +21,7 @@ import { SecretQueries } from './secrets.js';
 import { StatsQueries } from './stats.js';
 import { RunTimeline, workspaceRunEvents } from './timeline.js';
 
-export type { Page, PageRequest } from './list.js';
-export type { RunFilter } from './runs.js';
 export type { MemberView, TokenView } from './identity.js';
-export type { JobHistory } from './stats.js';
-export type { RunTimeline } from './timeline.js';
-export type { ArtifactEntry, RunArtifacts } from './artifacts.js';
 
 /**
  * The read side of the API. Workspace data is reachable only through `forPrincipal`, which fixes the workspace
