@@ -10,7 +10,6 @@ import {
   staleAfterMs,
   type ImageRow,
 } from '../domain/image.js';
-import { imagesCollection, type ImageDoc } from '../projections/images.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { Position } from '../store/event-store.js';
@@ -162,12 +161,6 @@ export class Images {
       .findOne({ _id: jobId, workspaceId, archived: false });
     if (!job) throw DomainError.notFound('Job');
     return job;
-  }
-
-  async find(workspaceId: string, jobId: string, imageId: string): Promise<ImageDoc> {
-    const image = await this.docs.collection<ImageDoc>(imagesCollection).findOne({ _id: imageId, workspaceId, jobId });
-    if (!image) throw DomainError.notFound('Image');
-    return image;
   }
 
   /** A builder says it is there; the rebuild route asks whether any is (builders may live in other processes). */
