@@ -79,9 +79,6 @@ const receiver = new Receiver();
 let member: Client;
 let slowRun: { runId: string; jobName: string };
 
-/** The shared poll-until helper under the name this suite reads best with: `until('what', probe)`. */
-const until = waitFor;
-
 /** The events on the run's notification stream, in order. */
 type StreamEntry = { type: string; data: { events?: string[]; error?: string; retryAt?: number | null } };
 async function streamOf(runId: string): Promise<StreamEntry[]> {
@@ -124,7 +121,10 @@ describe('notifications', () => {
       const { runId, jobName } = await startRun('Fail with `exit 3`.');
       const { run } = await finishedRun(server.api, runId);
       assert.equal(run.status, 'failed');
-      const [got] = await until('the notification', () => receiver.forRun(runId).length > 0 && receiver.forRun(runId));
+      const [got] = await waitFor(
+        'the notification',
+        () => receiver.forRun(runId).length > 0 && receiver.forRun(runId),
+      );
       const url = `${server.t.url}/runs/${runId}?workspace=${defaultWorkspaceId}`;
 
       assert.equal(got!.headers['content-type'], 'application/json');
@@ -161,7 +161,7 @@ describe('notifications', () => {
       assert.equal(got!.body.timestamp, new Date(run.finishedAt).toISOString());
       assert.deepEqual(got!.body.allowed_mentions, { parse: [] });
 
-      await until('the delivery to be recorded', async () =>
+      await waitFor('the delivery to be recorded', async () =>
         (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'),
       );
       // Every post is preceded by an attempt appended to the stream, and a delivered notification takes no new
@@ -200,7 +200,7 @@ describe('notifications', () => {
           assert.equal(run.fellBack, true);
           runs.push(runId);
         }
-        const first = await until(
+        const first = await waitFor(
           "the first run's notification",
           () => receiver.forRun(runs[0]!).length > 0 && receiver.forRun(runs[0]!),
         );
@@ -208,7 +208,7 @@ describe('notifications', () => {
           first.map((r) => r.body.event),
           ['run.fell_back'],
         );
-        const second = await until(
+        const second = await waitFor(
           "the second run's notifications",
           () => receiver.forRun(runs[1]!).length > 1 && receiver.forRun(runs[1]!),
         );
@@ -224,7 +224,7 @@ describe('notifications', () => {
       try {
         const { runId } = await startRun('Fail with `exit 3`.');
         await finishedRun(server.api, runId);
-        const checked = await until('the trigger check', async () =>
+        const checked = await waitFor('the trigger check', async () =>
           (await streamOf(runId)).find((e) => e.type === 'RunNotificationsChecked'),
         );
         assert.deepEqual(checked.data.events, [], 'a failure is not listed, so nothing is queued');
@@ -243,13 +243,16 @@ describe('notifications', () => {
       receiver.answers = [503];
       const { runId } = await startRun('Fail with `exit 3`.');
       await finishedRun(server.api, runId);
-      const got = await until('the second attempt', () => receiver.forRun(runId).length >= 2 && receiver.forRun(runId));
+      const got = await waitFor(
+        'the second attempt',
+        () => receiver.forRun(runId).length >= 2 && receiver.forRun(runId),
+      );
       assert.deepEqual(
         got.map((r) => r.answered),
         [503, 200],
       );
       assert.equal(got[0]!.raw, got[1]!.raw, 'the same body both times');
-      await until('the delivery to be recorded', async () =>
+      await waitFor('the delivery to be recorded', async () =>
         (await streamOf(runId)).some((e) => e.type === 'NotificationDelivered'),
       );
       const failed = (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed')!;
@@ -274,7 +277,7 @@ describe('notifications', () => {
       receiver.answers = [400];
       const { runId } = await startRun('Fail with `exit 3`.');
       await finishedRun(server.api, runId);
-      const failed = await until('the failed attempt', async () =>
+      const failed = await waitFor('the failed attempt', async () =>
         (await streamOf(runId)).find((e) => e.type === 'NotificationAttemptFailed'),
       );
       assert.equal(failed.data.retryAt, null, 'permanent');
@@ -302,7 +305,10 @@ describe('notifications', () => {
       const { run } = await finishedRun(server.api, runId);
       assert.equal(run.status, 'failed');
       assert.match(run.error, /\[redacted\]/);
-      const [got] = await until('the notification', () => receiver.forRun(runId).length > 0 && receiver.forRun(runId));
+      const [got] = await waitFor(
+        'the notification',
+        () => receiver.forRun(runId).length > 0 && receiver.forRun(runId),
+      );
       assert.ok(!got!.raw.includes('hunter2-very-secret-value'), got!.raw);
       assert.match(String(got!.body.run?.error), /key \[redacted\] was refused/);
       assert.match(got!.body.text, /key \[redacted\] was refused/);
@@ -311,7 +317,7 @@ describe('notifications', () => {
     it('posts run.failed for a timed-out run, worded "timed out"', async () => {
       const { run } = await finishedRun(server.api, slowRun.runId);
       assert.equal(run.status, 'timed_out');
-      const [got] = await until(
+      const [got] = await waitFor(
         'the notification',
         () => receiver.forRun(slowRun.runId).length > 0 && receiver.forRun(slowRun.runId),
       );
