@@ -2,6 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../app/config.js';
+import { ProjectionLease } from '../projections/lease.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
 import { guardProcess } from '../server/process-guards.js';
@@ -96,13 +98,33 @@ async function admin(args: string[]): Promise<void> {
     const v = flags(rest, { 'data-dir': { type: 'string' }, projector: { type: 'string', multiple: true } });
     const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
     const services = await openServices(config, createLogger('warn'));
+    // The rebuild writes the read models, so it needs the lease every projector process takes before writing them.
+    const lease = new ProjectionLease(services.stores.docs);
     try {
-      const started = Date.now();
-      const names = await services.engine.rebuild((v.projector as string[] | undefined) ?? []);
-      await services.engine.start();
-      await services.engine.catchUp();
-      await services.engine.stop();
-      process.stdout.write(`rebuilt ${names.join(', ')} in ${Date.now() - started} ms\n`);
+      // A killed server's lease runs out within its ttl; a running one renews it and the rebuild gives up.
+      const deadline = Date.now() + lease.times.ttlMs + 5000;
+      while (!(await lease.acquire())) {
+        if (Date.now() > deadline) {
+          const holder = await lease.current();
+          throw new ConfigError(
+            `a projector is running (${holder?.holder ?? 'another process'}); stop the servers with the projector role first`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, lease.times.pollMs));
+      }
+      services.engine.guardWrites(() => lease.held);
+      const renew = setInterval(() => void lease.acquire().catch(ignoreFailure('the next renewal tries again')), 2000);
+      try {
+        const started = Date.now();
+        const names = await services.engine.rebuild((v.projector as string[] | undefined) ?? []);
+        await services.engine.start();
+        await services.engine.catchUp();
+        await services.engine.stop();
+        process.stdout.write(`rebuilt ${names.join(', ')} in ${Date.now() - started} ms\n`);
+      } finally {
+        clearInterval(renew);
+        await lease.release();
+      }
     } finally {
       await closeStores(services.stores);
     }

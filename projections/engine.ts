@@ -86,6 +86,8 @@ export class ProjectionEngine {
   private waiters: Array<{ position: Position; resolve: (ok: boolean) => void; timer: NodeJS.Timeout }> = [];
   private readonly recent = new Map<Position, string>();
   private readonly changeListeners: Array<(collections: Set<string>) => void> = [];
+  /** Whether this process may still write read models (a projector lease); checked before each event. */
+  private mayWrite: () => boolean = () => true;
 
   constructor(
     private readonly events: EventStore,
@@ -98,6 +100,14 @@ export class ProjectionEngine {
 
   get running(): boolean {
     return this.subscription !== null || this.resubscribeTimer !== null;
+  }
+
+  /**
+   * Stops applying events as soon as `check` answers false, even between the lease's renewals, so a process that
+   * lost its lease writes at most the event in hand (docs/design.md, "Projector lease").
+   */
+  guardWrites(check: () => boolean): void {
+    this.mayWrite = check;
   }
 
   /** Called after each event with the collections it changed, before any waiter for it resolves. */
@@ -128,6 +138,9 @@ export class ProjectionEngine {
     this.processed = from;
     this.enqueued = from;
     this.queue = [];
+    // Another process may have written the read models while this one did not run: nothing cached before holds.
+    const all = new Set(this.projectors.flatMap((p) => p.collections));
+    for (const l of this.changeListeners) l(all);
     this.subscribe();
   }
 
@@ -347,11 +360,11 @@ export class ProjectionEngine {
     for (;;) {
       // Retries go first: a recovered projector then follows live events with the others.
       for (const lane of this.lanes.values()) {
-        if (!lane.retryDue || !this.running) continue;
+        if (!lane.retryDue || !this.running || !this.mayWrite()) continue;
         lane.retryDue = false;
         await this.recover(lane);
       }
-      if (this.queue.length === 0 || !this.running) return;
+      if (this.queue.length === 0 || !this.running || !this.mayWrite()) return;
       await this.apply(this.queue.shift()!);
     }
   }

@@ -5,7 +5,8 @@ const maxEntries = 5000;
 /**
  * Answers derived from read models, kept until the projection engine changes one of the collections they were
  * read from. Invalidation happens before read-your-writes waiters resolve, so a cached answer is never older than
- * the caller's own write. Only a process that runs the projector sees every change; elsewhere the cache is off.
+ * the caller's own write. Only a process whose engine runs sees every change; elsewhere (an api-only process, or a
+ * projector standing by for the lease) the cache is off, and an engine that starts drops everything cached before.
  */
 export class ReadCache {
   private readonly entries = new Map<string, unknown>();
@@ -15,7 +16,7 @@ export class ReadCache {
 
   constructor(
     engine: ProjectionEngine,
-    readonly enabled: boolean,
+    private readonly isEnabled: () => boolean,
   ) {
     engine.onChange((collections) => {
       for (const c of collections) {
@@ -26,6 +27,10 @@ export class ReadCache {
         keys.clear();
       }
     });
+  }
+
+  get enabled(): boolean {
+    return this.isEnabled();
   }
 
   /** The cached value, without waiting: the hot path of list routes. */

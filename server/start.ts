@@ -10,6 +10,8 @@ import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../doma
 import { ProjectionEngine } from '../projections/engine.js';
 import { allProjectors } from '../projections/index.js';
 import { ReadCache } from '../projections/read-cache.js';
+import { ProjectionLease } from '../projections/lease.js';
+import { ProjectorRole } from './projector-role.js';
 import { closeStores, openMemoryStores, openStores } from '../store/open.js';
 import { CommandBus, systemContext } from '../app/commands.js';
 import type { Config } from '../app/config.js';
@@ -47,8 +49,9 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const keys = Keys.load(config.dataDir, config.masterKey);
   const bus = new CommandBus(stores.events);
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
-  // Cached answers are only safe where the projector runs, because only there is every change seen.
-  const cache = new ReadCache(engine, config.roles.has('projector'));
+  // Cached answers are only safe where the engine runs (the projector role holding the lease): only there is every
+  // change seen.
+  const cache = new ReadCache(engine, () => engine.running);
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const runs = new Runs(bus, stores.events, stores.docs, Date.now, (position) => engine.waitFor(position));
   const models = new Models(bus, stores.docs, engine, keys);
@@ -181,7 +184,10 @@ export async function startServer(
     { type: 'CreateWorkspace', workspaceId: defaultWorkspaceId, name: 'Default', now: Date.now(), ifMissing: true },
     systemContext,
   );
-  if (config.roles.has('projector')) await services.engine.start();
+  const projector = config.roles.has('projector')
+    ? new ProjectorRole(services.engine, new ProjectionLease(services.stores.docs), log)
+    : null;
+  await projector?.start();
   if (config.roles.has('runner')) services.runner = await startRunner(services);
   const scheduler: Scheduler | null = config.roles.has('scheduler') ? startScheduler(services) : null;
 
@@ -220,6 +226,7 @@ export async function startServer(
       }
       await scheduler?.stop();
       await services.runner?.stop();
+      await projector?.stop();
       await services.engine.stop();
       await closeStores(services.stores);
     },
@@ -233,7 +240,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const bus = new CommandBus(stores.events);
   const log = createLogger('silent');
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
-  const cache = new ReadCache(engine, false);
+  const cache = new ReadCache(engine, () => false);
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
   const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
   const runs = new Runs(bus, stores.events, stores.docs);

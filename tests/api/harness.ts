@@ -136,30 +136,56 @@ export async function createToken(
 /** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */
 export async function spawnServer(
   dataDir: string,
+  roles?: string,
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   rmSync(join(dataDir, 'server.json'), { force: true });
+  const { child, output } = spawnSvc(dataDir, roles);
+  try {
+    // Generous: a process compiling its sources with tsx takes a minute on a loaded 2-core machine.
+    await waitFor(
+      'the server to write server.json',
+      () => {
+        if (child.exitCode !== null) throw new Error(`it exited with ${child.exitCode}`);
+        return existsSync(join(dataDir, 'server.json'));
+      },
+      { timeoutMs: 90_000 },
+    );
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`server did not start (${errorMessage(err)}): ${output()}`);
+  }
+  const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
+  return { child, url, output };
+}
+
+/** `svc serve` as a real process over `dataDir` with the given roles (all by default), logging at `logLevel`. */
+export function spawnSvc(
+  dataDir: string,
+  roles?: string,
+  logLevel = 'warn',
+): { child: ChildProcess; output: () => string } {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir],
+    [
+      '--import',
+      'tsx',
+      'cli/main.ts',
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      ...(roles ? ['--roles', roles] : []),
+    ],
     {
-      env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
+      env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: logLevel },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  try {
-    await waitFor('the server to write server.json', () => {
-      if (child.exitCode !== null) throw new Error(`it exited with ${child.exitCode}`);
-      return existsSync(join(dataDir, 'server.json'));
-    });
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw new Error(`server did not start (${errorMessage(err)}): ${out}`);
-  }
-  const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
-  return { child, url, output: () => out };
+  return { child, output: () => out };
 }
 
 export interface RunnerServer {
