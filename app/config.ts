@@ -1,4 +1,6 @@
 import { resolve } from 'node:path';
+import type { SignInProviderConfig } from '../domain/sign-in.js';
+import { readConfigFile } from './config-file.js';
 
 export type Role = 'api' | 'projector' | 'scheduler' | 'runner';
 export const allRoles: Role[] = ['api', 'projector', 'scheduler', 'runner'];
@@ -16,6 +18,10 @@ export interface Config {
   logLevel: string;
   /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE: names that operators and outside tests rely on, kept stable. */
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
+  /** Identity providers people sign in with, from the configuration file (docs/design.md, "Sign-in"). */
+  signInProviders: SignInProviderConfig[];
+  /** `workspaces.enabled` in the file; SVC_WORKSPACES_ENABLED overrides it. */
+  workspacesEnabled: boolean;
 }
 
 export interface ServeFlags {
@@ -23,6 +29,8 @@ export interface ServeFlags {
   port?: number;
   dataDir?: string;
   roles?: string;
+  /** `--config FILE`; else SVC_CONFIG. */
+  config?: string;
 }
 
 export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): Config {
@@ -35,6 +43,11 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
     if (!allRoles.includes(role)) throw new Error(`unknown role "${r}" (roles: ${allRoles.join(', ')})`);
     roles.add(role);
   }
+  const configFile = flags.config ?? (env.SVC_CONFIG || undefined);
+  const file = configFile ? readConfigFile(configFile, env) : { providers: [], workspacesEnabled: undefined };
+  const workspacesEnv = env.SVC_WORKSPACES_ENABLED;
+  if (workspacesEnv !== undefined && workspacesEnv !== 'true' && workspacesEnv !== 'false')
+    throw new Error(`SVC_WORKSPACES_ENABLED must be true or false, not "${workspacesEnv}"`);
   return {
     host,
     port,
@@ -50,5 +63,7 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
       dockerHost: env.SVC_DOCKER_HOST || undefined,
       image: env.SVC_SANDBOX_IMAGE || undefined,
     },
+    signInProviders: file.providers,
+    workspacesEnabled: workspacesEnv !== undefined ? workspacesEnv === 'true' : (file.workspacesEnabled ?? false),
   };
 }
