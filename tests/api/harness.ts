@@ -136,11 +136,12 @@ export async function createToken(
 /** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */
 export async function spawnServer(
   dataDir: string,
+  args: string[] = [],
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   rmSync(join(dataDir, 'server.json'), { force: true });
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir],
+    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir, ...args],
     {
       env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
