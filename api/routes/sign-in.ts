@@ -28,6 +28,7 @@ export default function signInRoutes(fastify: FastifyInstance, deps: AppDeps): v
     `${deps.config.publicUrl || `${request.protocol}://${request.host}`}/api/auth/callback/${encodeURIComponent(provider)}`;
 
   const refuse = (reply: FastifyReply, request: FastifyRequest, err: unknown) => {
+    reply.header('cache-control', 'no-store');
     if (err instanceof SignInRefusal) {
       request.log.info({ code: err.code }, 'sign-in refused');
       return reply.redirect(loginPage(err.code), 302);
@@ -92,7 +93,7 @@ export default function signInRoutes(fastify: FastifyInstance, deps: AppDeps): v
         const redirect = request.validationError ? undefined : request.query.redirect;
         const { provider } = request.params;
         const { location, cookie } = await deps.signIn.start(provider, redirect, callbackUrl(request, provider));
-        reply.header('Set-Cookie', loginCookieHeader(cookie, loginTtlMs, secure));
+        reply.header('Set-Cookie', loginCookieHeader(cookie, loginTtlMs, secure)).header('cache-control', 'no-store');
         return reply.redirect(location, 302);
       } catch (err) {
         return refuse(reply, request, err);
@@ -118,7 +119,7 @@ export default function signInRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
     async (request, reply) => {
       // The login cookie is single-use from the browser's side: cleared whatever the outcome.
-      reply.header('Set-Cookie', loginCookieHeader('', 0, secure));
+      reply.header('Set-Cookie', loginCookieHeader('', 0, secure)).header('cache-control', 'no-store');
       try {
         if (request.validationError) throw new SignInRefusal('invalid_login', 'The sign-in answer is malformed');
         const { provider } = request.params;

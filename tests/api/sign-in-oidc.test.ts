@@ -14,7 +14,7 @@ import { callback, configFile, startLogin, type Finished } from './sign-in-flow.
 let t: TestServer;
 let idp: TestIssuer;
 
-function config(issuer: string): string {
+function config(issuer: string, extra = ''): string {
   return configFile(`
 auth:
   providers:
@@ -34,7 +34,7 @@ auth:
       issuer: ${issuer}
       clientId: ${clientId}
       clientSecret: ${clientSecret}
-`);
+${extra}`);
 }
 
 before(async () => {
@@ -228,7 +228,13 @@ describe('login starts on a server of their own (they count against the rate lim
   let own: TestServer;
   let began: number;
   before(async () => {
-    own = await startTestServer({ SVC_CONFIG: config(idp.issuer), TEST_OIDC_SECRET: clientSecret, SVC_ROLES: 'api' });
+    // A provider whose issuer does not answer: port 9 on loopback (discard) has no listener here.
+    const down = `    down:\n      type: oidc\n      issuer: http://127.0.0.1:9\n      clientId: svc\n`;
+    own = await startTestServer({
+      SVC_CONFIG: config(idp.issuer, down),
+      TEST_OIDC_SECRET: clientSecret,
+      SVC_ROLES: 'api',
+    });
     began = Date.now();
   });
   after(async () => own?.stop());
@@ -249,11 +255,19 @@ describe('login starts on a server of their own (they count against the rate lim
     assert.equal(tooLong.location, '/login?error=not_found');
   });
 
+  it('sends a sign-in to a provider that cannot be reached to the login page, and the server stays up', async () => {
+    const started = await startLogin(own.url, 'down');
+    assert.equal(started.location, '/login?error=provider_error');
+    assert.equal(started.loginCookie, undefined);
+    assert.equal(started.res.headers.get('cache-control'), 'no-store');
+    assert.equal((await fetch(`${own.url}/api/auth/providers`)).status, 200);
+  });
+
   it('sends the 21st start within a minute to the login page with Retry-After', async () => {
-    // Six starts were made above. The bucket refills one start every 3 s, so the count allowed before the refusal
+    // Seven starts were made above. The bucket refills one start every 3 s, so the count allowed before the refusal
     // is 20 plus what refilled while the calls ran.
     {
-      let ok = 6;
+      let ok = 7;
       let refused: Response | null = null;
       for (let i = 0; i < 200 && !refused; i++) {
         const res = await fetch(`${own.url}/api/auth/login/corp`, { redirect: 'manual' });
