@@ -23,15 +23,24 @@ export class OidcSignIn implements SignInProtocol {
     if (!this.discovered) {
       const { issuer, clientId, clientSecret } = this.cfg;
       // http is accepted at start only for a loopback issuer (app/config-file.ts).
-      const insecure = issuer.startsWith('http://') ? { execute: [client.allowInsecureRequests] } : {};
+      const insecure: { execute?: Array<(c: client.Configuration) => void> } = issuer.startsWith('http://')
+        ? { execute: [client.allowInsecureRequests] }
+        : {};
       this.discovered = client
-        .discovery(
-          new URL(issuer),
-          clientId,
-          clientSecret ?? undefined,
-          clientSecret ? client.ClientSecretPost(clientSecret) : client.None(),
-          { ...insecure, timeout: 10 },
-        )
+        .discovery(new URL(issuer), clientId, clientSecret ?? undefined, client.None(), { ...insecure, timeout: 10 })
+        .then((found) => {
+          if (!clientSecret) return found;
+          // The secret goes in the body when the provider says it takes it there, else as Basic (the default of
+          // RFC 8414 when a provider names no method).
+          const methods = found.serverMetadata().token_endpoint_auth_methods_supported;
+          const auth = methods?.includes('client_secret_post')
+            ? client.ClientSecretPost(clientSecret)
+            : client.ClientSecretBasic(clientSecret);
+          const config = new client.Configuration(found.serverMetadata(), clientId, clientSecret, auth);
+          if (insecure.execute) client.allowInsecureRequests(config);
+          config.timeout = 10;
+          return config;
+        })
         .catch((err: unknown) => {
           this.discovered = null;
           throw new ProviderFailure(`discovery of ${issuer} failed: ${errorMessage(err)}`);
