@@ -166,6 +166,13 @@ describe('sign-in with OpenID Connect', () => {
       assert.equal(done.location, '/login?error=invalid_login', String(cookie));
       assert.equal(done.session, undefined);
     }
+    // Oversized and malformed values are refusals like any other, never a server error.
+    for (const cookie of ['x'.repeat(5000), '%E0%A4%A', `${payload}.${sig}.${sig}`]) {
+      assert.equal((await callback(back, cookie)).location, '/login?error=invalid_login');
+    }
+    const huge = new URL(back);
+    huge.searchParams.set('code', 'c'.repeat(5000));
+    assert.equal((await callback(huge.href, started.loginCookie)).location, '/login?error=invalid_login');
     // A session cookie's value is signed for another kind: it does not pass as a login cookie.
     const session = (await signIn('ann')).session!.slice('svc_session='.length);
     assert.equal((await callback(back, session)).location, '/login?error=invalid_login');
