@@ -290,4 +290,19 @@ describe('login starts on a server of their own (they count against the rate lim
       assert.ok(ok <= 20 + Math.ceil((Date.now() - began) / 3000), `${ok} starts`);
     }
   });
+
+  it('limits sign-in link attempts the same way, answering the login page', async () => {
+    const from = Date.now();
+    let invalid = 0;
+    let last: Response | null = null;
+    for (let i = 0; i < 200; i++) {
+      last = await fetch(`${own.url}/api/auth/link/nope`, { redirect: 'manual' });
+      await last.arrayBuffer();
+      if (last.headers.get('location') !== '/login?error=invalid_link') break;
+      invalid++;
+    }
+    assert.equal(last?.status, 302);
+    assert.equal(last?.headers.get('location'), '/login?error=rate_limited');
+    assert.ok(invalid >= 20 && invalid <= 20 + Math.ceil((Date.now() - from) / 3000), `${invalid} attempts`);
+  });
 });
