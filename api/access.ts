@@ -22,6 +22,10 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/docs/:file': pub,
   'GET /api/auth/link/:token': pub,
   'POST /api/auth/logout': pub,
+  'GET /api/auth/providers': pub,
+  'GET /api/setup': pub,
+  'GET /api/auth/login/:provider': pub,
+  'GET /api/auth/callback/:provider': pub,
   'GET /': pub,
   'GET /*': pub,
 

@@ -9,6 +9,7 @@ import { OpenApiRegistry } from './openapi.js';
 import './principal.js';
 import adminRoutes from './routes/admin.js';
 import authRoutes from './routes/auth.js';
+import signInRoutes from './routes/sign-in.js';
 import docsRoutes from './routes/docs.js';
 import jobRoutes from './routes/jobs.js';
 import hookRoutes from './routes/hooks.js';
@@ -113,6 +114,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   tokenRoutes(app, deps);
   systemRoutes(app, deps);
   authRoutes(app, deps);
+  signInRoutes(app, deps);
   memberRoutes(app, deps);
   adminRoutes(app, deps);
   docsRoutes(app, openapi);

@@ -11,7 +11,13 @@ export function readCookie(request: FastifyRequest, name: string): string | null
   if (!header) return null;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return null; // a malformed escape is no credential, not a server error
+      }
+    }
   }
   return null;
 }

@@ -1,4 +1,9 @@
 import { resolve } from 'node:path';
+import type { SignInProviderConfig } from '../domain/sign-in.js';
+import { ConfigError } from './config-error.js';
+import { readConfigFile } from './config-file.js';
+
+export { ConfigError };
 
 export type Role = 'api' | 'projector' | 'scheduler' | 'runner';
 export const allRoles: Role[] = ['api', 'projector', 'scheduler', 'runner'];
@@ -16,11 +21,10 @@ export interface Config {
   logLevel: string;
   /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE: names that operators and outside tests rely on, kept stable. */
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
-}
-
-/** A configuration the service refuses to start with; the message says what to set, and is all an operator sees. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+  /** Identity providers people sign in with, from the configuration file (docs/design.md, "Sign-in"). */
+  signInProviders: SignInProviderConfig[];
+  /** `workspaces.enabled` in the file; SVC_WORKSPACES_ENABLED overrides it. */
+  workspacesEnabled: boolean;
 }
 
 export interface ServeFlags {
@@ -28,6 +32,8 @@ export interface ServeFlags {
   port?: number;
   dataDir?: string;
   roles?: string;
+  /** `--config FILE`; else SVC_CONFIG. */
+  config?: string;
 }
 
 export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): Config {
@@ -50,6 +56,11 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
         'and a key file in one data directory is not shared (generate one with `openssl rand -base64 32`)',
     );
   }
+  const configFile = flags.config ?? (env.SVC_CONFIG || undefined);
+  const file = configFile ? readConfigFile(configFile, env) : { providers: [], workspacesEnabled: undefined };
+  const workspacesEnv = env.SVC_WORKSPACES_ENABLED;
+  if (workspacesEnv !== undefined && workspacesEnv !== 'true' && workspacesEnv !== 'false')
+    throw new ConfigError(`SVC_WORKSPACES_ENABLED must be true or false, not "${workspacesEnv}"`);
   return {
     host,
     port,
@@ -65,5 +76,7 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
       dockerHost: env.SVC_DOCKER_HOST || undefined,
       image: env.SVC_SANDBOX_IMAGE || undefined,
     },
+    signInProviders: file.providers,
+    workspacesEnabled: workspacesEnv !== undefined ? workspacesEnv === 'true' : (file.workspacesEnabled ?? false),
   };
 }

@@ -39,6 +39,13 @@ export interface ExternalIdentity {
   provider: string;
   isAdmin: boolean;
   profile: Profile;
+  /** Whether the provider vouches for `profile.email` (OIDC `email_verified`, GitHub's verified flag). */
+  emailVerified?: boolean;
+}
+
+export interface SignInOptions {
+  /** The invite the sign-in started from (a redirect to `/invite/<token>`), for invite acceptance. */
+  inviteToken?: string;
 }
 
 /** Admins and owners see and delete every token of their workspace; members only their own. */
@@ -180,7 +187,7 @@ export class Identity {
   }
 
   /** Finds or registers the user of an identity, records the sign-in, joins the landing workspace. */
-  async signIn(identity: ExternalIdentity, ctx: CommandContext): Promise<SessionClaims> {
+  async signIn(identity: ExternalIdentity, ctx: CommandContext, _opts?: SignInOptions): Promise<SessionClaims> {
     const now = this.clock();
     const key = createHash('sha256').update(`${identity.issuer}\n${identity.subject}`).digest('hex').slice(0, 40);
     const claimed = await this.bus.execute(

@@ -13,6 +13,7 @@ const usage = `svc: self-hosted job automation
 
 Usage:
   svc serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--roles api,projector,scheduler,runner]
+            [--config svc.yaml]               identity providers and workspaces (README.md)
   svc openapi [--yaml]                      print the OpenAPI document (no server needed)
   svc admin sign-in-link [--data-dir DIR] [--email E]
                                             print a single-use URL that signs in as the instance admin
@@ -20,7 +21,8 @@ Usage:
                                             rebuild read models from the event log (stop the server first)
   svc help
 
-Environment: SVC_EVENTSTORE_URL, SVC_MONGO_URL (scaled adapters), SVC_MASTER_KEY, SVC_PUBLIC_URL, SVC_LOG_LEVEL.
+Environment: SVC_EVENTSTORE_URL, SVC_MONGO_URL (scaled adapters), SVC_MASTER_KEY, SVC_PUBLIC_URL, SVC_LOG_LEVEL,
+SVC_CONFIG (the configuration file), SVC_WORKSPACES_ENABLED.
 `;
 
 class UsageError extends Error {}
@@ -39,8 +41,10 @@ async function serve(args: string[]): Promise<void> {
     port: { type: 'string' },
     'data-dir': { type: 'string' },
     roles: { type: 'string' },
+    config: { type: 'string' },
   });
   const config = loadConfig({
+    config: v.config as string | undefined,
     host: v.host as string | undefined,
     port: v.port !== undefined ? Number(v.port) : undefined,
     dataDir: v['data-dir'] as string | undefined,

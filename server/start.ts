@@ -16,6 +16,8 @@ import { closeStores, openMemoryStores, openStores } from '../store/open.js';
 import { CommandBus, systemContext } from '../app/commands.js';
 import type { Config } from '../app/config.js';
 import { Identity } from '../app/identity.js';
+import { SignIn } from '../app/sign-in.js';
+import { protocolFor } from '../adapters/sign-in/index.js';
 import { Keys } from '../adapters/keys.js';
 import { Runs } from '../app/runs.js';
 import { Models } from '../app/models.js';
@@ -126,17 +128,29 @@ export function appDeps(
     | 'playbooks'
     | 'runner'
     | 'notifications'
+    | 'log'
   >,
 ): AppDeps {
   const allowPrivateNetworkTargets = process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true';
   const projected = (position: Position | null) => s.engine.waitFor(position);
   const sandbox = () => s.runner?.sandboxInfo() ?? null;
   return {
-    config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets },
+    config: {
+      publicUrl: s.config.publicUrl,
+      logLevel: s.config.logLevel,
+      workspacesEnabled: s.config.workspacesEnabled,
+      allowPrivateNetworkTargets,
+    },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
     queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
     engine: s.engine,
     identity: s.identity,
+    signIn: new SignIn(
+      s.config.signInProviders.map((config) => ({ config, protocol: protocolFor(config) })),
+      s.identity,
+      s.keys,
+      (provider, code, detail) => s.log.warn({ provider, code, detail }, 'sign-in failed at the identity provider'),
+    ),
     jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
     compiler: new JobCompiler(s.models, s.mcp, sandbox),
@@ -242,7 +256,13 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
   const cache = new ReadCache(engine, () => false);
   const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
+  const config = {
+    publicUrl: '',
+    logLevel: 'silent',
+    dataDir: '',
+    signInProviders: [],
+    workspacesEnabled: false,
+  } as unknown as Config;
   const runs = new Runs(bus, stores.events, stores.docs);
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
@@ -272,6 +292,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
       playbooks,
       runner: null,
       notifications,
+      log,
     }),
   );
   const text = format === 'yaml' ? openapi.asYaml() : openapi.asJson();

@@ -3,6 +3,7 @@ import type { Observable } from 'rxjs';
 import { hashToken } from '../../adapters/keys.js';
 import type { JobDoc } from '../../projections/jobs.js';
 import { jobsCollection } from '../../projections/jobs.js';
+import { usersCollection } from '../../projections/identity.js';
 import type { ReadCache } from '../../projections/read-cache.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
@@ -59,6 +60,11 @@ export class Queries {
     const a = Buffer.from(hashToken(token));
     const b = Buffer.from(expected);
     return a.length === b.length && timingSafeEqual(a, b) ? job : null;
+  }
+
+  /** Whether anyone has signed in yet: the login page's first-start guidance shows until then. */
+  async anyUserExists(): Promise<boolean> {
+    return (await this.docs.collection(usersCollection).findOne({})) !== null;
   }
 
   /** The database kinds behind the stores: `sqlite`, `mongodb`, or `<events>+<documents>` when they differ. */

@@ -108,8 +108,11 @@ before(async () => {
 after(async () => t?.stop());
 
 const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
-/** Public routes that check a credential of their own (a link, a webhook token) and answer invalid_token for it. */
-const ownCredential = new Set(['GET /api/auth/link/:token', 'POST /hooks/:jobId']);
+/**
+ * Public routes that check a credential of their own (a webhook token) and answer invalid_token for it. The
+ * sign-in routes (a link, a login callback) redirect every refusal to the login page instead.
+ */
+const ownCredential = new Set(['POST /hooks/:jobId']);
 /** Server-sent-event routes stay open: only the status and the first bytes are read. */
 const streaming = new Set(['GET /api/runs/:id/stream', 'GET /api/events']);
 /** Ends the caller's session: called only by callers that hold none. */

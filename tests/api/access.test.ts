@@ -51,8 +51,8 @@ before(async () => {
 after(async () => t.stop());
 
 const rank = { member: 1, admin: 2, owner: 3 } as const;
-/** Public routes that check a credential of their own (a link, a webhook token) and answer invalid_token for it. */
-const ownCredential = new Set(['/api/auth/link/:token', '/hooks/:jobId']);
+/** Public routes that check a credential of their own (a webhook token) and answer invalid_token for it. */
+const ownCredential = new Set(['/hooks/:jobId']);
 /** Server-sent-event routes stay open: only the status and the first bytes are read. */
 const streaming = new Set(['GET /api/runs/:id/stream', 'GET /api/events']);
 

@@ -136,10 +136,10 @@ export async function createToken(
 /** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */
 export async function spawnServer(
   dataDir: string,
-  roles?: string,
+  args: string[] = [],
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   rmSync(join(dataDir, 'server.json'), { force: true });
-  const { child, output } = spawnSvc(dataDir, roles);
+  const { child, output } = spawnSvc(dataDir, args);
   try {
     // Generous: a process compiling its sources with tsx takes a minute on a loaded 2-core machine.
     await waitFor(
@@ -158,25 +158,15 @@ export async function spawnServer(
   return { child, url, output };
 }
 
-/** `svc serve` as a real process over `dataDir` with the given roles (all by default), logging at `logLevel`. */
+/** `svc serve` as a real process over `dataDir` with more arguments (`--roles`, `--config`), logging at `logLevel`. */
 export function spawnSvc(
   dataDir: string,
-  roles?: string,
+  args: string[] = [],
   logLevel = 'warn',
 ): { child: ChildProcess; output: () => string } {
   const child = spawn(
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      'cli/main.ts',
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      ...(roles ? ['--roles', roles] : []),
-    ],
+    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir, ...args],
     {
       env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: logLevel },
       stdio: ['ignore', 'pipe', 'pipe'],

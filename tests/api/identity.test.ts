@@ -26,8 +26,10 @@ describe('sign-in links and sessions', () => {
     const cookie = await useSignInLink(t.url + path);
     assert.match(cookie, /^svc_session=/);
     const again = await fetch(t.url + path, { redirect: 'manual' });
-    assert.equal(again.status, 401);
-    assert.equal(((await again.json()) as { code: string }).code, 'invalid_token');
+    // A browser opened it: the refusal lands on the login page, not as JSON.
+    assert.equal(again.status, 302);
+    assert.equal(again.headers.get('location'), '/login?error=invalid_link');
+    assert.equal(again.headers.get('set-cookie'), null);
   });
 
   it('sets an HttpOnly, SameSite cookie and refuses a tampered one', async () => {
@@ -49,7 +51,8 @@ describe('sign-in links and sessions', () => {
   it('refuses malformed and unknown links', async () => {
     for (const token of ['nope', '00000000-0000-7000-8000-000000000000.secret']) {
       const res = await fetch(`${t.url}/api/auth/link/${token}`, { redirect: 'manual' });
-      assert.equal(res.status, 401, token);
+      assert.equal(res.status, 302, token);
+      assert.equal(res.headers.get('location'), '/login?error=invalid_link');
     }
   });
 

@@ -63,12 +63,12 @@ describe('projector lease across processes on one data directory', () => {
   });
 
   it('lets one projector write at a time; a standby takes over when the holder is killed or stops', async () => {
-    const first = spawnSvc(dataDir, 'projector', 'info');
+    const first = spawnSvc(dataDir, ['--roles', 'projector'], 'info');
     children.push(first.child);
     await waitFor('the first projector to take the lease', () => takes(first.output) === 1, { timeoutMs: 90_000 });
-    const second = spawnSvc(dataDir, 'projector', 'info');
+    const second = spawnSvc(dataDir, ['--roles', 'projector'], 'info');
     children.push(second.child);
-    const api = await spawnServer(dataDir, 'api');
+    const api = await spawnServer(dataDir, ['--roles', 'api']);
     children.push(api.child);
 
     // The api process projects nothing itself: a sign-in and a job become readable through the first projector.
@@ -106,7 +106,7 @@ describe('projector lease across processes on one data directory', () => {
     assert.equal((await client.get(`/api/jobs/${afterwards.body.id}`)).body.name, 'after');
 
     // A clean stop gives the lease up at once: the next standby does not wait for the ttl.
-    const third = spawnSvc(dataDir, 'projector', 'info');
+    const third = spawnSvc(dataDir, ['--roles', 'projector'], 'info');
     children.push(third.child);
     await waitFor('the third process to stand by', () => third.output().includes(standing), { timeoutMs: 90_000 });
     second.child.kill('SIGTERM');

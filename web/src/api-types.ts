@@ -21,6 +21,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/auth/callback/{provider}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The identity provider's return
+     * @description Checks the login cookie (signature, expiry, state, provider), redeems the code, applies the allow and admin lists, sets the session cookie and redirects to where the sign-in started. Refusals redirect to `/login?error=<code>`.
+     */
+    get: operations['getAuthCallbackByProvider'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/auth/link/{token}': {
     parameters: {
       query?: never;
@@ -30,9 +50,29 @@ export interface paths {
     };
     /**
      * Use a single-use sign-in link
-     * @description Printed by `svc admin sign-in-link`. Signs in as the instance admin, sets the session cookie and redirects to `/`.
+     * @description Printed by `svc admin sign-in-link`. Signs in as the instance admin, sets the session cookie and redirects to `/`. An invalid, used or expired link redirects to `/login?error=invalid_link`; too many attempts (20 per minute per client address) to `/login?error=rate_limited`.
      */
     get: operations['getAuthLinkByToken'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/auth/login/{provider}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Start signing in with an identity provider
+     * @description Sets the short-lived signed `svc_login` cookie and redirects to the provider. `redirect` is kept only when it is a same-origin path. Rate limited to 20 per minute per client address: beyond it, and for an unknown provider, the browser is sent to `/login?error=<code>`.
+     */
+    get: operations['getAuthLoginByProvider'];
     put?: never;
     post?: never;
     delete?: never;
@@ -55,6 +95,26 @@ export interface paths {
      * @description Clears the session cookie.
      */
     post: operations['postAuthLogout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/auth/providers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The identity providers people can sign in with
+     * @description The primary provider first, then the others by name.
+     */
+    get: operations['getAuthProviders'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1085,6 +1145,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/setup': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * What the login page needs on a first start
+     * @description Whether anyone has signed in yet, the configured providers and whether workspaces are enabled.
+     */
+    get: operations['getSetup'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/system/info': {
     parameters: {
       query?: never;
@@ -2070,10 +2150,27 @@ export interface components {
       notifyOn?: components['schemas']['NotifyEvent'][];
       notifySecret?: string | null;
     };
+    SetupOutputBody: {
+      /** @description Whether anyone has signed in yet; false on a first start */
+      hasUsers: boolean;
+      providers: components['schemas']['SignInProviderList'];
+      workspacesEnabled: boolean;
+    };
     SignInLinkOutputBody: {
       /** @description Single use, valid one hour */
       url: string;
     };
+    SignInProviderDto: {
+      /** @description Lowercase letters, digits and single hyphens; names the login and callback routes */
+      id: string;
+      name: string;
+      type: 'oidc' | 'github';
+      /** @description Shown first on the login page */
+      primary: boolean;
+      /** @description An icon URL or name set by the operator */
+      icon?: string;
+    };
+    SignInProviderList: components['schemas']['SignInProviderDto'][];
     Spec: {
       title?: string;
       goal?: string;
@@ -2195,6 +2292,43 @@ export interface operations {
       };
     };
   };
+  getAuthCallbackByProvider: {
+    parameters: {
+      query?: {
+        code?: string;
+        state?: string;
+        error?: string;
+        error_description?: string;
+        iss?: string;
+      };
+      header?: never;
+      path: {
+        provider: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A redirect; refusals go to /login?error=<code> */
+      302: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': null;
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   getAuthLinkByToken: {
     parameters: {
       query?: never;
@@ -2206,7 +2340,41 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Signed in; redirects to / */
+      /** @description Signed in; redirects to / (refusals to /login?error=<code>) */
+      302: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': null;
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getAuthLoginByProvider: {
+    parameters: {
+      query?: {
+        /** @description A same-origin path to land on after signing in; anything else lands on / */
+        redirect?: string;
+      };
+      header?: never;
+      path: {
+        provider: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A redirect; refusals go to /login?error=<code> */
       302: {
         headers: {
           [name: string]: unknown;
@@ -2241,6 +2409,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getAuthProviders: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SignInProviderList'];
+        };
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
@@ -4531,6 +4728,35 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NotificationTestResult'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getSetup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SetupOutputBody'];
         };
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */

@@ -24,6 +24,7 @@ function App() {
       <SessionProvider>
         <Routes>
           <Route path="/sign-in" element={<SignInPage />} />
+          <Route path="/login" element={<SignInPage />} />
           <Route element={<Layout />}>
             <Route index element={<Navigate to="/jobs" replace />} />
             <Route path="/jobs" element={<JobsPage />} />

@@ -20,9 +20,12 @@ export function useSession(): Session {
   return s;
 }
 
+/** The sign-in page's paths: `/sign-in`, and `/login` where the server sends refused sign-ins (`?error=`). */
+export const isSignInPath = (path: string) => path.startsWith('/sign-in') || path.startsWith('/login');
+
 /** Where to go back to after signing in: only a path of this app, never another origin. */
 export function safeNext(raw: string | null): string {
-  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || raw.startsWith('/sign-in'))
+  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || isSignInPath(raw))
     return '/jobs';
   return raw;
 }
@@ -55,7 +58,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   useEffect(() => {
     const onSignedOut = () => {
       setMe(null);
-      if (!window.location.pathname.startsWith('/sign-in')) {
+      if (!isSignInPath(window.location.pathname)) {
         navigate(`/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, {
           replace: true,
         });
@@ -66,7 +69,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, [navigate]);
 
   useEffect(() => {
-    if (!checking && !me && !error && !location.pathname.startsWith('/sign-in')) {
+    if (!checking && !me && !error && !isSignInPath(location.pathname)) {
       navigate(`/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true });
     }
   }, [checking, me, error, location.pathname, location.search, navigate]);
