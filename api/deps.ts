@@ -2,6 +2,7 @@ import type { ProjectionEngine } from '../projections/engine.js';
 import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
 import type { Runs } from '../app/runs.js';
+import type { Workspaces } from '../app/workspaces.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
@@ -23,10 +24,11 @@ type SandboxInfoDto = Static<typeof SandboxInfo>;
  * `queries` (scoped to the caller's workspace), writes through the application services (docs/api.md).
  */
 export interface AppDeps {
-  config: Pick<Config, 'publicUrl' | 'logLevel'> & { allowPrivateNetworkTargets: boolean };
+  config: Pick<Config, 'publicUrl' | 'logLevel' | 'workspacesEnabled'> & { allowPrivateNetworkTargets: boolean };
   queries: Queries;
   engine: ProjectionEngine;
   identity: Identity;
+  workspaces: Workspaces;
   jobs: Jobs;
   compiler: JobCompiler;
   playbookEditor: PlaybookEditor;

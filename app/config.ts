@@ -16,6 +16,11 @@ export interface Config {
   logLevel: string;
   /** SVC_SANDBOX, SVC_DOCKER_HOST, SVC_SANDBOX_IMAGE: names that operators and outside tests rely on, kept stable. */
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
+  /**
+   * Several workspaces per instance (personal workspaces, invites, switching); off, everyone shares Default
+   * (docs/design.md, "Identity"). SVC_WORKSPACES_ENABLED=true.
+   */
+  workspacesEnabled: boolean;
 }
 
 export interface ServeFlags {
@@ -50,5 +55,6 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
       dockerHost: env.SVC_DOCKER_HOST || undefined,
       image: env.SVC_SANDBOX_IMAGE || undefined,
     },
+    workspacesEnabled: env.SVC_WORKSPACES_ENABLED === 'true',
   };
 }

@@ -25,6 +25,7 @@ import { ImageLogs, Images } from '../app/images.js';
 import type { Position } from '../store/event-store.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
+import { Workspaces } from '../app/workspaces.js';
 import { JobCompiler } from '../app/compile.js';
 import { PlaybookEditor } from '../app/playbook-edits.js';
 import { WorkspaceSettings } from '../app/workspace-settings.js';
@@ -49,7 +50,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
   // Cached answers are only safe where the projector runs, because only there is every change seen.
   const cache = new ReadCache(engine, config.roles.has('projector'));
-  const identity = new Identity(bus, stores.docs, keys, engine, cache);
+  const identity = new Identity(bus, stores.docs, keys, engine, cache, { workspacesEnabled: config.workspacesEnabled });
   const runs = new Runs(bus, stores.events, stores.docs, Date.now, (position) => engine.waitFor(position));
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
@@ -129,11 +130,19 @@ export function appDeps(
   const projected = (position: Position | null) => s.engine.waitFor(position);
   const sandbox = () => s.runner?.sandboxInfo() ?? null;
   return {
-    config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets },
+    config: {
+      publicUrl: s.config.publicUrl,
+      logLevel: s.config.logLevel,
+      workspacesEnabled: s.config.workspacesEnabled,
+      allowPrivateNetworkTargets,
+    },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
     queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
     engine: s.engine,
     identity: s.identity,
+    workspaces: new Workspaces(s.bus, s.stores.docs, s.engine, s.identity, new RunFiles(s.config.dataDir), {
+      workspacesEnabled: s.config.workspacesEnabled,
+    }),
     jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
     compiler: new JobCompiler(s.models, s.mcp, sandbox),
@@ -234,8 +243,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const log = createLogger('silent');
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
   const cache = new ReadCache(engine, false);
-  const identity = new Identity(bus, stores.docs, keys, engine, cache);
-  const config = { publicUrl: '', logLevel: 'silent', dataDir: '' } as unknown as Config;
+  const identity = new Identity(bus, stores.docs, keys, engine, cache, { workspacesEnabled: false });
+  const config = { publicUrl: '', logLevel: 'silent', dataDir: '', workspacesEnabled: false } as unknown as Config;
   const runs = new Runs(bus, stores.events, stores.docs);
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);

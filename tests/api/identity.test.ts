@@ -64,10 +64,12 @@ describe('sign-in links and sessions', () => {
     assert.equal(roles['member@example.com'], 'member');
   });
 
-  it('logs out by clearing the cookie', async () => {
-    const res = await admin.post('/api/auth/logout');
+  it('logs out by ending the session and clearing the cookie', async () => {
+    const { client } = await userSession(t, admin, 'leaving@example.com');
+    const res = await client.post('/api/auth/logout');
     assert.equal(res.status, 204);
     assert.match(res.headers.get('set-cookie') ?? '', /svc_session=;.*Max-Age=0/);
+    assert.equal((await client.get('/api/users/me')).status, 401, 'the old cookie no longer works');
   });
 });
 
