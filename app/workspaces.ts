@@ -148,6 +148,27 @@ export class Workspaces {
     void Promise.all(runIds.map((id) => this.files.removeRun(id))).catch(() => undefined);
   }
 
+  private async assertDeletable(workspaceId: string): Promise<void> {
+    await this.workspace(workspaceId);
+    if (workspaceId === defaultWorkspaceId)
+      throw new DomainError('conflict', 'The default workspace cannot be deleted');
+    const live = await this.docs.collection(runsCollection).count({ workspaceId, status: { $in: [...liveStatuses] } });
+    if (live > 0)
+      throw new DomainError('conflict', 'The workspace has active runs: cancel them or wait until they end');
+  }
+
+  /**
+   * Deletes the caller's current workspace and answers the session moved to another of theirs (a new personal one
+   * when none is left). The session moves first: the deletion ends the sessions still acting in the workspace.
+   */
+  async deleteCurrent(p: Principal, claims: SessionClaims, ctx: CommandContext): Promise<SessionClaims> {
+    await this.assertDeletable(p.workspaceId);
+    const target = await this.elsewhere(p.userId, p.workspaceId, ctx);
+    const moved = await this.switchTo({ ...p, isAdmin: true }, claims, target, ctx);
+    await this.deleteWorkspace(p.workspaceId, ctx);
+    return moved;
+  }
+
   /** The target becomes the owner, the old owner an admin. */
   async transfer(p: Principal, toUserId: string, ctx: CommandContext): Promise<void> {
     const ws = await this.workspace(p.workspaceId);

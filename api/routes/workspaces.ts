@@ -161,12 +161,11 @@ export default function workspaceRoutes(fastify: FastifyInstance, deps: AppDeps)
       },
     },
     async (request, reply) => {
-      const p = principalOf(request);
-      const ctx = requestContext(request);
-      const claims = sessionClaimsOf(request, deps.identity);
-      await deps.workspaces.deleteWorkspace(p.workspaceId, ctx);
-      const target = await deps.workspaces.elsewhere(p.userId, p.workspaceId, ctx);
-      const moved = await deps.workspaces.switchTo({ ...p, isAdmin: true }, claims, target, ctx);
+      const moved = await deps.workspaces.deleteCurrent(
+        principalOf(request),
+        sessionClaimsOf(request, deps.identity),
+        requestContext(request),
+      );
       reissue(reply, moved);
       return { workspaceId: moved.wid };
     },

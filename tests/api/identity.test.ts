@@ -73,6 +73,21 @@ describe('sign-in links and sessions', () => {
   });
 });
 
+describe('workspaces disabled (the default)', () => {
+  it('keeps everyone in Default: no removal (deactivate instead), no leaving, no new workspaces', async () => {
+    const { client, userId } = await userSession(t, admin, 'stays@example.com');
+    const m = await client.get('/api/users/me');
+    assert.equal(m.body.workspacesEnabled, false);
+    assert.equal(m.body.workspace.name, 'Default');
+    const removal = await admin.delete(`/api/workspace/members/${userId}`);
+    assert.equal(removal.status, 403);
+    assert.match(removal.body.message, /deactivate/);
+    assert.equal((await client.post('/api/workspace/leave')).status, 403);
+    assert.equal((await client.post('/api/workspaces', { name: 'Mine' })).status, 403);
+    assert.equal((await client.get('/api/users/me')).status, 200, 'still a member');
+  });
+});
+
 describe('API tokens', () => {
   it('creates a token shown once, stored hashed, usable as Bearer', async () => {
     const res = await admin.post('/api/tokens', { name: 'ci' });
