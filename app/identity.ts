@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DomainError } from '../domain/decider.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 import { apiTokenDecider, apiTokenPrefix, apiTokenStreamId, floorToMinute } from '../domain/api-token.js';
 import { membershipDecider, membershipStreamId, type Role } from '../domain/membership.js';
 import { signInLinkDecider, signInLinkStreamId } from '../domain/sign-in-link.js';
@@ -291,11 +292,12 @@ export class Identity {
   private serialized<T>(key: string, work: () => Promise<T>): Promise<T> {
     const previous = this.signInQueue.get(key) ?? Promise.resolve();
     const next = previous.then(work, work);
-    const tail = next.catch(() => undefined);
+    const tail: Promise<void> = next
+      .then(() => undefined, ignoreFailure('the sign-in that failed answers its caller; the next one runs anyway'))
+      .finally(() => {
+        if (this.signInQueue.get(key) === tail) this.signInQueue.delete(key);
+      });
     this.signInQueue.set(key, tail);
-    void tail.then(() => {
-      if (this.signInQueue.get(key) === tail) this.signInQueue.delete(key);
-    });
     return next;
   }
 

@@ -1,4 +1,5 @@
 import { DomainError } from '../domain/decider.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 import { inviteDecider, inviteStreamId, type InviteRole } from '../domain/invite.js';
 import { membershipDecider, membershipStreamId, type Role } from '../domain/membership.js';
 import { sessionDecider, sessionStreamId } from '../domain/session.js';
@@ -145,7 +146,9 @@ export class Workspaces {
     const collections = new Set(allProjectors.flatMap((x) => x.collections));
     for (const c of collections)
       if (!sharedCollections.has(c)) await this.docs.collection(c).deleteMany({ workspaceId });
-    void Promise.all(runIds.map((id) => this.files.removeRun(id))).catch(() => undefined);
+    void Promise.all(runIds.map((id) => this.files.removeRun(id))).catch(
+      ignoreFailure('a run folder left behind is unreachable: its workspace and runs are gone'),
+    );
   }
 
   private async assertDeletable(workspaceId: string): Promise<void> {
