@@ -74,9 +74,8 @@ export const CreateInviteInputBody = Type.Object(
       }),
     ),
     role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
-    expiresInDays: Type.Optional(
-      Type.Union([Type.Literal(1), Type.Literal(7), Type.Literal(30)], { description: 'Default 7' }),
-    ),
+    // The range bounds the number; the decider accepts only 1, 7 or 30 (validation_failed otherwise).
+    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 30, description: '1, 7 or 30; default 7' })),
   },
   { $id: 'CreateInviteInputBody', additionalProperties: false },
 );

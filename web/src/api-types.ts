@@ -1632,8 +1632,8 @@ export interface components {
       /** @description Invite this verified address; without it the invite is a link */
       email?: string;
       role: 'admin' | 'member';
-      /** @description Default 7 */
-      expiresInDays?: 1 | 7 | 30;
+      /** @description 1, 7 or 30; default 7 */
+      expiresInDays?: number;
     };
     CreateInviteOutputBody: {
       invite: components['schemas']['InviteDto'];
