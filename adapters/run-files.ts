@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 /**
@@ -20,6 +20,11 @@ export class RunFiles {
     const base = this.artifactsDir(runId);
     const target = resolve(base, relative);
     return target.startsWith(base + sep) ? target : null;
+  }
+
+  /** Removes everything a run left on disk (its artifacts, candidates and payloads). */
+  async removeRun(runId: string): Promise<void> {
+    await rm(resolve(this.root, 'runs', runId), { recursive: true, force: true });
   }
 
   async saveArtifact(runId: string, relative: string, content: Buffer): Promise<void> {

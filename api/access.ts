@@ -14,6 +14,9 @@ const pub: AccessRule = { access: 'public', session: false };
 const member: AccessRule = { access: 'member', session: false };
 const memberSession: AccessRule = { access: 'member', session: true };
 const admin: AccessRule = { access: 'admin', session: false };
+const adminSession: AccessRule = { access: 'admin', session: true };
+const ownerSession: AccessRule = { access: 'owner', session: true };
+const iadmin: AccessRule = { access: 'iadmin', session: true };
 
 export const accessTable: Record<string, AccessRule> = {
   'GET /api/openapi.json': pub,
@@ -111,10 +114,29 @@ export const accessTable: Record<string, AccessRule> = {
   'POST /api/tokens': memberSession,
   'DELETE /api/tokens/:id': memberSession,
 
+  // Workspaces and members (docs/api.md, "Workspaces and members"): changes need a session, never a token.
+  'GET /api/workspaces': memberSession,
+  'POST /api/workspaces': memberSession,
+  'POST /api/workspaces/:id/switch': memberSession,
+  'POST /api/invites/lookup': memberSession,
+  'POST /api/invites/accept': memberSession,
+  'GET /api/workspace': member,
+  'PATCH /api/workspace': adminSession,
+  'DELETE /api/workspace': ownerSession,
+  'POST /api/workspace/transfer': ownerSession,
+  'POST /api/workspace/leave': memberSession,
   'GET /api/workspace/members': member,
-  'PATCH /api/workspace/members/:userId': { access: 'admin', session: true },
+  'PATCH /api/workspace/members/:userId': adminSession,
+  'DELETE /api/workspace/members/:userId': adminSession,
+  'GET /api/workspace/invites': adminSession,
+  'POST /api/workspace/invites': adminSession,
+  'DELETE /api/workspace/invites/:id': adminSession,
 
-  'POST /api/admin/sign-in-links': { access: 'iadmin', session: true },
+  'POST /api/admin/sign-in-links': iadmin,
+  'GET /api/admin/users': iadmin,
+  'PATCH /api/admin/users/:id': iadmin,
+  'GET /api/admin/workspaces': iadmin,
+  'DELETE /api/admin/workspaces/:id': iadmin,
 };
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`;

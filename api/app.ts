@@ -29,6 +29,7 @@ import runRoutes from './routes/runs.js';
 import systemRoutes from './routes/system.js';
 import tokenRoutes from './routes/tokens.js';
 import webRoutes from './routes/web.js';
+import workspaceRoutes from './routes/workspaces.js';
 import { installCompilers } from './validation.js';
 
 const clientRequestId = /^[\x21-\x7e]{1,64}$/;
@@ -117,6 +118,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   signInRoutes(app, deps);
   memberRoutes(app, deps);
   adminRoutes(app, deps);
+  workspaceRoutes(app, deps);
   docsRoutes(app, openapi);
   webRoutes(app);
   await app.ready();

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/decider.js';
 import { roleRank } from '../domain/membership.js';
-import { sessionCookieName, type Identity } from '../app/identity.js';
+import { sessionCookieName, type Identity, type SessionClaims } from '../app/identity.js';
 import { accessTable, routeKey, type AccessRule } from './access.js';
 import type { Principal } from './principal.js';
 import { requestContext } from './context.js';
@@ -115,4 +115,12 @@ function admit(request: FastifyRequest, rule: AccessRule, principal: Principal |
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new DomainError('not_signed_in', 'Sign in or send an API token');
   return request.principal;
+}
+
+/** The claims of the caller's session cookie, for the routes that re-issue it (switch, leave, accept, delete). */
+export function sessionClaimsOf(request: FastifyRequest, identity: Identity): SessionClaims {
+  const cookie = readCookie(request, sessionCookieName);
+  const claims = cookie ? identity.decodeSession(cookie) : null;
+  if (!claims) throw new DomainError('not_signed_in', 'Sign in first');
+  return claims;
 }

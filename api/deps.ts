@@ -3,6 +3,7 @@ import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
 import type { SignIn } from '../app/sign-in.js';
 import type { Runs } from '../app/runs.js';
+import type { Workspaces } from '../app/workspaces.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
@@ -29,6 +30,7 @@ export interface AppDeps {
   engine: ProjectionEngine;
   identity: Identity;
   signIn: SignIn;
+  workspaces: Workspaces;
   jobs: Jobs;
   compiler: JobCompiler;
   playbookEditor: PlaybookEditor;

@@ -23,7 +23,10 @@ export interface Config {
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
   /** Identity providers people sign in with, from the configuration file (docs/design.md, "Sign-in"). */
   signInProviders: SignInProviderConfig[];
-  /** `workspaces.enabled` in the file; SVC_WORKSPACES_ENABLED overrides it. */
+  /**
+   * Several workspaces per instance (personal workspaces, invites, switching); off, everyone shares Default
+   * (docs/design.md, "Identity"). `workspaces.enabled` in the file; SVC_WORKSPACES_ENABLED overrides it.
+   */
   workspacesEnabled: boolean;
 }
 

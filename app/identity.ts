@@ -1,19 +1,28 @@
 import { createHash } from 'node:crypto';
 import { DomainError } from '../domain/decider.js';
+import { ignoreFailure } from '../domain/ignore-failure.js';
 import { apiTokenDecider, apiTokenPrefix, apiTokenStreamId, floorToMinute } from '../domain/api-token.js';
 import { membershipDecider, membershipStreamId, type Role } from '../domain/membership.js';
 import { signInLinkDecider, signInLinkStreamId } from '../domain/sign-in-link.js';
+import { sessionDecider, sessionStreamId } from '../domain/session.js';
+import { inviteDecider, inviteStreamId } from '../domain/invite.js';
 import { identityDecider, identityStreamId, userDecider, userStreamId, type Profile } from '../domain/user.js';
 import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
 import type { Principal } from './principal.js';
 import {
   apiTokensCollection,
+  invitesCollection,
   memberId,
   membersCollection,
+  sessionsCollection,
   usersCollection,
+  workspacesCollection,
   type ApiTokenDoc,
+  type InviteDoc,
   type MemberDoc,
+  type SessionDoc,
   type UserDoc,
+  type WorkspaceDoc,
 } from '../projections/identity.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { ReadCache } from '../projections/read-cache.js';
@@ -30,7 +39,17 @@ export interface SessionClaims {
   sid: string;
   uid: string;
   wid: string;
+  /** The provider of the sign-in (`link` for sign-in links), shown as the last one used on the login page. */
+  pid: string;
   exp: number;
+}
+
+/** What a session cookie is checked against: its row, its user, the role in its workspace and that workspace. */
+interface SessionCheck {
+  session: SessionDoc | null;
+  user: UserDoc | null;
+  role: Role | null;
+  workspace: WorkspaceDoc | null;
 }
 
 export interface ExternalIdentity {
@@ -39,14 +58,25 @@ export interface ExternalIdentity {
   provider: string;
   isAdmin: boolean;
   profile: Profile;
-  /** Whether the provider vouches for `profile.email` (OIDC `email_verified`, GitHub's verified flag). */
+  /** Whether the provider vouches for `profile.email` (OIDC `email_verified`, GitHub's verified flag): only then are
+   * invites to it accepted at sign-in. */
   emailVerified?: boolean;
 }
 
+/** How the sign-in started: from an invite link (`/invite/<token>`) or not. */
 export interface SignInOptions {
-  /** The invite the sign-in started from (a redirect to `/invite/<token>`), for invite acceptance. */
   inviteToken?: string;
 }
+
+/** Workspaces are named after their people: "<Name>'s workspace", at most 100 characters. */
+export function personalWorkspaceName(profile: Profile): string {
+  const who = profile.name?.trim() || profile.email?.split('@')[0]?.trim() || '';
+  if (!who) return 'Personal workspace';
+  const suffix = "'s workspace";
+  return `${who.slice(0, 100 - suffix.length)}${suffix}`;
+}
+
+const sessionCheckKey = (c: SessionClaims) => `session:${hashToken(c.sid)}:${c.uid}:${c.wid}`;
 
 /** Admins and owners see and delete every token of their workspace; members only their own. */
 export const seesEveryToken = (p: Principal) => p.role === 'admin' || p.role === 'owner';
@@ -54,7 +84,7 @@ export const seesEveryToken = (p: Principal) => p.role === 'admin' || p.role ===
 /** Sessions, sign-in links and API tokens: everything that turns a credential into a Principal. */
 export class Identity {
   /** Session cookies seen lately, by value: their signature is checked once. */
-  private readonly recentSessions = new Map<string, SessionClaims>();
+  private readonly recentSessions = new Map<string, { claims: SessionClaims; key: string }>();
 
   private readonly lastUse = new Map<string, number>();
 
@@ -64,6 +94,7 @@ export class Identity {
     private readonly keys: Keys,
     private readonly projections: ProjectionEngine,
     private readonly cache: ReadCache,
+    private readonly options: { workspacesEnabled: boolean },
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -88,42 +119,46 @@ export class Identity {
 
   /**
    * The hot path of a browser's requests, without waiting: a session cookie seen lately (its signature checked then)
-   * whose user and role are cached. Undefined whenever the full path has something to check or refuse.
+   * whose check is cached. The cached check depends on the sessions collection, so a logout, a deactivation or a
+   * removal drops it before the request that caused it is answered (docs/design.md, "Identity"). Undefined whenever
+   * the full path has something to check or refuse.
    */
   cachedSessionPrincipal(cookie: string): Principal | undefined {
-    let claims = this.recentSessions.get(cookie);
-    if (!claims) {
-      const decoded = this.decodeSession(cookie);
-      if (!decoded) return undefined;
+    let seen = this.recentSessions.get(cookie);
+    if (!seen) {
+      const claims = this.decodeSession(cookie);
+      if (!claims) return undefined;
       if (this.recentSessions.size >= 500) this.recentSessions.delete(this.recentSessions.keys().next().value!);
-      this.recentSessions.set(cookie, decoded);
-      claims = decoded;
+      seen = { claims, key: sessionCheckKey(claims) };
+      this.recentSessions.set(cookie, seen);
     }
-    if (claims.exp <= this.clock()) return undefined;
-    const hit = this.cache.peek<{ user: UserDoc | null; role: Role | null }>(`session:${claims.uid}:${claims.wid}`);
-    if (!hit?.user || hit.user.deactivated) return undefined;
-    const effective: Role | null = hit.user.isAdmin ? 'owner' : hit.role;
-    if (!effective) return undefined;
-    return {
-      kind: 'session',
-      userId: hit.user._id,
-      workspaceId: claims.wid,
-      role: effective,
-      isAdmin: hit.user.isAdmin,
-      tokenId: null,
-    };
+    const hit = this.cache.peek<SessionCheck>(seen.key);
+    return hit ? (this.admitSession(seen.claims, hit) ?? undefined) : undefined;
   }
 
   async principalFromSession(claims: SessionClaims): Promise<Principal | null> {
-    const { user, role } = await this.cache.get(
-      [usersCollection, membersCollection],
-      `session:${claims.uid}:${claims.wid}`,
-      async () => ({
-        user: await this.docs.collection<UserDoc>(usersCollection).findOne({ _id: claims.uid }),
-        role: await this.roleIn(claims.wid, claims.uid),
-      }),
+    const check = await this.cache.get<SessionCheck>(
+      [sessionsCollection, usersCollection, membersCollection, workspacesCollection],
+      sessionCheckKey(claims),
+      async () => {
+        const [session, user, role, workspace] = await Promise.all([
+          this.docs.collection<SessionDoc>(sessionsCollection).findOne({ _id: hashToken(claims.sid) }),
+          this.docs.collection<UserDoc>(usersCollection).findOne({ _id: claims.uid }),
+          this.roleIn(claims.wid, claims.uid),
+          this.docs.collection<WorkspaceDoc>(workspacesCollection).findOne({ _id: claims.wid }),
+        ]);
+        return { session, user, role, workspace };
+      },
     );
-    if (!user || user.deactivated) return null;
+    return this.admitSession(claims, check);
+  }
+
+  /** A session stands while its row does, unexpired and for the cookie's user, in a workspace that still exists. */
+  private admitSession(claims: SessionClaims, check: SessionCheck): Principal | null {
+    const { session, user, role, workspace } = check;
+    const now = this.clock();
+    if (claims.exp <= now || !session || session.userId !== claims.uid || session.expiresAt <= now) return null;
+    if (!user || user.deactivated || !workspace || workspace.deleted) return null;
     const effective: Role | null = user.isAdmin ? 'owner' : role;
     if (!effective) return null;
     return {
@@ -133,7 +168,56 @@ export class Identity {
       role: effective,
       isAdmin: user.isAdmin,
       tokenId: null,
+      loginProvider: claims.pid,
     };
+  }
+
+  /** Starts a session of the user in the workspace and answers its claims once the read model holds it. */
+  async startSession(
+    userId: string,
+    workspaceId: string,
+    provider: string,
+    ctx: CommandContext,
+  ): Promise<SessionClaims> {
+    const now = this.clock();
+    const claims: SessionClaims = {
+      sid: newSecret(),
+      uid: userId,
+      wid: workspaceId,
+      pid: provider,
+      exp: now + sessionTtlMs,
+    };
+    const r = await this.bus.execute(
+      sessionStreamId(hashToken(claims.sid)),
+      sessionDecider,
+      { type: 'StartSession', userId, workspaceId, provider, now, expiresAt: claims.exp },
+      { ...ctx, workspaceId, actor: { type: 'user', id: userId } },
+    );
+    await this.projections.waitFor(r.position, 2000);
+    return claims;
+  }
+
+  /** Ends the session of a cookie (its row goes, so every copy of the cookie stops working). */
+  async endSession(claims: SessionClaims, ctx: CommandContext): Promise<Position | null> {
+    const r = await this.bus.execute(
+      sessionStreamId(hashToken(claims.sid)),
+      sessionDecider,
+      { type: 'EndSession', now: this.clock() },
+      ctx,
+    );
+    return r.position;
+  }
+
+  /** The claims of a signed cookie whose signature holds, expired or not: what logging out needs. */
+  sessionOfCookie(value: string): SessionClaims | null {
+    const [payload, signature] = value.split('.');
+    if (!payload || !signature || !this.keys.verify('cookie', `session.${payload}`, signature)) return null;
+    try {
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SessionClaims;
+      return typeof claims.sid === 'string' && typeof claims.uid === 'string' ? claims : null;
+    } catch {
+      return null;
+    }
   }
 
   private async roleIn(workspaceId: string, userId: string): Promise<Role | null> {
@@ -181,15 +265,50 @@ export class Identity {
       throw new DomainError('invalid_token', 'This sign-in link is invalid, expired or already used');
     const { email, isAdmin } = used.state;
     return this.signIn(
-      { issuer: 'local', subject: email, provider: 'link', isAdmin, profile: { email, name: null, picture: null } },
+      // The link was issued by an instance admin to this address, so the address counts as verified.
+      {
+        issuer: 'local',
+        subject: email,
+        provider: 'link',
+        isAdmin,
+        profile: { email, name: null, picture: null },
+        emailVerified: true,
+      },
       ctx,
     );
   }
 
-  /** Finds or registers the user of an identity, records the sign-in, joins the landing workspace. */
-  async signIn(identity: ExternalIdentity, ctx: CommandContext, _opts?: SignInOptions): Promise<SessionClaims> {
-    const now = this.clock();
+  /**
+   * Finds or registers the user of an identity, records the sign-in, resolves the landing workspace and starts a
+   * session there (docs/design.md, "Identity"). Sign-ins of one identity run one at a time, so two tabs signing in
+   * together cannot both create a personal workspace. Both sign-in kinds (providers and links) come through here.
+   */
+  async signIn(identity: ExternalIdentity, ctx: CommandContext, opts: SignInOptions = {}): Promise<SessionClaims> {
     const key = createHash('sha256').update(`${identity.issuer}\n${identity.subject}`).digest('hex').slice(0, 40);
+    return this.serialized(key, () => this.signInNow(key, identity, ctx, opts));
+  }
+
+  private readonly signInQueue = new Map<string, Promise<unknown>>();
+
+  private serialized<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.signInQueue.get(key) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const tail: Promise<void> = next
+      .then(() => undefined, ignoreFailure('the sign-in that failed answers its caller; the next one runs anyway'))
+      .finally(() => {
+        if (this.signInQueue.get(key) === tail) this.signInQueue.delete(key);
+      });
+    this.signInQueue.set(key, tail);
+    return next;
+  }
+
+  private async signInNow(
+    key: string,
+    identity: ExternalIdentity,
+    ctx: CommandContext,
+    opts: SignInOptions,
+  ): Promise<SessionClaims> {
+    const now = this.clock();
     const claimed = await this.bus.execute(
       identityStreamId(key),
       identityDecider,
@@ -224,16 +343,137 @@ export class Identity {
           },
           userCtx,
         );
-    const joined = await this.join(defaultWorkspaceId, userId, { ...userCtx, workspaceId: defaultWorkspaceId });
-    await this.projections.waitFor(joined ?? result.position, 2000);
-    return { sid: newId(now), uid: userId, wid: defaultWorkspaceId, exp: now + sessionTtlMs };
+    await this.projections.waitFor(result.position, 2000);
+    if (!this.options.workspacesEnabled) {
+      const joined = await this.join(defaultWorkspaceId, userId, { ...userCtx, workspaceId: defaultWorkspaceId });
+      await this.projections.waitFor(joined, 2000);
+      return this.startSession(userId, defaultWorkspaceId, identity.provider, userCtx);
+    }
+    const landing = await this.landingWorkspace(userId, identity, opts, userCtx);
+    return this.startSession(userId, landing, identity.provider, userCtx);
+  }
+
+  /**
+   * Where a sign-in lands with workspaces enabled: invites to the verified email are accepted first; a newcomer
+   * from an invite link accepts it; someone still without a workspace claims the ownerless Default or gets a
+   * personal one. The landing is the workspace just joined, else the last used, else the oldest membership.
+   */
+  private async landingWorkspace(
+    userId: string,
+    identity: ExternalIdentity,
+    opts: SignInOptions,
+    ctx: CommandContext,
+  ): Promise<string> {
+    const memberships = () =>
+      this.docs.collection<MemberDoc>(membersCollection).find({ userId }, { sort: [['joinedAt', 1]] });
+    const before = await memberships();
+    let joined: string | null = null;
+    const email = identity.profile.email?.trim().toLowerCase();
+    if (identity.emailVerified && email) {
+      const invites = await this.docs.collection<InviteDoc>(invitesCollection).find({ email });
+      for (const invite of invites) {
+        if (
+          await this.acceptInvite(invite, userId, ctx).then(
+            () => true,
+            () => false,
+          )
+        )
+          joined = invite.workspaceId;
+      }
+    }
+    if (opts.inviteToken && before.length === 0) {
+      const invite = await this.inviteByToken(opts.inviteToken);
+      if (
+        invite &&
+        invite.email === null &&
+        (await this.acceptInvite(invite, userId, ctx).then(
+          () => true,
+          () => false,
+        ))
+      )
+        joined = invite.workspaceId;
+    }
+    if (joined) return joined;
+    const now = await memberships();
+    if (now.length === 0) return this.firstWorkspace(userId, identity.profile, ctx);
+    const last = (await this.docs.collection<UserDoc>(usersCollection).findOne({ _id: userId }))?.lastWorkspaceId;
+    return now.find((m) => m.workspaceId === last)?.workspaceId ?? now[0]!.workspaceId;
+  }
+
+  /** The ownerless Default if nobody owns it yet, else a new personal workspace; the user owns either. */
+  private async firstWorkspace(userId: string, profile: Profile, ctx: CommandContext): Promise<string> {
+    const claim = await this.bus.execute(
+      workspaceStreamId(defaultWorkspaceId),
+      workspaceDecider,
+      { type: 'ClaimOwnership', userId, now: this.clock() },
+      { ...ctx, workspaceId: defaultWorkspaceId },
+    );
+    if (claim.state.exists && claim.state.ownerId === userId) {
+      await this.projections.waitFor(await this.join(defaultWorkspaceId, userId, ctx), 2000);
+      return defaultWorkspaceId;
+    }
+    return this.createWorkspace(personalWorkspaceName(profile), userId, ctx);
+  }
+
+  /** A new workspace owned by `userId`, answered once the read models hold its membership. */
+  async createWorkspace(name: string, userId: string, ctx: CommandContext): Promise<string> {
+    const now = this.clock();
+    const workspaceId = newId(now);
+    const wsCtx = { ...ctx, workspaceId };
+    await this.bus.execute(
+      workspaceStreamId(workspaceId),
+      workspaceDecider,
+      { type: 'CreateWorkspace', workspaceId, name, now },
+      wsCtx,
+    );
+    await this.projections.waitFor(await this.join(workspaceId, userId, wsCtx), 2000);
+    return workspaceId;
+  }
+
+  /** A pending invite by its token, or null. */
+  async inviteByToken(token: string): Promise<InviteDoc | null> {
+    if (token.length > 200) return null;
+    return this.docs.collection<InviteDoc>(invitesCollection).findOne({ tokenHash: hashToken(token) });
+  }
+
+  /**
+   * Consumes an invite and makes the user a member with its role (an existing member keeps their role). An invite
+   * whose creator no longer may invite (gone, demoted, deactivated) is refused like a used one, even before its
+   * revocation is recorded.
+   */
+  async acceptInvite(invite: InviteDoc, userId: string, ctx: CommandContext): Promise<Position | null> {
+    const invalid = () => new DomainError('invalid_token', 'This invite is invalid, expired or already used');
+    if (invite.expiresAt <= this.clock()) throw invalid();
+    const [creator, creatorRole] = await Promise.all([
+      this.docs.collection<UserDoc>(usersCollection).findOne({ _id: invite.createdBy }),
+      this.roleIn(invite.workspaceId, invite.createdBy),
+    ]);
+    const mayInvite = creator && !creator.deactivated && (creator.isAdmin || (creatorRole && creatorRole !== 'member'));
+    if (!mayInvite) throw invalid();
+    const wsCtx = { ...ctx, workspaceId: invite.workspaceId };
+    await this.bus.execute(
+      inviteStreamId(invite.workspaceId, invite._id),
+      inviteDecider,
+      { type: 'AcceptInvite', userId, now: this.clock() },
+      wsCtx,
+    );
+    const existing = await this.bus.load(membershipStreamId(invite.workspaceId, userId), membershipDecider);
+    if (existing.state.status === 'member') return null;
+    const r = await this.bus.execute(
+      membershipStreamId(invite.workspaceId, userId),
+      membershipDecider,
+      { type: 'Join', workspaceId: invite.workspaceId, userId, role: invite.role, now: this.clock() },
+      wsCtx,
+    );
+    await this.projections.waitFor(r.position, 2000);
+    return r.position;
   }
 
   /**
    * The first member of an ownerless workspace becomes its owner; later ones join as members (docs/design.md,
    * "Identity").
    */
-  private async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
+  async join(workspaceId: string, userId: string, ctx: CommandContext): Promise<Position | null> {
     const existing = await this.bus.load(membershipStreamId(workspaceId, userId), membershipDecider);
     if (existing.state.status === 'member') return null;
     const claim = await this.bus.execute(
@@ -326,6 +566,7 @@ export class Identity {
     const hit = this.cache.peek<{ doc: ApiTokenDoc | null; user: UserDoc | null; role: Role | null }>(
       `token:${hashToken(token)}`,
     );
+    // A token of a deleted workspace keeps no role: its members are gone from the read model with it.
     if (!hit?.doc || !hit.user || hit.user.deactivated || !hit.role) return undefined;
     const { doc, role } = hit;
     const now = this.clock();

@@ -9,4 +9,6 @@ export interface Principal {
   role: Role;
   isAdmin: boolean;
   tokenId: string | null;
+  /** The provider the session signed in with (the cookie's `pid`); absent for API tokens. */
+  loginProvider?: string;
 }

@@ -1,4 +1,5 @@
 import { apiTokenStream } from './api-token.js';
+import { inviteStream } from './invite.js';
 import { jobImagesStream } from './image.js';
 import { jobRunsStream } from './job-runs.js';
 import { jobStateStream } from './job-state.js';
@@ -14,6 +15,7 @@ import { providerStream } from './provider.js';
 import { runStream } from './run.js';
 import { scheduleStream } from './schedule.js';
 import { jobSecretsStream, secretNameStream, secretStream } from './secret.js';
+import { sessionStream } from './session.js';
 import { settingsStream } from './settings.js';
 import { signInLinkStream } from './sign-in-link.js';
 import { identityStream, userStream } from './user.js';
@@ -26,6 +28,7 @@ import { workspaceStream } from './workspace.js';
 export const streams = {
   apiToken: apiTokenStream,
   identity: identityStream,
+  invite: inviteStream,
   job: jobStream,
   jobImages: jobImagesStream,
   jobMcp: jobMcpStream,
@@ -44,6 +47,7 @@ export const streams = {
   schedule: scheduleStream,
   secret: secretStream,
   secretName: secretNameStream,
+  session: sessionStream,
   settings: settingsStream,
   signInLink: signInLinkStream,
   user: userStream,

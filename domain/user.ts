@@ -27,7 +27,9 @@ export type UserEvent =
     >
   | DomainEvent<'UserSignedIn', { at: number; provider: string; isAdmin: boolean } & Profile>
   | DomainEvent<'UserDeactivated', { at: number }>
-  | DomainEvent<'UserReactivated', { at: number }>;
+  | DomainEvent<'UserReactivated', { at: number }>
+  /** An instance admin granted or took the instance admin flag (an identity provider's admin lists set it at sign-in). */
+  | DomainEvent<'UserAdminChanged', { isAdmin: boolean; at: number }>;
 
 export type UserState =
   { exists: false } | { exists: true; userId: string; isAdmin: boolean; deactivated: boolean; profile: Profile };
@@ -44,7 +46,8 @@ export type UserCommand =
       now: number;
     }
   | { type: 'RecordSignIn'; provider: string; isAdmin: boolean; profile: Profile; now: number }
-  | { type: 'SetDeactivated'; deactivated: boolean; now: number };
+  | { type: 'SetDeactivated'; deactivated: boolean; now: number }
+  | { type: 'SetAdmin'; isAdmin: boolean; now: number };
 
 /** Only http(s) pictures are kept: anything else could smuggle script into the UI. */
 export function safePicture(url: string | null): string | null {
@@ -74,6 +77,8 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         return state.exists ? { ...state, deactivated: true } : state;
       case 'UserReactivated':
         return state.exists ? { ...state, deactivated: false } : state;
+      case 'UserAdminChanged':
+        return state.exists ? { ...state, isAdmin: event.data.isAdmin } : state;
     }
   },
   decide(command, state) {
@@ -116,6 +121,10 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
             : { type: 'UserReactivated', data: { at: command.now } },
         ];
       }
+      case 'SetAdmin':
+        if (!state.exists) throw DomainError.notFound('User');
+        if (state.isAdmin === command.isAdmin) return [];
+        return [{ type: 'UserAdminChanged', data: { isAdmin: command.isAdmin, at: command.now } }];
     }
   },
 };

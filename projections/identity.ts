@@ -8,6 +8,8 @@ export const usersCollection = 'users';
 export const workspacesCollection = 'workspaces';
 export const membersCollection = 'members';
 export const apiTokensCollection = 'api_tokens';
+export const sessionsCollection = 'sessions';
+export const invitesCollection = 'invites';
 
 export interface UserDoc extends Doc {
   issuer: string;
@@ -20,12 +22,16 @@ export interface UserDoc extends Doc {
   deactivated: boolean;
   createdAt: number;
   lastLoginAt: number | null;
+  /** The workspace the user's latest session started in or switched to: where the next sign-in lands. */
+  lastWorkspaceId?: string;
 }
 
 export interface WorkspaceDoc extends Doc {
   name: string;
   createdAt: number;
   ownerId: string | null;
+  /** Set when the workspace is deleted: nothing of it is readable any more, its records are being purged. */
+  deleted?: boolean;
 }
 
 export interface MemberDoc extends Doc {
@@ -33,6 +39,27 @@ export interface MemberDoc extends Doc {
   userId: string;
   role: Role;
   joinedAt: number;
+}
+
+/** A browser session, keyed by the hash of its sid: the cookie is honoured only while this row stands. */
+export interface SessionDoc extends Doc {
+  userId: string;
+  /** The workspace the session acts in now (the cookie's `wid`), so a removal ends the sessions it strands. */
+  workspaceId: string;
+  provider: string;
+  startedAt: number;
+  expiresAt: number;
+}
+
+/** A pending invite; accepted and revoked ones leave the read model. */
+export interface InviteDoc extends Doc {
+  workspaceId: string;
+  email: string | null;
+  role: 'admin' | 'member';
+  tokenHash: string;
+  createdBy: string;
+  createdAt: number;
+  expiresAt: number;
 }
 
 export interface ApiTokenDoc extends Doc {
@@ -67,6 +94,11 @@ export const usersProjector: Projector = {
   collections: [usersCollection],
   indexes: [{ collection: usersCollection, keys: [['email', 1]] }],
   project(recorded: RecordedEvent): DocOp[] {
+    const session = streams.session.decode(recorded);
+    if (session?.event.type === 'SessionStarted' || session?.event.type === 'SessionSwitched') {
+      const { userId, workspaceId } = session.event.data;
+      return [update(usersCollection, userId, { lastWorkspaceId: workspaceId })];
+    }
     const decoded = streams.user.decode(recorded);
     if (!decoded) return [];
     const { key: id, event: e } = decoded;
@@ -102,6 +134,8 @@ export const usersProjector: Projector = {
         return [update(usersCollection, id, { deactivated: true })];
       case 'UserReactivated':
         return [update(usersCollection, id, { deactivated: false })];
+      case 'UserAdminChanged':
+        return [update(usersCollection, id, { isAdmin: e.data.isAdmin })];
       default:
         return [];
     }
@@ -122,6 +156,12 @@ export const workspacesProjector: Projector = {
         return [upsert(workspacesCollection, id, { name: e.data.name, createdAt: e.data.createdAt, ownerId: null })];
       case 'WorkspaceOwnerClaimed':
         return [update(workspacesCollection, id, { ownerId: e.data.userId })];
+      case 'WorkspaceRenamed':
+        return [update(workspacesCollection, id, { name: e.data.name })];
+      case 'WorkspaceOwnershipTransferred':
+        return [update(workspacesCollection, id, { ownerId: e.data.toUserId })];
+      case 'WorkspaceDeleted':
+        return [update(workspacesCollection, id, { deleted: true })];
       default:
         return [];
     }
@@ -143,6 +183,9 @@ export const membersProjector: Projector = {
     { collection: membersCollection, keys: [['userId', 1]] },
   ],
   project(recorded: RecordedEvent): DocOp[] {
+    const workspace = streams.workspace.decode(recorded);
+    if (workspace?.event.type === 'WorkspaceDeleted')
+      return [{ kind: 'delete', collection: membersCollection, filter: { workspaceId: workspace.key } }];
     const decoded = streams.membership.decode(recorded);
     if (!decoded) return [];
     const {
@@ -211,6 +254,107 @@ export const apiTokensProjector: Projector = {
         return [update(apiTokensCollection, id, { lastUsedAt: e.data.at })];
       case 'ApiTokenDeleted':
         return [{ kind: 'delete', collection: apiTokensCollection, filter: { _id: id } }];
+      default:
+        return [];
+    }
+  },
+};
+
+/**
+ * Sessions that still stand (docs/design.md, "Identity"). Logging out ends one; a deactivation ends every session of
+ * the user, a removal those acting in the workspace left behind; each new session purges the expired rows.
+ */
+export const sessionsProjector: Projector = {
+  name: 'sessions',
+  version: 1,
+  collections: [sessionsCollection],
+  indexes: [
+    { collection: sessionsCollection, keys: [['userId', 1]] },
+    { collection: sessionsCollection, keys: [['expiresAt', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    const session = streams.session.decode(recorded);
+    if (session) {
+      const { key: id, event: e } = session;
+      switch (e.type) {
+        case 'SessionStarted':
+          return [
+            { kind: 'delete', collection: sessionsCollection, filter: { expiresAt: { $lte: e.data.startedAt } } },
+            upsert(sessionsCollection, id, {
+              userId: e.data.userId,
+              workspaceId: e.data.workspaceId,
+              provider: e.data.provider,
+              startedAt: e.data.startedAt,
+              expiresAt: e.data.expiresAt,
+            }),
+          ];
+        case 'SessionSwitched':
+          return [update(sessionsCollection, id, { workspaceId: e.data.workspaceId })];
+        case 'SessionEnded':
+          return [{ kind: 'delete', collection: sessionsCollection, filter: { _id: id } }];
+        default:
+          return [];
+      }
+    }
+    const workspace = streams.workspace.decode(recorded);
+    if (workspace?.event.type === 'WorkspaceDeleted')
+      return [{ kind: 'delete', collection: sessionsCollection, filter: { workspaceId: workspace.key } }];
+    const user = streams.user.decode(recorded);
+    if (user?.event.type === 'UserDeactivated')
+      return [{ kind: 'delete', collection: sessionsCollection, filter: { userId: user.key } }];
+    const member = streams.membership.decode(recorded);
+    if (member?.event.type === 'MemberRemoved') {
+      const [workspaceId, userId] = member.key;
+      return [{ kind: 'delete', collection: sessionsCollection, filter: { userId, workspaceId } }];
+    }
+    return [];
+  },
+};
+
+/** Pending invites; a deleted workspace takes its invites with it. */
+export const invitesProjector: Projector = {
+  name: 'invites',
+  version: 1,
+  collections: [invitesCollection],
+  indexes: [
+    { collection: invitesCollection, keys: [['tokenHash', 1]], unique: true },
+    {
+      collection: invitesCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['createdAt', 1],
+      ],
+    },
+    { collection: invitesCollection, keys: [['email', 1]] },
+  ],
+  project(recorded: RecordedEvent): DocOp[] {
+    const workspace = streams.workspace.decode(recorded);
+    if (workspace?.event.type === 'WorkspaceDeleted')
+      return [{ kind: 'delete', collection: invitesCollection, filter: { workspaceId: workspace.key } }];
+    const decoded = streams.invite.decode(recorded);
+    if (!decoded) return [];
+    const {
+      key: [, id],
+      event: e,
+    } = decoded;
+    switch (e.type) {
+      case 'InviteCreated': {
+        const d = e.data;
+        return [
+          upsert(invitesCollection, id, {
+            workspaceId: d.workspaceId,
+            email: d.email,
+            role: d.role,
+            tokenHash: d.tokenHash,
+            createdBy: d.createdBy,
+            createdAt: d.createdAt,
+            expiresAt: d.expiresAt,
+          }),
+        ];
+      }
+      case 'InviteAccepted':
+      case 'InviteRevoked':
+        return [{ kind: 'delete', collection: invitesCollection, filter: { _id: id } }];
       default:
         return [];
     }

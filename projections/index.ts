@@ -1,4 +1,11 @@
-import { apiTokensProjector, membersProjector, usersProjector, workspacesProjector } from './identity.js';
+import {
+  apiTokensProjector,
+  invitesProjector,
+  membersProjector,
+  sessionsProjector,
+  usersProjector,
+  workspacesProjector,
+} from './identity.js';
 import { imagesProjector } from './images.js';
 import { jobsProjector } from './jobs.js';
 import { playbooksProjector } from './playbooks.js';
@@ -15,6 +22,8 @@ export const allProjectors: Projector[] = [
   usersProjector,
   membersProjector,
   apiTokensProjector,
+  sessionsProjector,
+  invitesProjector,
   providersProjector,
   secretsProjector,
   mcpServersProjector,

@@ -9,10 +9,22 @@ export const MeOutputBody = Type.Object(
     email: Nullable(Type.String()),
     name: Nullable(Type.String()),
     picture: Nullable(Type.String()),
-    isAdmin: Type.Boolean(),
+    isAdmin: Type.Boolean({ description: 'An instance admin: owner rights in every workspace and the Admin area' }),
+    loginProvider: Type.Optional(
+      Type.String({ description: 'The provider of this session (`link` for sign-in links)' }),
+    ),
     viaToken: Type.Boolean(),
     workspaceId: Type.String(),
-    workspace: Type.Object({ id: Type.String(), name: Type.String(), role: Role }, { additionalProperties: false }),
+    workspace: Type.Object(
+      {
+        id: Type.String(),
+        name: Type.String(),
+        role: Role,
+        usageUnit: Type.Union([Type.Literal('price'), Type.Literal('tokens')]),
+      },
+      { additionalProperties: false },
+    ),
+    workspacesEnabled: Type.Boolean(),
   },
   { $id: 'MeOutputBody', additionalProperties: false },
 );

@@ -29,6 +29,7 @@ import { ImageLogs, Images } from '../app/images.js';
 import type { Position } from '../store/event-store.js';
 import { Queries } from '../app/queries/index.js';
 import { Jobs } from '../app/jobs.js';
+import { Workspaces } from '../app/workspaces.js';
 import { JobCompiler } from '../app/compile.js';
 import { PlaybookEditor } from '../app/playbook-edits.js';
 import { WorkspaceSettings } from '../app/workspace-settings.js';
@@ -54,7 +55,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   // Cached answers are only safe where the engine runs (the projector role holding the lease): only there is every
   // change seen.
   const cache = new ReadCache(engine, () => engine.running);
-  const identity = new Identity(bus, stores.docs, keys, engine, cache);
+  const identity = new Identity(bus, stores.docs, keys, engine, cache, { workspacesEnabled: config.workspacesEnabled });
   const runs = new Runs(bus, stores.events, stores.docs, Date.now, (position) => engine.waitFor(position));
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
@@ -151,6 +152,9 @@ export function appDeps(
       s.keys,
       (provider, code, detail) => s.log.warn({ provider, code, detail }, 'sign-in failed at the identity provider'),
     ),
+    workspaces: new Workspaces(s.bus, s.stores.docs, s.engine, s.identity, new RunFiles(s.config.dataDir), {
+      workspacesEnabled: s.config.workspacesEnabled,
+    }),
     jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
     compiler: new JobCompiler(s.models, s.mcp, sandbox),
@@ -255,7 +259,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const log = createLogger('silent');
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
   const cache = new ReadCache(engine, () => false);
-  const identity = new Identity(bus, stores.docs, keys, engine, cache);
+  const identity = new Identity(bus, stores.docs, keys, engine, cache, { workspacesEnabled: false });
   const config = {
     publicUrl: '',
     logLevel: 'silent',

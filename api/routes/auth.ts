@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { sessionCookieName, sessionTtlMs } from '../../app/identity.js';
+import { readCookie } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
 import { RateLimiter } from '../rate-limit.js';
@@ -67,12 +68,16 @@ export default function authRoutes(fastify: FastifyInstance, deps: AppDeps): voi
     {
       schema: {
         summary: 'Sign out',
-        description: 'Clears the session cookie.',
+        description:
+          'Ends the session: its row is deleted, so every copy of the cookie stops working at once, and clears the cookie.',
         tags: ['auth'],
         response: { 204: Type.Null({ description: 'Signed out' }) },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
+      const cookie = readCookie(request, sessionCookieName);
+      const claims = cookie ? deps.identity.sessionOfCookie(cookie) : null;
+      if (claims) await deps.engine.waitFor(await deps.identity.endSession(claims, requestContext(request)));
       setSession(reply, '', 0);
       return reply.status(204).send(null);
     },

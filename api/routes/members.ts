@@ -62,14 +62,26 @@ export default function memberRoutes(fastify: FastifyInstance, deps: AppDeps): v
     },
     async (request) => {
       const p = principalOf(request);
-      const position = await deps.identity.changeRole(
-        p.workspaceId,
-        request.params.userId,
-        request.body.role,
-        requestContext(request),
-      );
-      await deps.engine.waitFor(position);
+      await deps.workspaces.changeRole(p, request.params.userId, request.body.role, requestContext(request));
       return toDto(await deps.queries.forPrincipal(p).identity.member(request.params.userId));
+    },
+  );
+
+  app.delete(
+    '/api/workspace/members/:userId',
+    {
+      schema: {
+        summary: 'Remove a member from the current workspace',
+        description:
+          'Not the owner. Their sessions in the workspace end and the invites they created are revoked. Refused (403) while workspaces are disabled: deactivate the user instead.',
+        tags: ['workspace'],
+        params: Type.Object({ userId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }),
+        response: { 204: Type.Null({ description: 'Removed' }) },
+      },
+    },
+    async (request, reply) => {
+      await deps.workspaces.removeMember(principalOf(request), request.params.userId, requestContext(request));
+      return reply.status(204).send(null);
     },
   );
 }

@@ -54,9 +54,12 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
         name: user.name,
         picture: user.picture,
         isAdmin: user.isAdmin,
+        ...(p.loginProvider ? { loginProvider: p.loginProvider } : {}),
         viaToken: p.kind === 'token',
         workspaceId: workspace._id,
-        workspace: { id: workspace._id, name: workspace.name, role: p.role },
+        // Usage is shown as a price until the workspace settings offer a choice.
+        workspace: { id: workspace._id, name: workspace.name, role: p.role, usageUnit: 'price' as const },
+        workspacesEnabled: deps.config.workspacesEnabled,
       };
     },
   );

@@ -1,15 +1,18 @@
 import { DomainError } from '../../domain/decider.js';
 import {
   apiTokensCollection,
+  invitesCollection,
   memberId,
   membersCollection,
   usersCollection,
   workspacesCollection,
   type ApiTokenDoc,
+  type InviteDoc,
   type MemberDoc,
   type UserDoc,
   type WorkspaceDoc,
 } from '../../projections/identity.js';
+import { hashToken } from '../../adapters/keys.js';
 import type { DocumentStore, Filter } from '../../store/document-store.js';
 import { seesEveryToken } from '../identity.js';
 import type { Principal } from '../principal.js';
@@ -100,5 +103,128 @@ export class IdentityQueries {
     ]);
     if (!user || !workspace) throw DomainError.notFound('User');
     return { user, workspace };
+  }
+
+  private async workspacesById(ids: string[]): Promise<Map<string, WorkspaceDoc>> {
+    const unique = [...new Set(ids)];
+    const found =
+      unique.length === 0
+        ? []
+        : await this.docs.collection<WorkspaceDoc>(workspacesCollection).find({ _id: { $in: unique } });
+    return new Map(found.filter((w) => !w.deleted).map((w) => [w._id, w]));
+  }
+
+  /** The caller's workspaces with their role in each, oldest membership first. */
+  async myWorkspaces(): Promise<Array<{ workspace: WorkspaceDoc; role: MemberDoc['role'] }>> {
+    const members = await this.docs
+      .collection<MemberDoc>(membersCollection)
+      .find({ userId: this.principal.userId }, { sort: [['joinedAt', 1]], limit: 1000 });
+    const workspaces = await this.workspacesById(members.map((m) => m.workspaceId));
+    return members.flatMap((m) => {
+      const workspace = workspaces.get(m.workspaceId);
+      return workspace ? [{ workspace, role: m.role }] : [];
+    });
+  }
+
+  /** The current workspace with its member count. */
+  async workspace(): Promise<{ workspace: WorkspaceDoc; members: number }> {
+    const workspace = (await this.workspacesById([this.workspaceId])).get(this.workspaceId);
+    if (!workspace) throw DomainError.notFound('Workspace');
+    const members = await this.docs.collection<MemberDoc>(membersCollection).count({ workspaceId: this.workspaceId });
+    return { workspace, members };
+  }
+
+  /** Pending invites of the current workspace, with the name of whoever created each. */
+  async invites(page: PageRequest): Promise<Page<{ invite: InviteDoc; invitedBy: string | null }>> {
+    const invites = this.docs.collection<InviteDoc>(invitesCollection);
+    const filter = { workspaceId: this.workspaceId };
+    const [docs, total] = await Promise.all([invites.find(filter, page.find), invites.count(filter)]);
+    const users = await this.users(docs.map((d) => d.createdBy));
+    return {
+      items: docs.map((invite) => {
+        const u = users.get(invite.createdBy);
+        return { invite, invitedBy: u ? (u.name ?? u.email) : null };
+      }),
+      total,
+    };
+  }
+
+  /** One pending invite of the current workspace, or `not_found` ("Invite not found"). */
+  async invite(inviteId: string): Promise<{ invite: InviteDoc; invitedBy: string | null }> {
+    const invite = await this.docs
+      .collection<InviteDoc>(invitesCollection)
+      .findOne({ _id: inviteId, workspaceId: this.workspaceId });
+    if (!invite) throw DomainError.notFound('Invite');
+    const u = (await this.users([invite.createdBy])).get(invite.createdBy);
+    return { invite, invitedBy: u ? (u.name ?? u.email) : null };
+  }
+
+  /** What an invite link leads to, for the page that asks to confirm it; `not_found` for any unusable token. */
+  async inviteLookup(token: string): Promise<{
+    workspaceName: string;
+    role: InviteDoc['role'];
+    invitedBy: string | null;
+    expiresAt: number;
+    expired: boolean;
+    alreadyMember: boolean;
+  }> {
+    const invite =
+      token.length > 200
+        ? null
+        : await this.docs.collection<InviteDoc>(invitesCollection).findOne({ tokenHash: hashToken(token) });
+    const workspace = invite && (await this.workspacesById([invite.workspaceId])).get(invite.workspaceId);
+    if (!invite || !workspace) throw DomainError.notFound('Invite');
+    const [creator, member] = await Promise.all([
+      this.users([invite.createdBy]),
+      this.docs
+        .collection<MemberDoc>(membersCollection)
+        .findOne({ _id: memberId(invite.workspaceId, this.principal.userId) }),
+    ]);
+    const u = creator.get(invite.createdBy);
+    return {
+      workspaceName: workspace.name,
+      role: invite.role,
+      invitedBy: u ? (u.name ?? u.email) : null,
+      expiresAt: invite.expiresAt,
+      expired: invite.expiresAt <= Date.now(),
+      alreadyMember: member !== null,
+    };
+  }
+
+  /** A user of the instance by id, or `not_found` ("User not found"). */
+  async user(userId: string): Promise<UserDoc> {
+    const user = await this.docs.collection<UserDoc>(usersCollection).findOne({ _id: userId });
+    if (!user) throw DomainError.notFound('User');
+    return user;
+  }
+
+  /** Every user of the instance (instance admins only, by the route table). */
+  async allUsers(page: PageRequest): Promise<Page<UserDoc>> {
+    const users = this.docs.collection<UserDoc>(usersCollection);
+    const [items, total] = await Promise.all([users.find({}, page.find), users.count({}, { search: page.search })]);
+    return { items, total };
+  }
+
+  /** Every live workspace of the instance with its owner and member count (instance admins only). */
+  async allWorkspaces(
+    page: PageRequest,
+  ): Promise<Page<{ workspace: WorkspaceDoc; owner: UserDoc | null; members: number }>> {
+    const workspaces = this.docs.collection<WorkspaceDoc>(workspacesCollection);
+    const filter: Filter = { deleted: { $ne: true } };
+    const [docs, total] = await Promise.all([
+      workspaces.find(filter, page.find),
+      workspaces.count(filter, { search: page.search }),
+    ]);
+    const owners = await this.users(docs.flatMap((w) => (w.ownerId ? [w.ownerId] : [])));
+    const members = this.docs.collection<MemberDoc>(membersCollection);
+    const counts = await Promise.all(docs.map((w) => members.count({ workspaceId: w._id })));
+    return {
+      items: docs.map((workspace, i) => ({
+        workspace,
+        owner: workspace.ownerId ? (owners.get(workspace.ownerId) ?? null) : null,
+        members: counts[i]!,
+      })),
+      total,
+    };
   }
 }

@@ -45,9 +45,15 @@ async function untilRefused(client: Client): Promise<void> {
 }
 
 before(async () => {
-  t = await startTestServer();
-  // The instance admin owns the default workspace; the others join through sign-in links and the members route.
+  // Workspaces enabled: the (B) rules, where members can be removed and can leave.
+  t = await startTestServer({ SVC_WORKSPACES_ENABLED: 'true' });
+  // The instance admin owns the default workspace; the others join it through invites to their (verified) emails.
   const iadmin = await adminSession(t, 'iadmin@example.com');
+  for (const [email, role] of [
+    ['member@example.com', 'member'],
+    ['admin@example.com', 'admin'],
+  ])
+    assert.equal((await iadmin.post('/api/workspace/invites', { email, role })).status, 201);
   const member = await userSession(t, iadmin, 'member@example.com');
   const admin = await userSession(t, iadmin, 'admin@example.com');
   assert.equal((await iadmin.patch(`/api/workspace/members/${admin.userId}`, { role: 'admin' })).status, 200);
@@ -115,8 +121,11 @@ const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
 const ownCredential = new Set(['POST /hooks/:jobId']);
 /** Server-sent-event routes stay open: only the status and the first bytes are read. */
 const streaming = new Set(['GET /api/runs/:id/stream', 'GET /api/events']);
-/** Ends the caller's session: called only by callers that hold none. */
-const endsSession = 'POST /api/auth/logout';
+/**
+ * End the caller's session or membership: called only by callers that hold none (leaving is tested in
+ * tests/api/workspaces.test.ts).
+ */
+const endsSession = new Set(['POST /api/auth/logout', 'POST /api/workspace/leave']);
 
 type Outcome = 'ok' | 'not_signed_in' | 'invalid_token' | 'forbidden';
 
@@ -194,7 +203,7 @@ describe('access matrix', () => {
           types.get(name) === 'integer' ? '987654' : '00000000-0000-7000-8000-00000000beef',
         );
         for (const [name, caller] of Object.entries(callers)) {
-          if (key === endsSession && caller.role !== null) continue;
+          if (endsSession.has(key) && caller.role !== null) continue;
           calls++;
           const res = await call(name, caller, key, upper, url);
           const want = expected(rule, caller);

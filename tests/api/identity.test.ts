@@ -67,10 +67,27 @@ describe('sign-in links and sessions', () => {
     assert.equal(roles['member@example.com'], 'member');
   });
 
-  it('logs out by clearing the cookie', async () => {
-    const res = await admin.post('/api/auth/logout');
+  it('logs out by ending the session and clearing the cookie', async () => {
+    const { client } = await userSession(t, admin, 'leaving@example.com');
+    const res = await client.post('/api/auth/logout');
     assert.equal(res.status, 204);
     assert.match(res.headers.get('set-cookie') ?? '', /svc_session=;.*Max-Age=0/);
+    assert.equal((await client.get('/api/users/me')).status, 401, 'the old cookie no longer works');
+  });
+});
+
+describe('workspaces disabled (the default)', () => {
+  it('keeps everyone in Default: no removal (deactivate instead), no leaving, no new workspaces', async () => {
+    const { client, userId } = await userSession(t, admin, 'stays@example.com');
+    const m = await client.get('/api/users/me');
+    assert.equal(m.body.workspacesEnabled, false);
+    assert.equal(m.body.workspace.name, 'Default');
+    const removal = await admin.delete(`/api/workspace/members/${userId}`);
+    assert.equal(removal.status, 403);
+    assert.match(removal.body.message, /deactivate/);
+    assert.equal((await client.post('/api/workspace/leave')).status, 403);
+    assert.equal((await client.post('/api/workspaces', { name: 'Mine' })).status, 403);
+    assert.equal((await client.get('/api/users/me')).status, 200, 'still a member');
   });
 });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { systemContext, type CommandContext } from '../../app/commands.js';
 import { Jobs } from '../../app/jobs.js';
 import { jobDecider, jobStreamId } from '../../domain/job.js';
-import { adminSession, Client, createToken, startTestServer, type TestServer } from './harness.js';
+import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
 
 /**
  * The tenant rule of the query layer (docs/api.md), tried from outside: ids of another workspace's job and run, and of
@@ -146,6 +146,85 @@ describe('tenant rule', () => {
       const res = await new Client(t.url).request('POST', `/hooks/${id}`, {}, { authorization: 'Bearer svh_guess' });
       assert.equal(res.status, 401);
       assert.equal((res.body as { code: string }).code, 'invalid_token');
+    }
+  });
+});
+
+/**
+ * Two real workspaces (workspaces enabled), each with its owner: every route the first owner calls with the second
+ * workspace's ids (job, run, provider, model, secret, token, member, invite, the workspace itself) answers 404 and
+ * changes nothing there.
+ */
+describe('two workspaces', () => {
+  let w: TestServer;
+  let a: Client;
+  let b: Client;
+  const ids: Record<string, string> = {};
+
+  before(async () => {
+    w = await startTestServer({ SVC_ROLES: 'api,projector', SVC_WORKSPACES_ENABLED: 'true' });
+    const iadmin = await adminSession(w);
+    a = (await userSession(w, iadmin, 'alice@example.com')).client;
+    b = (await userSession(w, iadmin, 'bob@example.com')).client;
+    ids.workspace = (await b.get('/api/users/me')).body.workspace.id;
+    const job = await b.post<{ id: string }>('/api/jobs', { name: 'Bob job', instruction: 'x' });
+    ids.job = job.body.id;
+    ids.run = (await b.post<{ runId: string }>(`/api/jobs/${ids.job}/runs`, {})).body.runId;
+    ids.provider = (await b.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' })).body.id;
+    ids.model = (await b.get('/api/models')).body.items[0].id;
+    const secret = await b.post<{ id: string }>('/api/secrets', { name: 'BOB_KEY', value: 'bob-secret-value' });
+    ids.secret = secret.body.id;
+    ids.token = (await createToken(b)).id;
+    const link = await b.post<{ url: string; invite: { id: string } }>('/api/workspace/invites', { role: 'member' });
+    ids.invite = link.body.invite.id;
+    ids.bob = (await b.get('/api/users/me')).body.id;
+    for (const [name, id] of Object.entries(ids)) assert.ok(id, `${name} was created`);
+  });
+  after(async () => w?.stop());
+
+  it("answers every route given the other workspace's ids with 404 and changes nothing", async () => {
+    const calls: Call[] = [
+      ...jobCalls(ids.job!).filter(([m]) => m !== 'DELETE'),
+      ...runCalls(ids.run!),
+      ['GET', `/api/providers/${ids.provider}`],
+      ['PATCH', `/api/providers/${ids.provider}`, { name: 'Taken' }],
+      ['POST', `/api/providers/${ids.provider}/sync`, {}],
+      ['PATCH', `/api/models/${ids.model}`, { label: 'Taken' }],
+      ['PUT', `/api/secrets/${ids.secret}`, { value: 'overwritten' }],
+      ['DELETE', `/api/tokens/${ids.token}`],
+      ['PATCH', `/api/workspace/members/${ids.bob}`, { role: 'member' }],
+      ['DELETE', `/api/workspace/members/${ids.bob}`],
+      ['DELETE', `/api/workspace/invites/${ids.invite}`],
+      ['POST', `/api/workspace/transfer`, { userId: ids.bob }],
+      ['POST', `/api/workspaces/${ids.workspace}/switch`, {}],
+      ['DELETE', `/api/secrets/${ids.secret}`],
+      ['DELETE', `/api/models/${ids.model}`],
+      ['DELETE', `/api/providers/${ids.provider}`],
+      ['DELETE', `/api/jobs/${ids.job}`],
+    ];
+    const wrong: string[] = [];
+    for (const [method, path, body] of calls) {
+      const res = await a.request(method, path, body);
+      const { code, message } = (res.body as { code?: string; message?: string } | null) ?? {};
+      if (res.status !== 404 || code !== 'not_found' || message?.startsWith('No route for '))
+        wrong.push(`${method} ${path}: ${res.status} ${res.text}`);
+    }
+    assert.deepEqual(wrong, []);
+    // Bob's workspace is as he left it.
+    assert.equal((await b.get(`/api/jobs/${ids.job}`)).body.name, 'Bob job');
+    assert.equal((await b.get(`/api/runs/${ids.run}`)).body.status, 'queued');
+    assert.equal((await b.get(`/api/providers/${ids.provider}`)).body.name, 'Fake');
+    assert.equal((await b.get('/api/tokens')).body.total, 1);
+    assert.equal((await b.get('/api/workspace/invites')).body.total, 1);
+    const members = await b.get('/api/workspace/members');
+    assert.deepEqual(
+      members.body.items.map((m: { userId: string; role: string }) => [m.userId, m.role]),
+      [[ids.bob, 'owner']],
+    );
+    const lists = ['/api/jobs', '/api/runs', '/api/providers', '/api/secrets', '/api/tokens', '/api/workspace/invites'];
+    for (const path of lists) {
+      const res = await a.get(path);
+      assert.ok(!res.text.includes(ids.job!) && !res.text.includes(ids.provider!), `${path} shows nothing of Bob's`);
     }
   });
 });

@@ -21,6 +21,80 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/admin/users': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List every user of the instance */
+    get: operations['getAdminUsers'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/admin/users/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Deactivate or reactivate a user, or set the instance admin flag
+     * @description A deactivation signs the user out everywhere at once, stops their API tokens and revokes the invites they created.
+     */
+    patch: operations['patchAdminUsersById'];
+    trace?: never;
+  };
+  '/api/admin/workspaces': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List every workspace of the instance */
+    get: operations['getAdminWorkspaces'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/admin/workspaces/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete any workspace
+     * @description As the owner would: refused with 409 while runs are active; Default cannot be deleted.
+     */
+    delete: operations['deleteAdminWorkspacesById'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/auth/callback/{provider}': {
     parameters: {
       query?: never;
@@ -92,7 +166,7 @@ export interface paths {
     put?: never;
     /**
      * Sign out
-     * @description Clears the session cookie.
+     * @description Ends the session: its row is deleted, so every copy of the cookie stops working at once, and clears the cookie.
      */
     post: operations['postAuthLogout'];
     delete?: never;
@@ -189,6 +263,46 @@ export interface paths {
     get: operations['getEvents'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invites/accept': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Accept an invite
+     * @description Joins the invite's workspace (an email invite only for its own address) and switches to it.
+     */
+    post: operations['postInvitesAccept'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invites/lookup': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * What an invite link leads to
+     * @description For the page that asks to confirm an invite. An unknown, used or revoked token answers 404.
+     */
+    post: operations['postInvitesLookup'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1243,6 +1357,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/workspace': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The current workspace */
+    get: operations['getWorkspace'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete the current workspace
+     * @description Refused with 409 while runs are active. Every record of the workspace goes; its files are removed in the background. The session moves to another workspace of the caller.
+     */
+    delete: operations['deleteWorkspace'];
+    options?: never;
+    head?: never;
+    /** Rename the current workspace */
+    patch: operations['patchWorkspace'];
+    trace?: never;
+  };
+  '/api/workspace/invites': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List the pending invites of the current workspace */
+    get: operations['getWorkspaceInvites'];
+    put?: never;
+    /**
+     * Invite someone to the current workspace
+     * @description With `email`, the person joins when they sign in with that verified address. Without it, the answer carries a link (`/invite/<token>`) shown this once.
+     */
+    post: operations['postWorkspaceInvites'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workspace/invites/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Revoke an invite */
+    delete: operations['deleteWorkspaceInvitesById'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workspace/leave': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Leave the current workspace
+     * @description Not for the owner (transfer the ownership first). The session moves to another workspace of the caller, a new personal one when none is left.
+     */
+    post: operations['postWorkspaceLeave'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/workspace/members': {
     parameters: {
       query?: never;
@@ -1270,7 +1464,11 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Remove a member from the current workspace
+     * @description Not the owner. Their sessions in the workspace end and the invites they created are revoked. Refused (403) while workspaces are disabled: deactivate the user instead.
+     */
+    delete: operations['deleteWorkspaceMembersByUserId'];
     options?: never;
     head?: never;
     /**
@@ -1278,6 +1476,70 @@ export interface paths {
      * @description Admins can make another member an admin or a member; the owner keeps their role until a transfer.
      */
     patch: operations['patchWorkspaceMembersByUserId'];
+    trace?: never;
+  };
+  '/api/workspace/transfer': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Transfer the ownership of the current workspace
+     * @description The member becomes the owner; the old owner becomes an admin.
+     */
+    post: operations['postWorkspaceTransfer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workspaces': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List my workspaces
+     * @description Every workspace the signed-in user is a member of, oldest membership first (at most 1000).
+     */
+    get: operations['getWorkspaces'];
+    put?: never;
+    /**
+     * Create a workspace
+     * @description The caller owns it. The session stays where it is; switch to use it.
+     */
+    post: operations['postWorkspaces'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workspaces/{id}/switch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Switch the session to another workspace
+     * @description Re-issues the session cookie for the workspace (the same session and expiry). The web app calls it for links that carry `?workspace=<id>`.
+     */
+    post: operations['postWorkspacesByIdSwitch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/hooks/{jobId}': {
@@ -1304,6 +1566,37 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    AdminUserDto: {
+      id: string;
+      email: string | null;
+      name: string | null;
+      picture: string | null;
+      provider: string;
+      isAdmin: boolean;
+      deactivated: boolean;
+      createdAt: number;
+      lastLoginAt: number | null;
+    };
+    AdminUserListEnvelope: {
+      items: components['schemas']['AdminUserDto'][];
+      page: number;
+      pageSize: number;
+      total: number;
+    };
+    AdminWorkspaceDto: {
+      id: string;
+      name: string;
+      ownerId: string | null;
+      owner: string | null;
+      members: number;
+      createdAt: number;
+    };
+    AdminWorkspaceListEnvelope: {
+      items: components['schemas']['AdminWorkspaceDto'][];
+      page: number;
+      pageSize: number;
+      total: number;
+    };
     ApiTokenDto: {
       id: string;
       name: string;
@@ -1415,6 +1708,18 @@ export interface components {
       /** @description Encrypted at rest, never returned */
       value: string;
     };
+    CreateInviteInputBody: {
+      /** @description Invite this verified address; without it the invite is a link */
+      email?: string;
+      role: 'admin' | 'member';
+      /** @description 1, 7 or 30; default 7 */
+      expiresInDays?: number;
+    };
+    CreateInviteOutputBody: {
+      invite: components['schemas']['InviteDto'];
+      /** @description A link invite only: `/invite/<token>`, shown this once */
+      url?: string;
+    };
     CreateModelInputBody: {
       providerId: string;
       model: string;
@@ -1441,6 +1746,17 @@ export interface components {
       email: string;
       /** @description Make the user an instance admin (default false) */
       admin?: boolean;
+    };
+    CreateWorkspaceInputBody: {
+      name: string;
+    };
+    CurrentWorkspaceDto: {
+      id: string;
+      name: string;
+      role: components['schemas']['Role'];
+      ownerId: string | null;
+      createdAt: number;
+      members: number;
     };
     ErrorBody: {
       /** @description validation_failed, invalid_request_body, invalid_token, not_signed_in, forbidden, not_found, conflict, unsupported, rate_limited, internal_error; 502 answers name the upstream: provider_error, oauth_error, webhook_error; 503 projection_unavailable: the write was stored but a failing read model cannot show it yet (do not repeat the write); requests HTTP itself refuses: invalid_request (400), request_timeout (408), request_too_large (431) */
@@ -1538,6 +1854,32 @@ export interface components {
       sandbox?: components['schemas']['SandboxInfo'];
       /** @description Each read model: how far it is and whether it fails */
       projections: components['schemas']['ProjectionInfo'][];
+    };
+    InviteDto: {
+      id: string;
+      email: string | null;
+      role: 'admin' | 'member';
+      invitedBy: string | null;
+      createdAt: number;
+      expiresAt: number;
+      expired: boolean;
+    };
+    InviteListEnvelope: {
+      items: components['schemas']['InviteDto'][];
+      page: number;
+      pageSize: number;
+      total: number;
+    };
+    InviteLookupOutputBody: {
+      workspaceName: string;
+      role: 'admin' | 'member';
+      invitedBy: string | null;
+      expiresAt: number;
+      expired: boolean;
+      alreadyMember: boolean;
+    };
+    InviteTokenInputBody: {
+      token: string;
     };
     IOField: {
       name: string;
@@ -1819,14 +2161,19 @@ export interface components {
       email: string | null;
       name: string | null;
       picture: string | null;
+      /** @description An instance admin: owner rights in every workspace and the Admin area */
       isAdmin: boolean;
+      /** @description The provider of this session (`link` for sign-in links) */
+      loginProvider?: string;
       viaToken: boolean;
       workspaceId: string;
       workspace: {
         id: string;
         name: string;
         role: components['schemas']['Role'];
+        usageUnit: 'price' | 'tokens';
       };
+      workspacesEnabled: boolean;
     };
     Mode: 'explore' | 'assisted' | 'scripted';
     ModelDto: {
@@ -2001,6 +2348,9 @@ export interface components {
       syncError: string | null;
     };
     ProviderKind: 'anthropic' | 'openai' | 'fake';
+    RenameWorkspaceInputBody: {
+      name: string;
+    };
     Role: 'owner' | 'admin' | 'member';
     RollbackBody: {
       /** @description 0 is the empty playbook */
@@ -2205,6 +2555,9 @@ export interface components {
       /** @description Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values. */
       value: string;
     };
+    SwitchedOutputBody: {
+      workspaceId: string;
+    };
     SyncResult: {
       added: number;
       updated: number;
@@ -2220,6 +2573,9 @@ export interface components {
       reply?: string;
       error?: string;
     };
+    TransferWorkspaceInputBody: {
+      userId: string;
+    };
     Trigger: 'manual' | 'schedule' | 'webhook' | 'api' | 'retry';
     TriggerRunBody: {
       /** @description Any JSON; the sandbox sees it as /svc/input.json */
@@ -2230,6 +2586,10 @@ export interface components {
     TriggerRunOutput: {
       runId: string | null;
       status: 'queued' | 'skipped';
+    };
+    UpdateAdminUserInputBody: {
+      deactivated?: boolean;
+      isAdmin?: boolean;
     };
     UpdateMemberInputBody: {
       role: 'admin' | 'member';
@@ -2249,6 +2609,18 @@ export interface components {
       token: string;
       /** @description Path /hooks/<jobId> */
       url: string;
+    };
+    WorkspaceDto: {
+      id: string;
+      name: string;
+      role: components['schemas']['Role'];
+      ownerId: string | null;
+      createdAt: number;
+      /** @description The workspace this session or token acts in */
+      current: boolean;
+    };
+    WorkspaceListOutputBody: {
+      items: components['schemas']['WorkspaceDto'][];
     };
   };
   responses: never;
@@ -2280,6 +2652,144 @@ export interface operations {
         content: {
           'application/json': components['schemas']['SignInLinkOutputBody'];
         };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getAdminUsers: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        pageSize?: number;
+        /** @description Up to three comma-separated keys; prefix `-` for descending */
+        sort?: string;
+        /** @description Case-insensitive literal text */
+        search?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AdminUserListEnvelope'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  patchAdminUsersById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdateAdminUserInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AdminUserDto'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getAdminWorkspaces: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        pageSize?: number;
+        /** @description Up to three comma-separated keys; prefix `-` for descending */
+        sort?: string;
+        /** @description Case-insensitive literal text */
+        search?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AdminWorkspaceListEnvelope'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteAdminWorkspacesById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
@@ -2550,6 +3060,72 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postInvitesAccept: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['InviteTokenInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SwitchedOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postInvitesLookup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['InviteTokenInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InviteLookupOutputBody'];
+        };
+      };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
@@ -4927,6 +5503,225 @@ export interface operations {
       };
     };
   };
+  getWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CurrentWorkspaceDto'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SwitchedOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  patchWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RenameWorkspaceInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CurrentWorkspaceDto'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getWorkspaceInvites: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        pageSize?: number;
+        /** @description Up to three comma-separated keys; prefix `-` for descending */
+        sort?: string;
+        /** @description Case-insensitive literal text */
+        search?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InviteListEnvelope'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postWorkspaceInvites: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateInviteInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreateInviteOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteWorkspaceInvitesById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoked */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postWorkspaceLeave: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SwitchedOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   getWorkspaceMembers: {
     parameters: {
       query?: {
@@ -4964,6 +5759,35 @@ export interface operations {
       };
     };
   };
+  deleteWorkspaceMembersByUserId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   patchWorkspaceMembersByUserId: {
     parameters: {
       query?: never;
@@ -4986,6 +5810,130 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['MemberDto'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postWorkspaceTransfer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TransferWorkspaceInputBody'];
+      };
+    };
+    responses: {
+      /** @description Transferred */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getWorkspaces: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WorkspaceListOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postWorkspaces: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWorkspaceInputBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SwitchedOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postWorkspacesByIdSwitch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SwitchedOutputBody'];
         };
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */

@@ -30,6 +30,21 @@ export function safeNext(raw: string | null): string {
   return raw;
 }
 
+/**
+ * A link may name the workspace it belongs to (`?workspace=<id>`): the session switches there first, and the
+ * parameter leaves the address (docs/api.md, "Workspaces and members"). A workspace the person is not in keeps the
+ * session where it was; the page then answers as it would without the parameter.
+ */
+async function workspaceFromLink(): Promise<void> {
+  const url = new URL(window.location.href);
+  const id = url.searchParams.get('workspace');
+  if (!id) return;
+  await call(client.POST('/api/workspaces/{id}/switch', { params: { path: { id } } })).catch(() => undefined);
+  // Only once the session has switched: until then the address still says where the page is going.
+  url.searchParams.delete('workspace');
+  window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
+}
+
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [me, setMe] = useState<MeOutputBody | null>(null);
   const [checking, setChecking] = useState(true);
@@ -38,18 +53,20 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const location = useLocation();
 
   const refresh = useCallback(() => {
-    call(client.GET('/api/users/me')).then(
-      (m) => {
-        setMe(m);
-        setError(null);
-        setChecking(false);
-      },
-      (err: unknown) => {
-        setMe(null);
-        setError(err instanceof ApiError && err.status !== 401 ? err : null);
-        setChecking(false);
-      },
-    );
+    workspaceFromLink()
+      .then(() => call(client.GET('/api/users/me')))
+      .then(
+        (m) => {
+          setMe(m);
+          setError(null);
+          setChecking(false);
+        },
+        (err: unknown) => {
+          setMe(null);
+          setError(err instanceof ApiError && err.status !== 401 ? err : null);
+          setChecking(false);
+        },
+      );
   }, []);
 
   useEffect(refresh, [refresh]);
