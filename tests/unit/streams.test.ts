@@ -6,7 +6,9 @@ import { defaultWorkspaceId } from '../../domain/workspace.js';
 
 const categories = Object.values(streams);
 const sample = () => ({ type: 'Anything', data: { n: 1 }, metadata: {}, position: 7n });
-const scoped = new Set<string>([streams.membership, streams.mcpName, streams.secretName].map((c) => c.category));
+const scoped = new Set<string>(
+  [streams.membership, streams.mcpName, streams.secretName, streams.invite].map((c) => c.category),
+);
 /** A stream id of each category, for a fresh key. */
 const idsOf = (key: string) =>
   categories.map((c) => ({
