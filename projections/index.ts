@@ -1,3 +1,4 @@
+import { auditProjector } from './audit.js';
 import { apiTokensProjector, membersProjector, usersProjector, workspacesProjector } from './identity.js';
 import { imagesProjector } from './images.js';
 import { jobsProjector } from './jobs.js';
@@ -23,4 +24,5 @@ export const allProjectors: Projector[] = [
   playbooksProjector,
   imagesProjector,
   notificationsProjector,
+  auditProjector,
 ];
