@@ -1,12 +1,22 @@
 import Type, { type Static } from 'typebox';
 import { actorTypes } from '../domain/audit.js';
-import { Envelope, Nullable, bounds, listQueryProperties } from './common.js';
+import type * as domain from '../domain/audit.js';
+import { Envelope, Nullable, bounds, listQueryProperties, type Agrees, type Same } from './common.js';
 
 export const ActorType = Type.Union(
-  actorTypes.map((t) => Type.Literal(t)),
+  [
+    Type.Literal('user'),
+    Type.Literal('token'),
+    Type.Literal('run'),
+    Type.Literal('reflection'),
+    Type.Literal('scheduler'),
+    Type.Literal('system'),
+  ],
   { $id: 'ActorType', description: 'Who caused a change' },
 );
 export type ActorType = Static<typeof ActorType>;
+// The API names exactly the actors the log records (docs/events.md, "Stored shapes").
+export type ActorTypeAgrees = Agrees<Same<ActorType, domain.ActorType>>;
 
 /** Who made a change; `name` when the log taught one (a user's name or email, a token's name, a run's number). */
 export const AuditActor = Type.Object(
