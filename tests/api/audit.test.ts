@@ -149,6 +149,9 @@ describe('GET /api/audit', () => {
       ['to=-1', 'to'],
       ['sort=summary', 'sort'],
       ['pageSize=1000', 'pageSize'],
+      [`job=${'j,'.repeat(1001)}`, 'job'],
+      [`actorId=${'a'.repeat(101)}`, 'actorId'],
+      [`search=${'s'.repeat(201)}`, 'search'],
       [`type=${Array.from({ length: 40 }, (_, i) => `Type${String.fromCharCode(65 + (i % 26))}x`).join(',')}`, 'type'],
     ] as const) {
       const res = await admin.get(`/api/audit?${query}`);
