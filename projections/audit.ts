@@ -33,12 +33,13 @@ export const auditProjector: Projector = {
   name: 'audit',
   version: 1,
   collections: [auditCollection, auditActorsCollection],
+  // Newest first is how the trail is read: descending indexes serve `-at` pages without sorting the workspace's log.
   indexes: [
     {
       collection: auditCollection,
       keys: [
         ['workspaceId', 1],
-        ['at', 1],
+        ['at', -1],
       ],
     },
     {
@@ -46,7 +47,7 @@ export const auditProjector: Projector = {
       keys: [
         ['workspaceId', 1],
         ['jobId', 1],
-        ['at', 1],
+        ['at', -1],
       ],
     },
     {
@@ -54,7 +55,7 @@ export const auditProjector: Projector = {
       keys: [
         ['workspaceId', 1],
         ['actorType', 1],
-        ['at', 1],
+        ['at', -1],
       ],
     },
   ],
