@@ -38,6 +38,9 @@ export const accessTable: Record<string, AccessRule> = {
   'GET /api/jobs': member,
   'POST /api/jobs': member,
   'GET /api/jobs/:id': member,
+  // A job's own history is for whoever may read the job; the whole workspace's trail is for admins (docs/api.md).
+  'GET /api/jobs/:id/history': member,
+  'GET /api/audit': admin,
   'PATCH /api/jobs/:id': member,
   'DELETE /api/jobs/:id': member,
   'POST /api/jobs/:id/runs': member,

@@ -8,6 +8,7 @@ import { clientError, frameworkError } from './protocol-errors.js';
 import { OpenApiRegistry } from './openapi.js';
 import './principal.js';
 import adminRoutes from './routes/admin.js';
+import auditRoutes from './routes/audit.js';
 import authRoutes from './routes/auth.js';
 import signInRoutes from './routes/sign-in.js';
 import docsRoutes from './routes/docs.js';
@@ -119,6 +120,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   memberRoutes(app, deps);
   adminRoutes(app, deps);
   workspaceRoutes(app, deps);
+  auditRoutes(app, deps);
   docsRoutes(app, openapi);
   webRoutes(app);
   await app.ready();

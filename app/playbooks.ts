@@ -63,7 +63,7 @@ export interface SaveRequest {
   proposedMain?: boolean;
 }
 
-const versionZero = (): StoredVersion => ({
+export const versionZero = (): StoredVersion => ({
   version: 0,
   content: emptyContent(),
   summary: 'The empty playbook',

@@ -1,3 +1,4 @@
+import { auditProjector } from './audit.js';
 import {
   apiTokensProjector,
   invitesProjector,
@@ -32,4 +33,5 @@ export const allProjectors: Projector[] = [
   playbooksProjector,
   imagesProjector,
   notificationsProjector,
+  auditProjector,
 ];

@@ -64,7 +64,7 @@ export class Scheduler {
       const occurrence = job.nextRunAt!;
       const ctx: CommandContext = {
         workspaceId: job.workspaceId,
-        actor: { type: 'system', id: null },
+        actor: { type: 'scheduler', id: null },
         requestId: null,
       };
       const result = await this.bus.execute(

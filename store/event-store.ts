@@ -1,8 +1,12 @@
 import type { Observable } from 'rxjs';
+import type { ActorType } from '../domain/audit.js';
 
-/** Who caused an event. `id` is null only for `system`. */
+/**
+ * Who caused an event: a signed-in user, an API token, a run's sandbox, the scheduler firing a cron job, a reflection
+ * on a run (`id` the run reflected on), or the service itself. `id` is null for `scheduler` and may be for `system`.
+ */
 export interface Actor {
-  type: 'user' | 'token' | 'system' | 'run';
+  type: ActorType;
   id: string | null;
 }
 

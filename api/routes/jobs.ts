@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { nextMode } from '../../domain/modes.js';
 import type { JobDoc } from '../../projections/jobs.js';
+import { AtQuery } from '../../schemas/audit.js';
 import { IdParams } from '../../schemas/common.js';
 import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatch } from '../../schemas/job.js';
 import { principalOf } from '../auth.js';
@@ -144,9 +145,23 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
   app.get(
     '/api/jobs/:id',
     {
-      schema: { summary: 'Get a job', tags: ['jobs'], params: IdParams, response: { 200: JobDto } },
+      schema: {
+        summary: 'Get a job',
+        description:
+          'With `at` (Unix ms), the job as it was at that instant, folded from the event log: 404 before the job existed, 400 for an instant in the future.',
+        tags: ['jobs'],
+        params: IdParams,
+        querystring: AtQuery,
+        response: { 200: JobDto },
+      },
     },
-    async (request) => toJobDto(await deps.queries.forPrincipal(principalOf(request)).jobs.get(request.params.id)),
+    async (request) => {
+      const queries = deps.queries.forPrincipal(principalOf(request));
+      const { at } = request.query;
+      return toJobDto(
+        at === undefined ? await queries.jobs.get(request.params.id) : await queries.past.job(request.params.id, at),
+      );
+    },
   );
 
   app.patch(

@@ -4,6 +4,7 @@ import { DomainError } from '../../domain/decider.js';
 import type { PlaybookContent } from '../../domain/playbook.js';
 import { playbookBudget, playbookTokens } from '../../domain/playbook-render.js';
 import type { JobDoc } from '../../projections/jobs.js';
+import { AtQuery } from '../../schemas/audit.js';
 import { IdParams } from '../../schemas/common.js';
 import {
   PlaybookDto,
@@ -42,6 +43,16 @@ function versionFields(v: StoredVersion): Omit<PlaybookVersionDto, 'opCount'> {
   };
 }
 
+function toPlaybookDto(jobId: string, v: StoredVersion): PlaybookDto {
+  return {
+    jobId,
+    ...versionFields(v),
+    content: toContent(v.content),
+    tokens: playbookTokens(v.content),
+    budget: playbookBudget,
+  };
+}
+
 /**
  * A job's playbook: the current content, hand edits, numbered versions and rollback (docs/design.md).
  * Every change is a new version; a change that started from an older version than the latest answers 409.
@@ -56,14 +67,7 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
   }
 
   async function current(workspaceId: string, jobId: string): Promise<PlaybookDto> {
-    const v = await playbooks.current(workspaceId, jobId);
-    return {
-      jobId,
-      ...versionFields(v),
-      content: toContent(v.content),
-      tokens: playbookTokens(v.content),
-      budget: playbookBudget,
-    };
+    return toPlaybookDto(jobId, await playbooks.current(workspaceId, jobId));
   }
 
   app.get(
@@ -72,13 +76,19 @@ export default function playbookRoutes(fastify: FastifyInstance, deps: AppDeps):
       schema: {
         summary: "A job's playbook",
         description:
-          'The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook.',
+          'The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook. With `at` (Unix ms), the playbook as it was at that instant, folded from the event log.',
         tags: ['playbook'],
         params: IdParams,
+        querystring: AtQuery,
         response: { 200: PlaybookDto },
       },
     },
     async (request) => {
+      const { at } = request.query;
+      if (at !== undefined) {
+        const past = deps.queries.forPrincipal(principalOf(request)).past;
+        return toPlaybookDto(request.params.id, await past.playbook(request.params.id, at));
+      }
       const job = await findJob(request, request.params.id);
       return current(job.workspaceId, job._id);
     },

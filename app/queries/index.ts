@@ -9,11 +9,13 @@ import type { DocumentStore } from '../../store/document-store.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
 import type { RunFiles } from '../../adapters/run-files.js';
 import { RunArtifacts } from './artifacts.js';
+import { AuditQueries } from './audit.js';
 import type { Principal } from '../principal.js';
 import type { LiveDelta } from '../timeline.js';
 import { IdentityQueries } from './identity.js';
 import { ImageQueries } from './images.js';
 import { JobQueries } from './jobs.js';
+import { PastQueries } from './past.js';
 import { McpServerQueries } from './mcp-servers.js';
 import { ProviderQueries } from './providers.js';
 import { StreamFeeds } from './run-feeds.js';
@@ -116,6 +118,15 @@ export class WorkspaceQueries {
 
   get identity(): IdentityQueries {
     return new IdentityQueries(this.docs, this.principal);
+  }
+
+  get audit(): AuditQueries {
+    return new AuditQueries(this.docs, this.jobs, this.workspaceId);
+  }
+
+  /** Jobs and playbooks as they were at an instant, folded from the log. */
+  get past(): PastQueries {
+    return new PastQueries(this.events, this.jobs);
   }
 
   get stats(): StatsQueries {

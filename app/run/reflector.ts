@@ -126,7 +126,8 @@ export class Reflector {
   private async take(doc: RunDoc): Promise<void> {
     const ctx: CommandContext = {
       workspaceId: doc.workspaceId,
-      actor: { type: 'system', id: this.ports.runnerId },
+      // The audit trail names the run reflected on (docs/events.md, "Audit trail").
+      actor: { type: 'reflection', id: doc._id },
       requestId: null,
       correlationId: doc._id,
     };

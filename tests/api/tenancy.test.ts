@@ -51,6 +51,8 @@ type Call = [method: string, path: string, body?: unknown];
 /** Every route that takes a job id, with a body its schema accepts (so only the tenant check can refuse it). */
 const jobCalls = (id: string): Call[] => [
   ['GET', `/api/jobs/${id}`],
+  ['GET', `/api/jobs/${id}?at=${Date.now()}`],
+  ['GET', `/api/jobs/${id}/history`],
   ['PATCH', `/api/jobs/${id}`, { name: 'Taken over' }],
   ['POST', `/api/jobs/${id}/runs`, {}],
   ['POST', `/api/jobs/${id}/webhook-token`, {}],
@@ -66,6 +68,7 @@ const jobCalls = (id: string): Call[] => [
   ['GET', `/api/jobs/${id}/images/some-image`],
   ['POST', `/api/jobs/${id}/images/rebuild`, {}],
   ['GET', `/api/jobs/${id}/playbook`],
+  ['GET', `/api/jobs/${id}/playbook?at=${Date.now()}`],
   ['PUT', `/api/jobs/${id}/playbook`, { content: {} }],
   ['GET', `/api/jobs/${id}/playbook/versions`],
   ['GET', `/api/jobs/${id}/playbook/versions/1`],

@@ -95,6 +95,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/audit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The workspace's change history
+     * @description Every change made in the workspace, newest first by default: who (user, token, run, reflection, scheduler, system), what (event type and a one-line summary), the stream and revision. Secrets, tokens and keys never appear.
+     */
+    get: operations['getAudit'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/auth/callback/{provider}': {
     parameters: {
       query?: never;
@@ -334,7 +354,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a job */
+    /**
+     * Get a job
+     * @description With `at` (Unix ms), the job as it was at that instant, folded from the event log: 404 before the job existed, 400 for an instant in the future.
+     */
     get: operations['getJobsById'];
     put?: never;
     post?: never;
@@ -350,6 +373,26 @@ export interface paths {
      * @description Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin.
      */
     patch: operations['patchJobsById'];
+    trace?: never;
+  };
+  '/api/jobs/{id}/history': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A job's history
+     * @description Changes of the job across its streams (the job, its playbook, MCP grants, secret mappings, state writes, images, runs), newest first by default.
+     */
+    get: operations['getJobsByIdHistory'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/api/jobs/{id}/images': {
@@ -439,7 +482,7 @@ export interface paths {
     };
     /**
      * A job's playbook
-     * @description The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook.
+     * @description The latest version, with learning hits and script call counts merged in. Version 0 is the empty playbook. With `at` (Unix ms), the playbook as it was at that instant, folded from the event log.
      */
     get: operations['getJobsByIdPlaybook'];
     /**
@@ -1566,6 +1609,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    /** @description Who caused a change */
+    ActorType: 'user' | 'token' | 'run' | 'reflection' | 'scheduler' | 'system';
     AdminUserDto: {
       id: string;
       email: string | null;
@@ -1631,6 +1676,31 @@ export interface components {
       /** @description Path relative to the outputs directory */
       name: string;
       size: number;
+    };
+    AuditActor: {
+      type: components['schemas']['ActorType'];
+      id: string | null;
+      name: string | null;
+    };
+    AuditEntryDto: {
+      /** @description Stable: the stream and revision of the event */
+      id: string;
+      /** @description When the change was made (Unix ms) */
+      at: number;
+      actor: components['schemas']['AuditActor'];
+      /** @description The event type, e.g. `JobUpdated` */
+      type: string;
+      /** @description What changed, in one line */
+      summary: string;
+      streamId: string;
+      revision: number;
+      jobId: string | null;
+    };
+    AuditListEnvelope: {
+      items: components['schemas']['AuditEntryDto'][];
+      page: number;
+      pageSize: number;
+      total: number;
     };
     AuthDto: {
       status: 'unsupported' | 'unknown' | 'bearer_token' | 'not_logged_in' | 'oauth';
@@ -2802,6 +2872,55 @@ export interface operations {
       };
     };
   };
+  getAudit: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        pageSize?: number;
+        /** @description Up to three comma-separated keys; prefix `-` for descending */
+        sort?: string;
+        /** @description Case-insensitive literal text */
+        search?: string;
+        /** @description Comma-separated job ids */
+        job?: string;
+        /** @description Comma-separated actor types: user, token, run, reflection, scheduler, system */
+        actor?: string;
+        /** @description One user, token or run id */
+        actorId?: string;
+        /** @description Comma-separated event types */
+        type?: string;
+        /** @description Changes at or after (Unix ms) */
+        from?: number;
+        /** @description Changes before (Unix ms, exclusive) */
+        to?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditListEnvelope'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   getAuthCallbackByProvider: {
     parameters: {
       query?: {
@@ -3211,7 +3330,10 @@ export interface operations {
   };
   getJobsById: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Unix ms; the record as it was then (not in the future) */
+        at?: number;
+      };
       header?: never;
       path: {
         id: string;
@@ -3291,6 +3413,55 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['JobDto'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getJobsByIdHistory: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        pageSize?: number;
+        /** @description Up to three comma-separated keys; prefix `-` for descending */
+        sort?: string;
+        /** @description Case-insensitive literal text */
+        search?: string;
+        /** @description Comma-separated actor types: user, token, run, reflection, scheduler, system */
+        actor?: string;
+        /** @description One user, token or run id */
+        actorId?: string;
+        /** @description Comma-separated event types */
+        type?: string;
+        /** @description Changes at or after (Unix ms) */
+        from?: number;
+        /** @description Changes before (Unix ms, exclusive) */
+        to?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditListEnvelope'];
         };
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
@@ -3476,7 +3647,10 @@ export interface operations {
   };
   getJobsByIdPlaybook: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Unix ms; the record as it was then (not in the future) */
+        at?: number;
+      };
       header?: never;
       path: {
         id: string;

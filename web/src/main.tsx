@@ -16,6 +16,7 @@ import { WorkspacePage } from './pages/Workspace.js';
 import { NotFoundPage } from './pages/NotFound.js';
 import { SecretsPage } from './pages/Secrets.js';
 import { TokensPage } from './pages/Tokens.js';
+import { AuditPage } from './pages/Audit.js';
 import './styles.css';
 
 function App() {
@@ -32,6 +33,7 @@ function App() {
             <Route path="/jobs/:id/:tab?" element={<JobPage />} />
             <Route path="/runs" element={<RunsPage />} />
             <Route path="/runs/:id" element={<RunPage />} />
+            <Route path="/audit" element={<AuditPage />} />
             <Route path="/mcp" element={<McpLandingPage />} />
             <Route path="/settings" element={<Navigate to="/settings/secrets" replace />} />
             <Route path="/settings/secrets" element={<SecretsPage />} />

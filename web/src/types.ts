@@ -21,4 +21,5 @@ export type PlaybookDto = Schemas['PlaybookDto'];
 export type Content = Schemas['Content'];
 export type SecretDto = Schemas['SecretDto'];
 export type ApiTokenDto = Schemas['ApiTokenDto'];
+export type AuditEntryDto = Schemas['AuditEntryDto'];
 export type CreateTokenOutputBody = paths['/api/tokens']['post']['responses'][201]['content']['application/json'];

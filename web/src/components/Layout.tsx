@@ -18,6 +18,7 @@ export function Layout() {
           <nav aria-label="Main">
             <NavLink to="/jobs">Jobs</NavLink>
             <NavLink to="/runs">Runs</NavLink>
+            {me.workspace.role !== 'member' && <NavLink to="/audit">Audit</NavLink>}
             <NavLink to="/settings">Settings</NavLink>
             <a href="/api/docs">API</a>
           </nav>

@@ -11,6 +11,7 @@ import { PlaybookTab } from './JobPlaybook.js';
 import { StateTab } from './JobState.js';
 import { EnvironmentTab } from './JobEnvironment.js';
 import { ToolsTab } from './JobTools.js';
+import { HistoryTab } from './JobHistory.js';
 import { RunNowDialog } from './RunNowDialog.js';
 
 const tabs = [
@@ -20,6 +21,7 @@ const tabs = [
   { id: 'state', label: 'State' },
   { id: 'environment', label: 'Environment' },
   { id: 'tools', label: 'Tools' },
+  { id: 'history', label: 'History' },
   { id: 'settings', label: 'Settings' },
 ];
 
@@ -78,6 +80,7 @@ export function JobPage() {
       {tab === 'state' && <StateTab jobId={j.id} />}
       {tab === 'environment' && <EnvironmentTab job={j} onJobChange={job.reload} />}
       {tab === 'tools' && <ToolsTab job={j} />}
+      {tab === 'history' && <HistoryTab jobId={j.id} />}
       {tab === 'settings' && <Settings job={j} onSaved={job.reload} />}
     </section>
   );

@@ -1,0 +1,61 @@
+import { auditActorName, auditFacts } from '../domain/audit.js';
+import { auditActorId, auditEntryId } from '../projections/audit.js';
+import type { AuditEntryDto } from '../schemas/audit.js';
+import type { EventStore, Position } from '../store/event-store.js';
+import { toAuditEntryDto } from './queries/audit.js';
+
+export interface ExportFilter {
+  workspaceId?: string;
+  jobId?: string;
+  /** At or after (Unix ms). */
+  since?: number;
+  /** Before (Unix ms). */
+  until?: number;
+}
+
+/** A line of `svc audit export`: an entry as the API answers it, with its workspace. */
+export type ExportedEntry = AuditEntryDto & { workspaceId: string };
+
+const batch = 1000;
+
+/**
+ * The audit trail straight from the event log, oldest first (docs/events.md, "Audit trail"), for archiving. It
+ * writes entries with the same summaries and display names as the audit read model, so an export does not depend
+ * on the read models being current (or a server running), and it never holds more than one batch of events.
+ */
+export async function* exportAuditTrail(events: EventStore, filter: ExportFilter = {}): AsyncGenerator<ExportedEntry> {
+  const names = new Map<string, string>();
+  let after: Position | null = null;
+  for (;;) {
+    const page = await events.readAll({ after, limit: batch });
+    if (page.length === 0) return;
+    for (const e of page) {
+      const named = auditActorName(e);
+      if (named) names.set(auditActorId(named.type, named.id), named.name);
+      const facts = auditFacts(e);
+      if (!facts) continue;
+      const at = e.metadata.ts;
+      if (filter.workspaceId !== undefined && facts.workspaceId !== filter.workspaceId) continue;
+      if (filter.jobId !== undefined && facts.jobId !== filter.jobId) continue;
+      if (filter.since !== undefined && at < filter.since) continue;
+      if (filter.until !== undefined && at >= filter.until) continue;
+      const entry = toAuditEntryDto(
+        {
+          _id: auditEntryId(e.streamId, e.revision),
+          workspaceId: facts.workspaceId,
+          at,
+          actorType: e.metadata.actor.type,
+          actorId: e.metadata.actor.id,
+          type: e.type,
+          summary: facts.summary,
+          streamId: e.streamId,
+          revision: e.revision,
+          jobId: facts.jobId,
+        },
+        names,
+      );
+      yield { workspaceId: facts.workspaceId, ...entry };
+    }
+    after = page[page.length - 1]!.position;
+  }
+}

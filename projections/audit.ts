@@ -1,0 +1,96 @@
+import { auditActorName, auditFacts } from '../domain/audit.js';
+import type { Doc } from '../store/document-store.js';
+import type { Actor, RecordedEvent } from '../store/event-store.js';
+import type { DocOp, Projector } from './projector.js';
+
+export const auditCollection = 'audit';
+export const auditActorsCollection = 'audit_actors';
+
+/** One change of a workspace, as the audit trail lists it (docs/events.md, "Audit trail"). */
+export interface AuditDoc extends Doc {
+  workspaceId: string;
+  /** When the change was decided (the event's metadata), Unix ms. */
+  at: number;
+  actorType: Actor['type'];
+  actorId: string | null;
+  type: string;
+  summary: string;
+  streamId: string;
+  revision: number;
+  jobId: string | null;
+}
+
+/** A display name learnt from the log; kept after its token or user is gone, so old entries still name them. */
+export interface AuditActorDoc extends Doc {
+  name: string;
+}
+
+/** Sorts an event after its stream's earlier ones when two share a millisecond. */
+export const auditEntryId = (streamId: string, revision: number) => `${streamId}@${String(revision).padStart(10, '0')}`;
+export const auditActorId = (type: string, id: string) => `${type}:${id}`;
+
+export const auditProjector: Projector = {
+  name: 'audit',
+  version: 1,
+  collections: [auditCollection, auditActorsCollection],
+  // Newest first is how the trail is read: descending indexes serve `-at` pages without sorting the workspace's log.
+  indexes: [
+    {
+      collection: auditCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['at', -1],
+      ],
+    },
+    {
+      collection: auditCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['jobId', 1],
+        ['at', -1],
+      ],
+    },
+    {
+      collection: auditCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['actorType', 1],
+        ['at', -1],
+      ],
+    },
+  ],
+  project(e: RecordedEvent): DocOp[] {
+    const ops: DocOp[] = [];
+    const named = auditActorName(e);
+    if (named)
+      ops.push({
+        kind: 'update',
+        collection: auditActorsCollection,
+        filter: { _id: auditActorId(named.type, named.id) },
+        update: { $set: { name: named.name } },
+        upsert: true,
+      });
+    const facts = auditFacts(e);
+    if (facts) {
+      const doc: Omit<AuditDoc, '_id'> = {
+        workspaceId: facts.workspaceId,
+        at: e.metadata.ts,
+        actorType: e.metadata.actor.type,
+        actorId: e.metadata.actor.id,
+        type: e.type,
+        summary: facts.summary,
+        streamId: e.streamId,
+        revision: e.revision,
+        jobId: facts.jobId,
+      };
+      ops.push({
+        kind: 'update',
+        collection: auditCollection,
+        filter: { _id: auditEntryId(e.streamId, e.revision) },
+        update: { $set: doc as Record<string, never> },
+        upsert: true,
+      });
+    }
+    return ops;
+  },
+};
