@@ -37,6 +37,8 @@ export interface RunDoc
   /** The runner working on the pending reflection, and how many times one started it. */
   reflectionRunnerId?: string | null;
   reflectionAttempts?: number;
+  /** When retention removed the run's timeline and files (docs/design.md, "Retention"). */
+  purgedAt?: number | null;
 }
 
 const listKeys = [
@@ -54,7 +56,7 @@ const listKeys = [
 
 export const runsProjector: Projector = {
   name: 'runs',
-  version: 2,
+  version: 3,
   collections: [runsCollection],
   indexes: [
     {
@@ -90,6 +92,10 @@ export const runsProjector: Projector = {
   project(recorded: RecordedEvent): DocOp[] {
     const job = streams.job.decode(recorded);
     if (job) return jobChanges(job.event, job.key);
+    const admission = streams.jobRuns.decode(recorded);
+    // A deleted run leaves the lists and the job's run fields (docs/design.md, "Run deletion").
+    if (admission?.event.type === 'RunDeleted')
+      return [{ kind: 'delete', collection: runsCollection, filter: { _id: admission.event.data.runId } }];
     const decoded = streams.run.decode(recorded);
     if (!decoded) return [];
     const { event } = decoded;
@@ -182,6 +188,8 @@ export const runsProjector: Projector = {
           reflectionCost: r.totalCost,
         });
       }
+      case 'RunPurged':
+        return set({ purgedAt: event.data.purgedAt });
       default:
         return [];
     }
