@@ -18,6 +18,11 @@ export interface Config {
   sandbox: { backend: string; dockerHost: string | undefined; image: string | undefined };
 }
 
+/** A configuration the service refuses to start with; the message says what to set, and is all an operator sees. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
 export interface ServeFlags {
   host?: string;
   port?: number;
@@ -35,13 +40,23 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
     if (!allRoles.includes(role)) throw new Error(`unknown role "${r}" (roles: ${allRoles.join(', ')})`);
     roles.add(role);
   }
+  const eventStoreUrl = env.SVC_EVENTSTORE_URL || null;
+  const mongoUrl = env.SVC_MONGO_URL || null;
+  // Replicas of a scaled deployment share no disk: a key file generated in one data directory would leave every other
+  // replica unable to open secrets or check cookies (docs/design.md, "Identity").
+  if ((eventStoreUrl || mongoUrl) && !env.SVC_MASTER_KEY?.trim()) {
+    throw new ConfigError(
+      'SVC_MASTER_KEY must be set when SVC_EVENTSTORE_URL or SVC_MONGO_URL is: every replica needs the same key, ' +
+        'and a key file in one data directory is not shared (generate one with `openssl rand -base64 32`)',
+    );
+  }
   return {
     host,
     port,
     dataDir: resolve(flags.dataDir ?? env.SVC_DATA_DIR ?? './data'),
     publicUrl: (env.SVC_PUBLIC_URL ?? '').replace(/\/+$/, ''),
-    eventStoreUrl: env.SVC_EVENTSTORE_URL || null,
-    mongoUrl: env.SVC_MONGO_URL || null,
+    eventStoreUrl,
+    mongoUrl,
     masterKey: env.SVC_MASTER_KEY,
     roles,
     logLevel: env.SVC_LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig } from '../app/config.js';
+import { ConfigError, loadConfig } from '../app/config.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
 import { guardProcess } from '../server/process-guards.js';
@@ -137,6 +137,10 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof UsageError) {
     process.stderr.write(`svc: ${err.message}\n\n${usage}`);
     process.exit(2);
+  }
+  if (err instanceof ConfigError) {
+    process.stderr.write(`svc: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`svc: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);

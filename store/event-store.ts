@@ -90,6 +90,11 @@ export interface SubscribeAllOptions {
 export interface EventStore {
   /** Human-readable adapter name for /api/system/info: `sqlite` or `eventstoredb`. */
   readonly kind: string;
+  /**
+   * Whether `readAll` stops answering a deleted stream's events at once. EventStoreDB answers them until its next
+   * scavenge; readers of the whole log apply the deletion facts recorded beside (docs/events.md, "Deleting a stream").
+   */
+  readonly deletesFromLogAtOnce: boolean;
   /** Appends atomically. Throws `WrongExpectedRevisionError` when `expected` does not hold. `events` must not be empty. */
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
   /** Reads a stream forward. A stream that does not exist reads as `[]`. */
@@ -105,9 +110,25 @@ export interface EventStore {
   subscribeAll(options?: SubscribeAllOptions): Observable<RecordedEvent>;
   /** Negative when a is before b, 0 when equal, positive when after. */
   comparePositions(a: Position, b: Position): number;
+  /**
+   * Removes a stream for good: its events are gone from `readStream` (and from `readAll`, at once or, see
+   * `deletesFromLogAtOnce`, after the store's own clean-up), and the id can never be written
+   * again (`StreamDeletedError` on append), so a deleted record cannot come back half-made. Deleting a stream that
+   * does not exist still closes its id. Events before and after it keep their positions (docs/events.md, "Deleting
+   * a stream").
+   */
+  deleteStream(streamId: string): Promise<void>;
   /** Position of the last event in the log, or null for an empty log. */
   headPosition(): Promise<Position | null>;
   close(): Promise<void>;
+}
+
+/** An append to a stream that was deleted: its id stays closed. */
+export class StreamDeletedError extends Error {
+  constructor(readonly streamId: string) {
+    super(`stream ${streamId} was deleted`);
+    this.name = 'StreamDeletedError';
+  }
 }
 
 export class WrongExpectedRevisionError extends Error {

@@ -5,6 +5,7 @@ import {
   FORWARDS,
   NO_STREAM,
   START,
+  StreamDeletedError as EsStreamDeletedError,
   StreamNotFoundError,
   WrongExpectedVersionError,
   eventTypeFilter,
@@ -18,6 +19,7 @@ import {
 } from '@eventstore/db-client';
 import { Observable } from 'rxjs';
 import {
+  StreamDeletedError,
   WrongExpectedRevisionError,
   type AllFilter,
   type AppendResult,
@@ -74,6 +76,7 @@ const unsubscribed = 'the subscriber has left; the call ends with the client at 
 /** The scaled event store: EventStoreDB through its official gRPC client. */
 export class EventStoreDbEventStore implements EventStore {
   readonly kind = 'eventstoredb';
+  readonly deletesFromLogAtOnce = false;
 
   constructor(private readonly client: EventStoreDBClient) {}
 
@@ -94,6 +97,7 @@ export class EventStoreDbEventStore implements EventStore {
         const actual = typeof err.actualVersion === 'bigint' ? Number(err.actualVersion) : -1;
         throw new WrongExpectedRevisionError(streamId, expected, actual);
       }
+      if (err instanceof EsStreamDeletedError) throw new StreamDeletedError(streamId);
       throw err;
     }
   }
@@ -111,7 +115,7 @@ export class EventStoreDbEventStore implements EventStore {
         if (e) out.push(e);
       }
     } catch (err) {
-      if (err instanceof StreamNotFoundError) return [];
+      if (err instanceof StreamNotFoundError || err instanceof EsStreamDeletedError) return [];
       throw err;
     }
     return out;
@@ -133,6 +137,19 @@ export class EventStoreDbEventStore implements EventStore {
       }
     }
     return out;
+  }
+
+  /**
+   * A tombstone: the id is closed for good and the stream reads as empty. EventStoreDB keeps the events in `$all`
+   * until its next scavenge, which is why deletions are also recorded as facts that projectors apply (docs/events.md,
+   * "Deleting a stream").
+   */
+  async deleteStream(streamId: string): Promise<void> {
+    try {
+      await this.client.tombstoneStream(streamId, { expectedRevision: ANY });
+    } catch (err) {
+      if (!(err instanceof EsStreamDeletedError)) throw err;
+    }
   }
 
   subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {

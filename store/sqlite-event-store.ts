@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { Observable, Subject } from 'rxjs';
 import {
+  StreamDeletedError,
   WrongExpectedRevisionError,
   type AllFilter,
   type AppendResult,
@@ -57,6 +58,7 @@ function matches(filter: AllFilter | undefined, e: { streamId: string; type: str
  */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
+  readonly deletesFromLogAtOnce = true;
   private readonly db: Database.Database;
   private readonly appended = new Subject<void>();
   private readonly closed = new Subject<void>();
@@ -69,14 +71,18 @@ export class SqliteEventStore implements EventStore {
     stream: Database.Statement<[string, number, number], Row>;
     head: Database.Statement<[], { p: number | null }>;
     all: Database.Statement<[number, number], Row>;
+    isDeleted: Database.Statement<[string], { one: number }>;
   };
   private readonly appendTx: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => AppendResult;
+  private readonly deleteTx: (streamId: string) => void;
 
   constructor(file: string) {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
+    // A deleted stream is deleted for good: its pages are overwritten, not left in the free list (only deletes pay).
+    this.db.pragma('secure_delete = ON');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS events (
         position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -89,6 +95,7 @@ export class SqliteEventStore implements EventStore {
         UNIQUE (stream_id, revision)
       );
       CREATE INDEX IF NOT EXISTS events_type ON events (type, position);
+      CREATE TABLE IF NOT EXISTS deleted_streams (stream_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
     `);
     this.stmt = {
       last: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
@@ -98,8 +105,10 @@ export class SqliteEventStore implements EventStore {
       stream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?'),
       head: this.db.prepare('SELECT max(position) AS p FROM events'),
       all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      isDeleted: this.db.prepare('SELECT 1 AS one FROM deleted_streams WHERE stream_id = ?'),
     };
     const tx = this.db.transaction((streamId: string, events: NewEvent[], expected: ExpectedRevision): AppendResult => {
+      if (this.stmt.isDeleted.get(streamId)) throw new StreamDeletedError(streamId);
       const last = this.stmt.last.get(streamId)?.revision;
       const actual = last === null || last === undefined ? -1 : last;
       if (expected === 'no_stream' ? actual !== -1 : expected !== 'any' && expected !== actual) {
@@ -122,6 +131,15 @@ export class SqliteEventStore implements EventStore {
       return { revision, position: toPosition(position) };
     });
     this.appendTx = (s, e, x) => tx.immediate(s, e, x);
+    const removeEvents = this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?');
+    const closeId = this.db.prepare<[string, number]>(
+      'INSERT OR IGNORE INTO deleted_streams (stream_id, deleted_at) VALUES (?, ?)',
+    );
+    const del = this.db.transaction((streamId: string) => {
+      removeEvents.run(streamId);
+      closeId.run(streamId, Date.now());
+    });
+    this.deleteTx = (s) => del.immediate(s);
     this.lastSeen = this.stmt.head.get()?.p ?? 0;
   }
 
@@ -151,6 +169,10 @@ export class SqliteEventStore implements EventStore {
       after = rows[rows.length - 1]!.position;
     }
     return out;
+  }
+
+  async deleteStream(streamId: string): Promise<void> {
+    this.deleteTx(streamId);
   }
 
   subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {

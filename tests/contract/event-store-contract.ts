@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { firstValueFrom, take, toArray, filter as rxFilter, type Observable } from 'rxjs';
 import { staysFalse, waitFor } from '../wait.js';
 import {
+  StreamDeletedError,
   WrongExpectedRevisionError,
   type EventMetadata,
   type EventStore,
@@ -173,6 +174,42 @@ export function eventStoreContract(
       );
       const head = await store.headPosition();
       assert.ok(head && store.comparePositions(head, first.position) > 0);
+    });
+
+    it('deletes a stream for good: reads answer nothing, the id stays closed, neighbours keep their positions', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const gone = `gone${tag}-1`;
+      const kept = `kept${tag}-1`;
+      const before = await store.append(kept, [ev('Before', 1)], 'no_stream');
+      await store.append(gone, [ev('Secret', 2), ev('Secret', 3)], 'no_stream');
+      const after = await store.append(kept, [ev('After', 4)], 0);
+      await store.deleteStream(gone);
+      assert.deepEqual(await store.readStream(gone), []);
+      for (const expected of ['any', 'no_stream', 1] as const) {
+        await assert.rejects(store.append(gone, [ev('Again', 5)], expected), StreamDeletedError);
+      }
+      assert.deepEqual(await store.readStream(gone), [], 'a refused append wrote nothing');
+      const keptEvents = await store.readStream(kept);
+      assert.deepEqual(
+        keptEvents.map((e) => [e.type, e.position]),
+        [
+          ['Before', before.position],
+          ['After', after.position],
+        ],
+      );
+      const log = await store.readAll({ filter: { streamPrefixes: [`gone${tag}`, `kept${tag}`] } });
+      const types = log.map((e) => e.type);
+      // EventStoreDB keeps a tombstoned stream's events in $all until its scavenge (docs/events.md, "Deleting a stream").
+      assert.deepEqual(
+        types.filter((t) => t !== 'Secret'),
+        ['Before', 'After'],
+      );
+      if (store.deletesFromLogAtOnce) assert.ok(!types.includes('Secret'), 'the global log no longer has them');
+      // Deleting twice, or a stream that never existed, is not an error: the id is closed either way.
+      await store.deleteStream(gone);
+      const never = `never${tag}-1`;
+      await store.deleteStream(never);
+      await assert.rejects(store.append(never, [ev('First', 6)], 'no_stream'), StreamDeletedError);
     });
 
     it('subscribes to a stream from the middle: catch-up, then live, no gap, no duplicate', async () => {
