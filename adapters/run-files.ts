@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 
 /**
@@ -54,6 +54,17 @@ export class RunFiles {
     for (const name of names.slice(0, max))
       out.push({ name, content: (await readFile(join(base, name), 'utf8')).slice(0, maxChars) });
     return out;
+  }
+
+  /**
+   * Removes everything the run left on disk: artifacts, candidates and large timeline payloads. A run id that would
+   * point outside the runs folder removes nothing.
+   */
+  async remove(runId: string): Promise<void> {
+    const base = resolve(this.root, 'runs');
+    const dir = resolve(base, runId);
+    if (!dir.startsWith(base + sep) || dir.slice(base.length + 1).includes(sep)) return;
+    await rm(dir, { recursive: true, force: true });
   }
 
   /** Stores a whole payload; answers its name for `readPayload`. */

@@ -2,6 +2,7 @@ import type { ProjectionEngine } from '../projections/engine.js';
 import type { Config } from '../app/config.js';
 import type { Identity } from '../app/identity.js';
 import type { Runs } from '../app/runs.js';
+import type { RunDeletion } from '../app/run-deletion.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
@@ -34,6 +35,7 @@ export interface AppDeps {
   providers: Providers;
   version: string;
   runs: Runs;
+  runDeletion: RunDeletion;
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../app/config.js';
 import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
 import { closeStores } from '../store/open.js';
 import { guardProcess } from '../server/process-guards.js';
+import { retentionOf } from '../server/runner-role.js';
 import { errorMessage } from '../domain/error-message.js';
 
 const usage = `svc: self-hosted job automation
@@ -16,6 +17,8 @@ Usage:
                                             print a single-use URL that signs in as the instance admin
   svc admin rebuild-projections [--data-dir DIR] [--projector NAME ...]
                                             rebuild read models from the event log (stop the server first)
+  svc admin apply-retention [--data-dir DIR]
+                                            run the daily retention pass now (the server may be running)
   svc help
 
 Environment: SVC_EVENTSTORE_URL, SVC_MONGO_URL (scaled adapters), SVC_MASTER_KEY, SVC_PUBLIC_URL, SVC_LOG_LEVEL.
@@ -103,6 +106,18 @@ async function admin(args: string[]): Promise<void> {
       await services.engine.catchUp();
       await services.engine.stop();
       process.stdout.write(`rebuilt ${names.join(', ')} in ${Date.now() - started} ms\n`);
+    } finally {
+      await closeStores(services.stores);
+    }
+    return;
+  }
+  if (sub === 'apply-retention') {
+    const v = flags(rest, { 'data-dir': { type: 'string' } });
+    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const services = await openServices(config, createLogger('warn'));
+    try {
+      const report = await retentionOf(services).pass();
+      process.stdout.write(`retention: ${report.purged} run(s) purged in ${report.workspaces} workspace(s)\n`);
     } finally {
       await closeStores(services.stores);
     }

@@ -80,10 +80,7 @@ export class StatsQueries {
       this.window(now - cheaperWindowMs, Math.ceil(now / dayMs) * dayMs, known),
       this.docs
         .collection<RunDoc>(runsCollection)
-        .find(
-          { workspaceId, status: { $in: [...liveStatuses] } },
-          { sort: [['queuedAt', 1]], limit: runningShown },
-        ),
+        .find({ workspaceId, status: { $in: [...liveStatuses] } }, { sort: [['queuedAt', 1]], limit: runningShown }),
       this.docs
         .collection<RunDoc>(runsCollection)
         .find(

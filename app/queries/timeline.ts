@@ -63,6 +63,7 @@ export class RunTimeline {
 export async function workspaceRunEvents(events: EventStore, workspaceId: string): Promise<Observable<RecordedEvent>> {
   const head = await events.headPosition();
   return events
-    .subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } })
+    // `jobruns-` carries RunDeleted, announced as `deleted: true`.
+    .subscribeAll({ after: head, filter: { streamPrefixes: ['run-', 'jobruns-'] } })
     .pipe(filter((e) => e.metadata.workspaceId === workspaceId));
 }
