@@ -148,7 +148,8 @@ export function merge(aggs: readonly StatsAgg[]): { agg: Omit<StatsAgg, 'duratio
       j.last = [...j.last, ...s.last].sort(byQueue).slice(-edge);
     }
   }
-  return { agg: out, durations };
+  const { durations: _empty, ...agg } = out;
+  return { agg, durations };
 }
 
 /** How many values of an ascending list are ≤ v. */
