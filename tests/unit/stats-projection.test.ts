@@ -343,4 +343,21 @@ describe('run deletion and retention in the read models', () => {
     // A second pass finds nothing more to do.
     assert.equal(await retention.purgeWorkspace('w1'), 0);
   });
+
+  it('refuses a run whose reflection is pending: 409 alone, reported in bulk', async () => {
+    const runId = ids.a1!;
+    const ctx: CommandContext = { workspaceId: 'w1', actor: { type: 'user', id: 'u-admin' }, requestId: null };
+    await bus.execute(runStreamId(runId), runDecider, { type: 'RequestReflection', key: 'k1', now }, ctx);
+    await settled();
+    const deletion = new RunDeletion(bus, events, docs, files, () => now);
+    await assert.rejects(deletion.deleteOne('w1', runId, admin), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'conflict');
+      assert.match(err.message, /reflection/);
+      return true;
+    });
+    assert.deepEqual((await deletion.deleteMany('w1', [runId], admin)).skipped, [
+      { id: runId, reason: 'reflection_pending' },
+    ]);
+    assert.equal((await events.readStream(runStreamId(runId))).length > 0, true);
+  });
 });
