@@ -19,11 +19,11 @@ const dayMs = 24 * 60 * 60 * 1000;
 const quiet = { error: () => {}, info: () => {} };
 
 /** A run's life as its stream holds it: queued, claimed, started, finished (skipped runs: one event). */
-function runEvents(i: number, now: number, jobs: number): RunEvent[] {
+function runEvents(i: number, runs: number, now: number, jobs: number): RunEvent[] {
   const runId = `bench-run-${i}`;
   const jobId = `bench-job-${i % jobs}`;
   // Spread over the last 90 days, oldest first, so per-job numbers grow with time as real ones do.
-  const queuedAt = now - 90 * dayMs + Math.floor((i / 100_000) * 90 * dayMs);
+  const queuedAt = now - 90 * dayMs + Math.floor((i / runs) * 90 * dayMs);
   const plan = {
     runId,
     jobId,
@@ -71,7 +71,7 @@ function runEvents(i: number, now: number, jobs: number): RunEvent[] {
 }
 
 export async function overviewBenchmark(root: string, quick: boolean) {
-  const runs = quick ? 20_000 : 100_000;
+  const runs = Number(process.env.SVC_BENCH_OVERVIEW_RUNS ?? (quick ? 20_000 : 100_000));
   const jobs = 50;
   const now = Date.now();
   const events = openSqliteEventStore(join(root, 'overview-events.db'));
@@ -86,7 +86,7 @@ export async function overviewBenchmark(root: string, quick: boolean) {
   };
   let eventCount = 0;
   for (let i = 0; i < runs; i++) {
-    const list: NewEvent[] = runEvents(i, now, jobs).map((e) => ({ type: e.type, data: e.data, metadata: meta }));
+    const list: NewEvent[] = runEvents(i, runs, now, jobs).map((e) => ({ type: e.type, data: e.data, metadata: meta }));
     eventCount += list.length;
     await events.append(runStreamId(`bench-run-${i}`), list, 'no_stream');
   }
@@ -96,6 +96,7 @@ export async function overviewBenchmark(root: string, quick: boolean) {
   await engine.start();
   await engine.catchUp(3_600_000);
   const bothSecs = (performance.now() - t0) / 1000;
+  process.stderr.write(`[bench] overview: ${eventCount} events projected in ${bothSecs.toFixed(1)} s\n`);
   await engine.stop();
   const statsOnly = new ProjectionEngine(events, docs, [statsProjector], quiet);
   const t1 = performance.now();

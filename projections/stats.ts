@@ -37,12 +37,14 @@ export const statsProjector: Projector = {
   name: 'stats',
   version: 1,
   collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection],
+  // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use.
   indexes: [
     {
       collection: statsRunsCollection,
       keys: [
         ['workspaceId', 1],
         ['queuedAt', 1],
+        ['_id', 1],
       ],
     },
     {
@@ -50,20 +52,7 @@ export const statsProjector: Projector = {
       keys: [
         ['jobId', 1],
         ['queuedAt', 1],
-      ],
-    },
-    {
-      collection: statsHoursCollection,
-      keys: [
-        ['workspaceId', 1],
-        ['start', 1],
-      ],
-    },
-    {
-      collection: statsDaysCollection,
-      keys: [
-        ['workspaceId', 1],
-        ['start', 1],
+        ['_id', 1],
       ],
     },
   ],
@@ -145,7 +134,11 @@ function rebucket(runId: string): DocOp {
       const hourAgg = aggregate(inHour.map((r) => ({ ...r, runId: r._id })));
       const others = await docs
         .collection<StatsBucketDoc>(statsHoursCollection)
-        .find({ workspaceId, start: { $gte: day, $lt: day + dayMs }, _id: { $ne: bucketId(workspaceId, hour) } });
+        .find({
+          _id: {
+            $in: bucketIds(workspaceId, day, day + dayMs, hourMs).filter((id) => id !== bucketId(workspaceId, hour)),
+          },
+        });
       const merged = merge([hourAgg, ...others.map(bucketAgg)]);
       const dayAgg: StatsAgg = { ...merged.agg, durations: merged.durations.flat().sort((a, b) => a - b) };
       return [
@@ -157,6 +150,13 @@ function rebucket(runId: string): DocOp {
 }
 
 export const bucketId = (workspaceId: string, start: number) => `${workspaceId}:${start}`;
+
+/** The ids of the buckets of [from, to): buckets are read by primary key, never by a range over their documents. */
+export function bucketIds(workspaceId: string, from: number, to: number, step: number): string[] {
+  const ids: string[] = [];
+  for (let start = from; start < to; start += step) ids.push(bucketId(workspaceId, start));
+  return ids;
+}
 
 function bucketOp(collection: string, workspaceId: string, start: number, agg: StatsAgg): DocOp {
   return {

@@ -2,6 +2,7 @@ import {
   aggregate,
   dayMs,
   gettingCheaper,
+  hourMs,
   gettingLeaner,
   merge,
   overviewPeriod,
@@ -16,6 +17,7 @@ import { playbookVersionsCollection, type PlaybookVersionDoc } from '../../proje
 import { runsCollection, type RunDoc } from '../../projections/runs.js';
 import {
   bucketAgg,
+  bucketIds,
   statsDaysCollection,
   statsHoursCollection,
   statsRunsCollection,
@@ -72,6 +74,7 @@ export class StatsQueries {
       period.bucket === 'hour' ? statsHoursCollection : statsDaysCollection,
       period.from,
       period.to,
+      period.bucketMs,
     );
     // The day buckets this request has read already, reused by the other windows.
     const known = period.bucket === 'day' ? { from: period.from, to: period.to, docs: buckets } : null;
@@ -138,10 +141,10 @@ export class StatsQueries {
     };
   }
 
-  private buckets(collection: string, from: number, to: number): Promise<StatsBucketDoc[]> {
+  private buckets(collection: string, from: number, to: number, step: number): Promise<StatsBucketDoc[]> {
     return this.docs
       .collection<StatsBucketDoc>(collection)
-      .find({ workspaceId: this.workspaceId, start: { $gte: from, $lt: to } }, { sort: [['start', 1]] });
+      .find({ _id: { $in: bucketIds(this.workspaceId, from, to, step) } }, { sort: [['start', 1]] });
   }
 
   /** What the runs queued in [start, end) sum to: whole days, whole hours, and single runs at the edges. */
@@ -155,10 +158,10 @@ export class StatsQueries {
     for (const [a, b] of parts.days) {
       if (known && a >= known.from && b <= known.to)
         reads.push(Promise.resolve(known.docs.filter((d) => d.start >= a && d.start < b).map(bucketAgg)));
-      else reads.push(this.buckets(statsDaysCollection, a, b).then((docs) => docs.map(bucketAgg)));
+      else reads.push(this.buckets(statsDaysCollection, a, b, dayMs).then((docs) => docs.map(bucketAgg)));
     }
     for (const [a, b] of parts.hours)
-      reads.push(this.buckets(statsHoursCollection, a, b).then((docs) => docs.map(bucketAgg)));
+      reads.push(this.buckets(statsHoursCollection, a, b, hourMs).then((docs) => docs.map(bucketAgg)));
     for (const [a, b] of parts.runs)
       reads.push(
         this.docs
