@@ -81,6 +81,15 @@ export const runsProjector: Projector = {
         ['reflectionRequestedAt', 1],
       ],
     },
+    // The overview's live runs and latest failures: one status at a time, in queue order (docs/design.md, "Stats").
+    {
+      collection: runsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['status', 1],
+        ['queuedAt', 1],
+      ],
+    },
     ...listKeys.map((k) => ({
       collection: runsCollection,
       keys: [

@@ -11,6 +11,7 @@ import {
   type OverviewRange,
   type StatsAgg,
 } from '../../domain/stats.js';
+import type { RunStatus } from '../../domain/job-types.js';
 import { liveStatuses } from '../../domain/run.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { playbookVersionsCollection, type PlaybookVersionDoc } from '../../projections/playbooks.js';
@@ -81,15 +82,8 @@ export class StatsQueries {
     const [previous, window, running, failures, any] = await Promise.all([
       this.window(period.previousFrom, period.previousTo, known),
       this.window(now - cheaperWindowMs, Math.ceil(now / dayMs) * dayMs, known),
-      this.docs
-        .collection<RunDoc>(runsCollection)
-        .find({ workspaceId, status: { $in: [...liveStatuses] } }, { sort: [['queuedAt', 1]], limit: runningShown }),
-      this.docs
-        .collection<RunDoc>(runsCollection)
-        .find(
-          { workspaceId, status: { $in: ['failed', 'timed_out'] } },
-          { sort: [['queuedAt', -1]], limit: recentFailuresShown },
-        ),
+      this.latest(liveStatuses, 1, runningShown),
+      this.latest(['failed', 'timed_out'], -1, recentFailuresShown),
       this.docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ workspaceId }),
     ]);
     const byStart = new Map(buckets.map((b) => [b.start, bucketAgg(b)]));
@@ -139,6 +133,20 @@ export class StatsQueries {
       gettingLeaner: leaner.map(named),
       hasRuns: any !== null,
     };
+  }
+
+  /** Runs of these statuses in queue order, read one status at a time so each read walks an index. */
+  private async latest(statuses: readonly RunStatus[], order: 1 | -1, limit: number): Promise<RunDoc[]> {
+    const runs = this.docs.collection<RunDoc>(runsCollection);
+    const lists = await Promise.all(
+      statuses.map((status) =>
+        runs.find({ workspaceId: this.workspaceId, status }, { sort: [['queuedAt', order]], limit }),
+      ),
+    );
+    return lists
+      .flat()
+      .sort((a, b) => order * (a.queuedAt - b.queuedAt) || order * a._id.localeCompare(b._id))
+      .slice(0, limit);
   }
 
   private buckets(collection: string, from: number, to: number, step: number): Promise<StatsBucketDoc[]> {
