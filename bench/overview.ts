@@ -1,5 +1,5 @@
 // The stats overview over many runs (issue: stats): the rebuild of the stats read model from the log in events per
-// second, then GET /api/stats/overview's query over it, per range. See docs/performance.md, "Stats overview".
+// second, then GET /api/stats/overview's query over it, per range. Results: docs/performance.md.
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { JobQueries } from '../app/queries/jobs.js';

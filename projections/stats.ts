@@ -132,13 +132,11 @@ function rebucket(runId: string): DocOp {
         .collection<StatsRunDoc>(statsRunsCollection)
         .find({ workspaceId, queuedAt: { $gte: hour, $lt: hour + hourMs } });
       const hourAgg = aggregate(inHour.map((r) => ({ ...r, runId: r._id })));
-      const others = await docs
-        .collection<StatsBucketDoc>(statsHoursCollection)
-        .find({
-          _id: {
-            $in: bucketIds(workspaceId, day, day + dayMs, hourMs).filter((id) => id !== bucketId(workspaceId, hour)),
-          },
-        });
+      const others = await docs.collection<StatsBucketDoc>(statsHoursCollection).find({
+        _id: {
+          $in: bucketIds(workspaceId, day, day + dayMs, hourMs).filter((id) => id !== bucketId(workspaceId, hour)),
+        },
+      });
       const merged = merge([hourAgg, ...others.map(bucketAgg)]);
       const dayAgg: StatsAgg = { ...merged.agg, durations: merged.durations.flat().sort((a, b) => a - b) };
       return [
