@@ -61,6 +61,17 @@ export class RunFiles {
     return out;
   }
 
+  /**
+   * Removes everything the run left on disk: artifacts, candidates and large timeline payloads. A run id that would
+   * point outside the runs folder removes nothing.
+   */
+  async remove(runId: string): Promise<void> {
+    const base = resolve(this.root, 'runs');
+    const dir = resolve(base, runId);
+    if (!dir.startsWith(base + sep) || dir.slice(base.length + 1).includes(sep)) return;
+    await rm(dir, { recursive: true, force: true });
+  }
+
   /** Stores a whole payload; answers its name for `readPayload`. */
   async savePayload(runId: string, json: string): Promise<string> {
     const name = `${randomUUID()}.json`;

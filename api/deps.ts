@@ -4,6 +4,7 @@ import type { Identity } from '../app/identity.js';
 import type { SignIn } from '../app/sign-in.js';
 import type { Runs } from '../app/runs.js';
 import type { Workspaces } from '../app/workspaces.js';
+import type { RunDeletion } from '../app/run-deletion.js';
 import type { Secrets } from '../app/secrets.js';
 import type { McpServers } from '../app/mcp-servers.js';
 import type { JobStateStore } from '../app/job-state.js';
@@ -38,6 +39,7 @@ export interface AppDeps {
   providers: Providers;
   version: string;
   runs: Runs;
+  runDeletion: RunDeletion;
   secrets: Secrets;
   mcp: McpServers;
   jobState: JobStateStore;

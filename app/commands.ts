@@ -70,6 +70,11 @@ export class CommandBus {
     return { state, revision };
   }
 
+  /** Drops what is folded of a stream that was deleted, so the next load reads it as it is now. */
+  forget(streamId: string): void {
+    this.folded.delete(streamId);
+  }
+
   async execute<C, E extends DomainEvent, S>(
     streamId: string,
     decider: Decider<C, E, S>,

@@ -19,6 +19,7 @@ import { summarize } from './stats.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
+import { overviewBenchmark } from './overview.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -237,6 +238,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['life', "a job's life", lifeBenchmark],
   ['scripted', 'scripted run overhead', () => scriptedOverhead(join(root, 'scripted'), quick)],
   ['mcp', 'MCP', () => mcpBenchmarks(root, quick)],
+  ['overview', 'stats overview', () => overviewBenchmark(root, quick)],
 ];
 for (const [key, label, step] of steps) {
   if (only && !only.has(key)) continue;
@@ -260,6 +262,9 @@ const targets = {
   scriptedOverheadP50: met('scripted', (v) => v.overheadP50Ms <= 150),
   svcMcpCallUnder15Ms: met('mcp', (v) => v.svcMcpCall.perCallMs <= 15),
   sseDeliveryP99: met('sse', (v) => v.deliveryMs.p99 <= 100),
+  overviewP99: met('overview', (v) =>
+    Object.values(v.overviewQueryMs as Record<string, { p99: number }>).every((q) => q.p99 <= 20),
+  ),
 };
 results.targetsMet = targets;
 const json = JSON.stringify(results, null, 2);

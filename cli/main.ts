@@ -14,6 +14,7 @@ import { allProjectors } from '../projections/index.js';
 import { verifyProjections } from '../projections/verify.js';
 import { exportAuditTrail } from '../app/audit-export.js';
 import { guardProcess } from '../server/process-guards.js';
+import { retentionOf } from '../server/runner-role.js';
 import { errorMessage } from '../domain/error-message.js';
 
 const usage = `svc: self-hosted job automation
@@ -32,6 +33,8 @@ Usage:
   svc audit export [--data-dir DIR] [--workspace ID] [--job ID] [--since T] [--until T]
                                             print the audit trail as JSON Lines, oldest first; T is Unix ms or
                                             an ISO 8601 date
+  svc admin apply-retention [--data-dir DIR]
+                                            run the daily retention pass now (the server may be running)
   svc help
 
 Environment: SVC_EVENTSTORE_URL, SVC_MONGO_URL (scaled adapters), SVC_MASTER_KEY, SVC_PUBLIC_URL, SVC_LOG_LEVEL,
@@ -176,6 +179,18 @@ async function admin(args: string[]): Promise<void> {
       await scratch.close();
       rmSync(scratchDir, { recursive: true, force: true });
       await closeStores(stores);
+    }
+    return;
+  }
+  if (sub === 'apply-retention') {
+    const v = flags(rest, { 'data-dir': { type: 'string' } });
+    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const services = await openServices(config, createLogger('warn'));
+    try {
+      const report = await retentionOf(services).pass();
+      process.stdout.write(`retention: ${report.purged} run(s) purged in ${report.workspaces} workspace(s)\n`);
+    } finally {
+      await closeStores(services.stores);
     }
     return;
   }

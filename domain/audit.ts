@@ -165,6 +165,11 @@ function run(e: RunEvent): Summary {
             ? `Reflected on a run${e.data.version !== null ? `, playbook version ${e.data.version}` : ', no change'}`
             : 'A reflection on a run failed',
       };
+    case 'RunPurged':
+      return {
+        jobId,
+        summary: `Removed a run's timeline and files (kept for ${e.data.retentionDays} days)`,
+      };
     case 'RunSubmitted':
     case 'RunClaimed':
     case 'RunVerifying':
@@ -356,6 +361,14 @@ function summarize(r: StoredEvent): (NonNullable<Summary> & { workspaceId?: stri
   if ((d = s.jobState.decode(r))) return jobState(d.event, d.key);
   if ((d = s.jobImages.decode(r))) return image(d.event);
   if ((d = s.run.decode(r))) return run(d.event);
+  if ((d = s.jobRuns.decode(r)) && d.event.type === 'RunDeleted') {
+    const f = d.event.data.figures;
+    return {
+      jobId: d.key,
+      summary: `Deleted run #${f.number} (${f.status.replace('_', ' ')})`,
+      workspaceId: f.workspaceId,
+    };
+  }
   if ((d = s.secret.decode(r))) return secret(d.event, d.key);
   if ((d = s.mcpServer.decode(r))) return mcpServer(d.event, d.key);
   if ((d = s.mcpOauth.decode(r))) return mcpOauth(d.event);

@@ -1,5 +1,6 @@
 import type { Decider, DomainEvent } from './decider.js';
 import type { Concurrency } from './job-types.js';
+import type { RunFigures } from './run-figures.js';
 import { streamCategory } from './stream.js';
 
 /**
@@ -10,7 +11,13 @@ import { streamCategory } from './stream.js';
 export type JobRunsEvent =
   | DomainEvent<'RunAdmitted', { runId: string; number: number; outcome: 'start' | 'wait' | 'skip' }>
   /** A run ended (or never existed); `next` is the queued run that may start now. */
-  | DomainEvent<'RunReleased', { runId: string; next: string | null }>;
+  | DomainEvent<'RunReleased', { runId: string; next: string | null }>
+  /**
+   * An admin deleted a finished run: its streams and files are gone, this fact stays in the job's history with who
+   * and when (the event's metadata), and the run's last figures so statistics keep counting it (docs/design.md,
+   * "Run deletion").
+   */
+  | DomainEvent<'RunDeleted', { runId: string; deletedAt: number; figures: RunFigures }>;
 
 export interface JobRunsState {
   counter: number;
@@ -19,7 +26,9 @@ export interface JobRunsState {
 }
 
 export type JobRunsCommand =
-  { type: 'AdmitRun'; runId: string; concurrency: Concurrency } | { type: 'ReleaseRun'; runId: string };
+  | { type: 'AdmitRun'; runId: string; concurrency: Concurrency }
+  | { type: 'ReleaseRun'; runId: string }
+  | { type: 'RecordRunDeleted'; runId: string; figures: RunFigures; now: number };
 
 export const jobRunsStream = streamCategory<JobRunsEvent>('jobruns');
 export const jobRunsStreamId = jobRunsStream.id;
@@ -44,6 +53,8 @@ export const jobRunsDecider: Decider<JobRunsCommand, JobRunsEvent, JobRunsState>
         const waiting = state.waiting.filter((id) => id !== runId && id !== next);
         return { ...state, active: next ? [...active, next] : active, waiting };
       }
+      case 'RunDeleted':
+        return state;
     }
   },
 
@@ -63,6 +74,11 @@ export const jobRunsDecider: Decider<JobRunsCommand, JobRunsEvent, JobRunsState>
         const next = active.length === 0 ? (state.waiting.find((id) => id !== command.runId) ?? null) : null;
         return [{ type: 'RunReleased', data: { runId: command.runId, next } }];
       }
+      case 'RecordRunDeleted':
+        // Only finished runs are deleted, and those were released already: the actor's state does not change.
+        return [
+          { type: 'RunDeleted', data: { runId: command.runId, deletedAt: command.now, figures: command.figures } },
+        ];
     }
   },
 };

@@ -64,7 +64,9 @@ export type RunEvent =
       { runId: string; jobId: string; key: string; attempt: number; startedAt: number; runnerId: string }
     >
   /** `totalCost`: what every reflection of this run has cost so far, this one included. */
-  | DomainEvent<'RunReflected', ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number }>;
+  | DomainEvent<'RunReflected', ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number }>
+  /** Retention removed the run's timeline and files; the run itself stays (docs/design.md, "Retention"). */
+  | DomainEvent<'RunPurged', { runId: string; jobId: string; purgedAt: number; retentionDays: number }>;
 
 export interface ReflectionResult {
   status: 'done' | 'failed';
@@ -91,6 +93,7 @@ export type RunState =
       reflectionKey: string | null;
       reflectionAttempts: number;
       reflectionCost: number;
+      purged: boolean;
     });
 
 export type RunCommand =
@@ -105,7 +108,8 @@ export type RunCommand =
   | { type: 'FinishRun'; outcome: RunOutcome }
   | { type: 'RequestReflection'; key: string; now: number }
   | { type: 'StartReflection'; key: string; now: number; runnerId: string }
-  | { type: 'FinishReflection'; key: string; result: ReflectionResult };
+  | { type: 'FinishReflection'; key: string; result: ReflectionResult }
+  | { type: 'PurgeRun'; now: number; retentionDays: number };
 
 export const runStream = streamCategory<RunEvent>('run');
 export const runStreamId = runStream.id;
@@ -133,6 +137,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
           reflectionKey: null,
           reflectionAttempts: 0,
           reflectionCost: 0,
+          purged: false,
         };
       case 'RunSkipped':
         return {
@@ -146,6 +151,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
           reflectionKey: null,
           reflectionAttempts: 0,
           reflectionCost: 0,
+          purged: false,
         };
       default:
         break;
@@ -178,6 +184,8 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
         return { ...state, reflectionAttempts: event.data.attempt };
       case 'RunReflected':
         return { ...state, reflection: event.data.status, reflectionKey: null, reflectionCost: event.data.totalCost };
+      case 'RunPurged':
+        return { ...state, purged: true };
       default:
         return state;
     }
@@ -282,6 +290,17 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
               key: command.key,
               totalCost: s.reflectionCost + command.result.cost,
             },
+          },
+        ];
+      }
+      case 'PurgeRun': {
+        const s = live(state);
+        // A live run, or one whose reflection still reads its timeline, keeps it until a later pass.
+        if (isLive(s.status) || s.reflection === 'pending' || s.purged) return [];
+        return [
+          {
+            type: 'RunPurged',
+            data: { runId: s.runId, jobId: s.jobId, purgedAt: command.now, retentionDays: command.retentionDays },
           },
         ];
       }

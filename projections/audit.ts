@@ -1,4 +1,5 @@
 import { auditActorName, auditFacts } from '../domain/audit.js';
+import { streams } from '../domain/streams.js';
 import type { Doc } from '../store/document-store.js';
 import type { Actor, RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
@@ -31,7 +32,7 @@ export const auditActorId = (type: string, id: string) => `${type}:${id}`;
 
 export const auditProjector: Projector = {
   name: 'audit',
-  version: 1,
+  version: 2,
   collections: [auditCollection, auditActorsCollection],
   // Newest first is how the trail is read: descending indexes serve `-at` pages without sorting the workspace's log.
   indexes: [
@@ -61,6 +62,16 @@ export const auditProjector: Projector = {
   ],
   project(e: RecordedEvent): DocOp[] {
     const ops: DocOp[] = [];
+    // A deleted run's own entries go with its streams, so the trail is what a replay of the log gives; the deletion
+    // itself stays, with its actor (docs/events.md, "Deleting a stream").
+    const deleted = streams.jobRuns.decode(e);
+    if (deleted?.event.type === 'RunDeleted') {
+      const runId = deleted.event.data.runId;
+      ops.push(
+        { kind: 'delete', collection: auditCollection, filter: { streamId: streams.run.id(runId) } },
+        { kind: 'delete', collection: auditActorsCollection, filter: { _id: auditActorId('run', runId) } },
+      );
+    }
     const named = auditActorName(e);
     if (named)
       ops.push({

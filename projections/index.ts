@@ -15,6 +15,7 @@ import { notificationsProjector } from './notifications.js';
 import { providersProjector } from './providers.js';
 import { runsProjector } from './runs.js';
 import { secretsProjector } from './secrets.js';
+import { statsProjector } from './stats.js';
 import type { Projector } from './projector.js';
 
 /** Every read model of the service, in the order the engine feeds them. */
@@ -29,6 +30,7 @@ export const allProjectors: Projector[] = [
   secretsProjector,
   mcpServersProjector,
   runsProjector,
+  statsProjector,
   jobsProjector,
   playbooksProjector,
   imagesProjector,

@@ -6,7 +6,6 @@ import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
-import type { RunEvent } from '../domain/run.js';
 import { stored } from './doc-value.js';
 import { runsCollection, type RunDoc } from './runs.js';
 import { isEmptyPlaybook, type PlaybookEvent } from '../domain/playbook.js';
@@ -43,7 +42,7 @@ function configFields(config: Partial<JobConfig>): Record<string, DocValue> {
 
 export const jobsProjector: Projector = {
   name: 'jobs',
-  version: 4,
+  version: 5,
   collections: [jobsCollection],
   indexes: [
     {
@@ -89,7 +88,14 @@ export const jobsProjector: Projector = {
   ],
   project(recorded: RecordedEvent): DocOp[] {
     const run = streams.run.decode(recorded);
-    if (run) return runFields(run.event);
+    if (run)
+      return run.event.type === 'RunCancelRequested' ||
+        run.event.type === 'RunSubmitted' ||
+        run.event.type === 'RunPurged'
+        ? []
+        : runFields(run.event.data.jobId);
+    const admitted = streams.jobRuns.decode(recorded);
+    if (admitted) return admitted.event.type === 'RunDeleted' ? runFields(admitted.key) : [];
     const fired = streams.schedule.decode(recorded);
     if (fired) {
       const { jobId, occurrence, firedAt } = fired.event.data;
@@ -189,9 +195,7 @@ function playbookFields(event: PlaybookEvent): DocOp[] {
 }
 
 /** A run changed: the job's run fields are recomputed from the runs read model (projected just before). */
-function runFields(event: RunEvent): DocOp[] {
-  if (event.type === 'RunCancelRequested' || event.type === 'RunSubmitted') return [];
-  const jobId = event.data.jobId;
+function runFields(jobId: string): DocOp[] {
   return [
     {
       kind: 'derive',

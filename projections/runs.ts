@@ -37,6 +37,8 @@ export interface RunDoc
   /** The runner working on the pending reflection, and how many times one started it. */
   reflectionRunnerId?: string | null;
   reflectionAttempts?: number;
+  /** When retention removed the run's timeline and files (docs/design.md, "Retention"). */
+  purgedAt?: number | null;
 }
 
 const listKeys = [
@@ -54,7 +56,7 @@ const listKeys = [
 
 export const runsProjector: Projector = {
   name: 'runs',
-  version: 2,
+  version: 3,
   collections: [runsCollection],
   indexes: [
     {
@@ -79,6 +81,15 @@ export const runsProjector: Projector = {
         ['reflectionRequestedAt', 1],
       ],
     },
+    // The overview's live runs and latest failures: one status at a time, in queue order (docs/design.md, "Stats").
+    {
+      collection: runsCollection,
+      keys: [
+        ['workspaceId', 1],
+        ['status', 1],
+        ['queuedAt', 1],
+      ],
+    },
     ...listKeys.map((k) => ({
       collection: runsCollection,
       keys: [
@@ -90,6 +101,10 @@ export const runsProjector: Projector = {
   project(recorded: RecordedEvent): DocOp[] {
     const job = streams.job.decode(recorded);
     if (job) return jobChanges(job.event, job.key);
+    const admission = streams.jobRuns.decode(recorded);
+    // A deleted run leaves the lists and the job's run fields (docs/design.md, "Run deletion").
+    if (admission?.event.type === 'RunDeleted')
+      return [{ kind: 'delete', collection: runsCollection, filter: { _id: admission.event.data.runId } }];
     const decoded = streams.run.decode(recorded);
     if (!decoded) return [];
     const { event } = decoded;
@@ -182,6 +197,8 @@ export const runsProjector: Projector = {
           reflectionCost: r.totalCost,
         });
       }
+      case 'RunPurged':
+        return set({ purgedAt: event.data.purgedAt });
       default:
         return [];
     }

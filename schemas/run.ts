@@ -143,3 +143,40 @@ export const WebhookTokenOutput = Type.Object(
   },
   { $id: 'WebhookTokenOutput', additionalProperties: false },
 );
+
+/** At most this many runs per bulk deletion. */
+export const maxDeletedRuns = 100;
+
+export const DeleteRunsBody = Type.Object(
+  {
+    ids: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+      minItems: 1,
+      maxItems: maxDeletedRuns,
+      description: 'Run ids; duplicates count once',
+    }),
+  },
+  { $id: 'DeleteRunsBody', additionalProperties: false },
+);
+export type DeleteRunsBody = Static<typeof DeleteRunsBody>;
+
+export const DeleteRunsOutput = Type.Object(
+  {
+    deleted: Type.Array(Type.String(), { description: 'The runs deleted, in the order asked' }),
+    skipped: Type.Array(
+      Type.Object(
+        {
+          id: Type.String(),
+          reason: Type.Union([
+            Type.Literal('not_found'),
+            Type.Literal('unfinished'),
+            Type.Literal('reflection_pending'),
+          ]),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The runs left: not found in this workspace, not finished yet, or with a reflection pending' },
+    ),
+  },
+  { $id: 'DeleteRunsOutput', additionalProperties: false },
+);
+export type DeleteRunsOutput = Static<typeof DeleteRunsOutput>;

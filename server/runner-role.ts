@@ -20,6 +20,8 @@ import type { ExecutorPorts } from '../app/run/ports.js';
 import { reflectionImageBuild, runImageOnThisRunner } from '../app/run/job-images.js';
 import { ShadowRunner } from '../app/run/shadow.js';
 import { Scheduler } from '../runner/scheduler.js';
+import { RetentionLoop } from '../runner/retention-loop.js';
+import { Retention } from '../app/retention.js';
 import { selectBackend, defaultSandboxImage } from '../adapters/sandbox/select.js';
 import { sandboxHostUid } from '../adapters/sandbox/bwrap.js';
 import type { SandboxBackend } from '../adapters/sandbox/types.js';
@@ -206,6 +208,23 @@ function startImageGc(s: Services, backend: SandboxBackend, imageBuilder: ImageB
   });
   gc.start();
   return gc;
+}
+
+/** The daily retention pass, run where the scheduler role runs. */
+export function startRetention(s: Services): RetentionLoop {
+  const loop = new RetentionLoop(retentionOf(s), s.log);
+  loop.start();
+  return loop;
+}
+
+export function retentionOf(s: Pick<Services, 'bus' | 'stores' | 'config' | 'models'>): Retention {
+  return new Retention(
+    s.bus,
+    s.stores.events,
+    s.stores.docs,
+    new RunFiles(s.config.dataDir),
+    async (ws) => (await s.models.settingsFor(ws)).retentionDays,
+  );
 }
 
 /** The scheduler role. */

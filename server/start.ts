@@ -1,5 +1,6 @@
 import { Playbooks, versionContent } from '../app/playbooks.js';
 import { RunFiles } from '../adapters/run-files.js';
+import { RunDeletion } from '../app/run-deletion.js';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -36,7 +37,7 @@ import { WorkspaceSettings } from '../app/workspace-settings.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
 import { fakeScripts } from '../adapters/models/fake.js';
-import { startRunner, startScheduler } from './runner-role.js';
+import { startRetention, startRunner, startScheduler } from './runner-role.js';
 import type { Services } from './services.js';
 import type { Scheduler } from '../runner/scheduler.js';
 import { version } from './version.js';
@@ -163,6 +164,7 @@ export function appDeps(
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),
     version,
     runs: s.runs,
+    runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.config.dataDir)),
     sandbox,
     secrets: s.secrets,
     mcp: s.mcp,
@@ -208,6 +210,7 @@ export async function startServer(
   await projector?.start();
   if (config.roles.has('runner')) services.runner = await startRunner(services);
   const scheduler: Scheduler | null = config.roles.has('scheduler') ? startScheduler(services) : null;
+  const retention = config.roles.has('scheduler') ? startRetention(services) : null;
 
   let app: FastifyInstance | null = null;
   let url = config.publicUrl;
@@ -243,6 +246,7 @@ export async function startServer(
         rmSync(serverInfoFile(config.dataDir), { force: true });
       }
       await scheduler?.stop();
+      await retention?.stop();
       await services.runner?.stop();
       await projector?.stop();
       await services.engine.stop();

@@ -5,6 +5,7 @@ import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../../domain/decider.js';
+import { streams } from '../../domain/streams.js';
 import { finalStatuses, liveStatuses, type RunEvent } from '../../domain/run.js';
 import type { RunDoc } from '../../projections/runs.js';
 import { IdParams, bounds } from '../../schemas/common.js';
@@ -12,6 +13,8 @@ import { Mode } from '../../schemas/job.js';
 import {
   ArtifactDto,
   ArtifactQuery,
+  DeleteRunsBody,
+  DeleteRunsOutput,
   EventDto,
   EventsQuery,
   RunDto,
@@ -197,6 +200,46 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     },
   );
 
+  app.delete(
+    '/api/runs/:id',
+    {
+      schema: {
+        summary: 'Delete a run',
+        description:
+          "Admins only. Removes a finished run for good: its timeline, artifacts and files; a RunDeleted fact with who and when stays in the job's history, and statistics keep its figures. 409 while the run is live or its reflection is pending.",
+        tags: ['runs'],
+        params: IdParams,
+        response: { 204: Type.Null({ description: 'Deleted' }) },
+      },
+    },
+    async (request, reply) => {
+      const p = principalOf(request);
+      const position = await deps.runDeletion.deleteOne(p.workspaceId, request.params.id, requestContext(request));
+      await deps.engine.waitFor(position);
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/api/runs/delete',
+    {
+      schema: {
+        summary: 'Delete runs',
+        description:
+          'Admins only. Up to 100 runs as DELETE /api/runs/{id} does; the runs that cannot go (not found in this workspace, unfinished, reflection pending) are skipped and reported, the others are deleted.',
+        tags: ['runs'],
+        body: DeleteRunsBody,
+        response: { 200: DeleteRunsOutput },
+      },
+    },
+    async (request) => {
+      const p = principalOf(request);
+      const answer = await deps.runDeletion.deleteMany(p.workspaceId, request.body.ids, requestContext(request));
+      await deps.engine.waitFor(answer.position);
+      return { deleted: answer.deleted, skipped: answer.skipped };
+    },
+  );
+
   app.post(
     '/api/runs/:id/retry',
     {
@@ -372,6 +415,9 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
               : null;
         if (reflection)
           sse.send('run', { kind: 'reflection', runId: data.runId, jobId: data.jobId, status: reflection });
+        const admission = streams.jobRuns.decode(e);
+        if (admission?.event.type === 'RunDeleted')
+          sse.send('run', { kind: 'run', runId: admission.event.data.runId, jobId: admission.key, deleted: true });
       });
       sse.onClose(() => sub.unsubscribe());
     },

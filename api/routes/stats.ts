@@ -1,8 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RunDoc } from '../../projections/runs.js';
+import type { StatsRunDoc } from '../../projections/stats.js';
 import { IdParams } from '../../schemas/common.js';
-import { JobStatsOutputBody, JobStatsQuery, jobStatsRanges, type JobRunPoint } from '../../schemas/stats.js';
+import {
+  JobStatsOutputBody,
+  JobStatsQuery,
+  jobStatsRanges,
+  OverviewOutputBody,
+  OverviewQuery,
+  type JobRunPoint,
+} from '../../schemas/stats.js';
 import { principalOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 
@@ -11,7 +18,7 @@ const dayMs = 24 * 60 * 60 * 1000;
 export const maxRunPoints = 500;
 
 type RunFacts = Pick<
-  RunDoc,
+  StatsRunDoc,
   | '_id'
   | 'number'
   | 'queuedAt'
@@ -56,9 +63,28 @@ export function summarizeJobRuns(runs: readonly RunFacts[]): Omit<JobStatsOutput
   };
 }
 
-/** `GET /api/jobs/{id}/stats`: one job's runs over the last 7, 30 or 90 days, with its playbook versions as markers. */
+/**
+ * `GET /api/stats/overview`: the workspace's dashboard; `GET /api/jobs/{id}/stats`: one job's runs over the last 7,
+ * 30 or 90 days, with its playbook versions as markers. Both read the stats read model (docs/design.md, "Stats").
+ */
 export default function statsRoutes(fastify: FastifyInstance, deps: AppDeps): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get(
+    '/api/stats/overview',
+    {
+      schema: {
+        summary: "The workspace's overview",
+        description:
+          'Whole buckets (24 hours, or 7, 30 or 90 UTC days including today): totals over non-skipped runs against the previous period cut at the same point, per-bucket counts by status with cost and tokens, cost by job, live runs, the last 5 failures, and the jobs getting cheaper or leaner over the last 90 days.',
+        tags: ['stats'],
+        querystring: OverviewQuery,
+        response: { 200: OverviewOutputBody },
+      },
+    },
+    async (request) =>
+      deps.queries.forPrincipal(principalOf(request)).stats.overview(request.query.range ?? '7d', Date.now()),
+  );
 
   app.get(
     '/api/jobs/:id/stats',

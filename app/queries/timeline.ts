@@ -62,7 +62,10 @@ export class RunTimeline {
 /** Events of the runs of one workspace from now on, for the workspace's status feed. */
 export async function workspaceRunEvents(events: EventStore, workspaceId: string): Promise<Observable<RecordedEvent>> {
   const head = await events.headPosition();
-  return events
-    .subscribeAll({ after: head, filter: { streamPrefixes: ['run-'] } })
-    .pipe(filter((e) => e.metadata.workspaceId === workspaceId));
+  return (
+    events
+      // `jobruns-` carries RunDeleted, announced as `deleted: true`.
+      .subscribeAll({ after: head, filter: { streamPrefixes: ['run-', 'jobruns-'] } })
+      .pipe(filter((e) => e.metadata.workspaceId === workspaceId))
+  );
 }

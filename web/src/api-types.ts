@@ -1056,7 +1056,11 @@ export interface paths {
     get: operations['getRunsById'];
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Delete a run
+     * @description Admins only. Removes a finished run for good: its timeline, artifacts and files; a RunDeleted fact with who and when stays in the job's history, and statistics keep its figures. 409 while the run is live or its reflection is pending.
+     */
+    delete: operations['deleteRunsById'];
     options?: never;
     head?: never;
     patch?: never;
@@ -1216,6 +1220,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/runs/delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Delete runs
+     * @description Admins only. Up to 100 runs as DELETE /api/runs/{id} does; the runs that cannot go (not found in this workspace, unfinished, reflection pending) are skipped and reported, the others are deleted.
+     */
+    post: operations['postRunsDelete'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/secrets': {
     parameters: {
       query?: never;
@@ -1314,6 +1338,26 @@ export interface paths {
      * @description Whether anyone has signed in yet, the configured providers and whether workspaces are enabled.
      */
     get: operations['getSetup'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/stats/overview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The workspace's overview
+     * @description Whole buckets (24 hours, or 7, 30 or 90 UTC days including today): totals over non-skipped runs against the previous period cut at the same point, per-bucket counts by status with cost and tokens, cost by job, live runs, the last 5 failures, and the jobs getting cheaper or leaner over the last 90 days.
+     */
+    get: operations['getStatsOverview'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1729,6 +1773,18 @@ export interface components {
       price: components['schemas']['Price'];
       caps: components['schemas']['Caps'];
     };
+    CheaperJob: {
+      jobId: string;
+      jobName: string;
+      /** @description Average cost of the first 3 succeeded runs of the last 90 days */
+      firstCost: number;
+      /** @description Average cost of the latest 3 */
+      recentCost: number;
+      /** @description 1 − recentCost / firstCost */
+      dropPct: number;
+      /** @description Succeeded runs of the last 90 days */
+      runs: number;
+    };
     CompiledMcpNeed: {
       server: string;
       why: string;
@@ -1827,6 +1883,33 @@ export interface components {
       ownerId: string | null;
       createdAt: number;
       members: number;
+    };
+    DayBucket: {
+      /** @description Start of the bucket (Unix ms) */
+      day: number;
+      succeeded: number;
+      failed: number;
+      cancelled: number;
+      timedOut: number;
+      skipped: number;
+      /** @description Runs still queued or running */
+      other: number;
+      /** @description micro-USD: Σ (cost + reflection + verification) */
+      cost: number;
+      tokens: number;
+    };
+    DeleteRunsBody: {
+      /** @description Run ids; duplicates count once */
+      ids: string[];
+    };
+    DeleteRunsOutput: {
+      /** @description The runs deleted, in the order asked */
+      deleted: string[];
+      /** @description The runs left: not found in this workspace, not finished yet, or with a reflection pending */
+      skipped: {
+        id: string;
+        reason: 'not_found' | 'unfinished' | 'reflection_pending';
+      }[];
     };
     ErrorBody: {
       /** @description validation_failed, invalid_request_body, invalid_token, not_signed_in, forbidden, not_found, conflict, unsupported, rate_limited, internal_error; 502 answers name the upstream: provider_error, oauth_error, webhook_error; 503 projection_unavailable: the write was stored but a failing read model cannot show it yet (do not repeat the write); requests HTTP itself refuses: invalid_request (400), request_timeout (408), request_too_large (431) */
@@ -1955,6 +2038,14 @@ export interface components {
       name: string;
       type: string;
       description?: string;
+    };
+    JobCost: {
+      /** @description Start of the bucket (Unix ms) */
+      day: number;
+      jobId: string;
+      jobName: string;
+      cost: number;
+      tokens: number;
     };
     JobDto: {
       id: string;
@@ -2085,6 +2176,15 @@ export interface components {
       number: number;
       status: components['schemas']['RunStatus'];
       queuedAt: number;
+    };
+    LeanerJob: {
+      jobId: string;
+      jobName: string;
+      firstTokens: number;
+      recentTokens: number;
+      /** @description 1 − recentTokens / firstTokens (may be negative) */
+      tokenDropPct: number;
+      runs: number;
     };
     Learning: {
       /** @description L1, L2, …: unique within the playbook */
@@ -2323,6 +2423,28 @@ export interface components {
       detail: string;
       output?: string;
     };
+    OverviewOutputBody: {
+      range: '24h' | '7d' | '30d' | '90d';
+      bucket: 'hour' | 'day';
+      bucketMs: number;
+      /** @description Start of the first bucket */
+      from: number;
+      /** @description End of the bucket holding the present (exclusive) */
+      to: number;
+      current: components['schemas']['Totals'];
+      previous: components['schemas']['Totals'];
+      /** @description One bucket per hour or day of the period, oldest first */
+      perDay: components['schemas']['DayBucket'][];
+      costByJob: components['schemas']['JobCost'][];
+      /** @description Live runs, oldest first */
+      running: components['schemas']['RunRef'][];
+      /** @description The last 5 failed or timed-out runs, newest first */
+      recentFailures: components['schemas']['RunRef'][];
+      gettingCheaper: components['schemas']['CheaperJob'][];
+      gettingLeaner: components['schemas']['LeanerJob'][];
+      /** @description Whether the workspace has had any run */
+      hasRuns: boolean;
+    };
     PatchModelInputBody: {
       enabled?: boolean;
       label?: string;
@@ -2473,6 +2595,18 @@ export interface components {
       page: number;
       pageSize: number;
       total: number;
+    };
+    RunRef: {
+      id: string;
+      jobId: string;
+      jobName: string;
+      number: number;
+      status: components['schemas']['RunStatus'];
+      mode: components['schemas']['Mode'];
+      queuedAt: number;
+      startedAt: number | null;
+      error: string | null;
+      summary: string | null;
     };
     RunStatus:
       | 'queued'
@@ -2642,6 +2776,27 @@ export interface components {
       latencyMs: number;
       reply?: string;
       error?: string;
+    };
+    Totals: {
+      /** @description Runs queued in the period, skipped ones left out */
+      runs: number;
+      succeeded: number;
+      /** @description failed + timed_out */
+      failed: number;
+      /** @description succeeded / (succeeded + failed); 0 without finished runs */
+      successRate: number;
+      /** @description msTotal at offset ⌊(n−1)·0.5⌋ of the ascending values; 0 without any */
+      p50Ms: number;
+      /** @description msTotal at offset ⌊(n−1)·0.95⌋ of the ascending values; 0 without any */
+      p95Ms: number;
+      /** @description micro-USD: Σ cost */
+      runCost: number;
+      /** @description micro-USD: Σ (reflection + verification) */
+      learningCost: number;
+      /** @description Σ (tokIn + tokOut) */
+      runTokens: number;
+      /** @description Tokens of reflection and verification */
+      learningTokens: number;
     };
     TransferWorkspaceInputBody: {
       userId: string;
@@ -5024,6 +5179,35 @@ export interface operations {
       };
     };
   };
+  deleteRunsById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   getRunsByIdArtifact: {
     parameters: {
       query: {
@@ -5255,6 +5439,39 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postRunsDelete: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['DeleteRunsBody'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeleteRunsOutput'];
+        };
+      };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
@@ -5507,6 +5724,38 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['SetupOutputBody'];
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getStatsOverview: {
+    parameters: {
+      query?: {
+        /** @description 24 hourly buckets, or 7, 30 or 90 UTC days including today */
+        range?: '24h' | '7d' | '30d' | '90d';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OverviewOutputBody'];
         };
       };
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
