@@ -9,6 +9,7 @@ import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
 import type { AppDeps } from '../deps.js';
+import type { WorkspaceQueries } from '../../app/queries/index.js';
 
 const listRules: ListRules = {
   sortKeys: {
@@ -84,6 +85,22 @@ export function toJobListDto(doc: JobDoc): JobListDto {
   };
 }
 
+/**
+ * A page of the caller's jobs as `GET /api/jobs` takes the query (also the MCP server's `list_jobs`). The query is
+ * checked at once; the answer is read when the returned function is called, so the route can serve it from its cache.
+ */
+export function listJobs(jobs: WorkspaceQueries['jobs'], q: JobListQuery): () => Promise<JobListEnvelope> {
+  const list = parseListQuery(q, listRules);
+  const enabled = parseCsvFilter('enabled', q.enabled, ['true', 'false'] as const);
+  return async () => {
+    const { items, total } = await jobs.list(
+      list,
+      enabled?.map((v) => v === 'true'),
+    );
+    return { items: items.map(toJobListDto), page: list.page, pageSize: list.pageSize, total };
+  };
+}
+
 /** A page already serialized goes out as it is. */
 const asIs = (s: unknown) => s as string;
 
@@ -106,21 +123,8 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
           .type('application/json; charset=utf-8')
           .serializer(asIs)
           .send(cached as unknown as JobListEnvelope);
-      const list = parseListQuery(request.query, listRules);
-      const enabled = parseCsvFilter('enabled', request.query.enabled, ['true', 'false'] as const);
-      const body = await jobs.answer(request.url, async () => {
-        const { items, total } = await jobs.list(
-          list,
-          enabled?.map((v) => v === 'true'),
-        );
-        const page: JobListEnvelope = {
-          items: items.map(toJobListDto),
-          page: list.page,
-          pageSize: list.pageSize,
-          total,
-        };
-        return JSON.stringify(page);
-      });
+      const page = listJobs(jobs, request.query);
+      const body = await jobs.answer(request.url, async () => JSON.stringify(await page()));
       return reply
         .type('application/json; charset=utf-8')
         .serializer(asIs)
