@@ -1,4 +1,4 @@
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { Nullable } from './common.js';
 import { Spec } from './job.js';
 
@@ -7,6 +7,7 @@ export const CompileInputBody = Type.Object(
   { instruction: Type.String({ minLength: 1, maxLength: 20000, description: 'The sentence to compile' }) },
   { $id: 'CompileInputBody', additionalProperties: false },
 );
+export type CompileInputBody = Static<typeof CompileInputBody>;
 
 /** An MCP need matched against the registry: `serverId` is null when no server of that name is configured. */
 export const CompiledMcpNeed = Type.Object(

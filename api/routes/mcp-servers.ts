@@ -185,6 +185,7 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
         response: { 200: Type.Array(JobServer) },
       },
     },
-    async (request) => setJobServers(deps, principalOf(request), requestContext(request), request.params.id, request.body),
+    async (request) =>
+      setJobServers(deps, principalOf(request), requestContext(request), request.params.id, request.body),
   );
 }

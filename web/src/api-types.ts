@@ -483,6 +483,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Not offered: GET on the MCP endpoint (405)
+     * @description The MCP server is stateless: there is no stream to open and no session to end.
+     */
+    get: operations['getMcp'];
+    put?: never;
+    /**
+     * The MCP server of this service (Streamable HTTP)
+     * @description JSON-RPC messages of the Model Context Protocol, stateless: every request stands alone. API tokens only (Authorization: Bearer svc_...); a 401 carries a WWW-Authenticate challenge naming /.well-known/oauth-protected-resource/api/mcp.
+     */
+    post: operations['postMcp'];
+    /**
+     * Not offered: DELETE on the MCP endpoint (405)
+     * @description The MCP server is stateless: there is no stream to open and no session to end.
+     */
+    delete: operations['deleteMcp'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/mcp-servers': {
     parameters: {
       query?: never;
@@ -3193,6 +3221,75 @@ export interface operations {
           'application/json': components['schemas']['CompileOutputBody'];
         };
       };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A JSON-RPC answer */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': unknown;
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
