@@ -128,15 +128,19 @@ export function appDeps(
   const allowPrivateNetworkTargets = process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true';
   const projected = (position: Position | null) => s.engine.waitFor(position);
   const sandbox = () => s.runner?.sandboxInfo() ?? null;
+  const compiler = new JobCompiler(s.models, s.mcp, sandbox);
   return {
     config: { publicUrl: s.config.publicUrl, logLevel: s.config.logLevel, allowPrivateNetworkTargets },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
     queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
     engine: s.engine,
     identity: s.identity,
-    jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
+    jobs: new Jobs(s.bus, s.playbooks, s.runs, projected, {
+      respec: (ws, instruction) => compiler.respec(ws, instruction),
+      modelUsable: (ws, modelId) => s.models.usable(ws, modelId),
+    }),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
-    compiler: new JobCompiler(s.models, s.mcp, sandbox),
+    compiler,
     // The test notification goes through the process's one sender, the one runs notify with.
     settings: new WorkspaceSettings(s.models, s.secrets, s.notifications, allowPrivateNetworkTargets),
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),

@@ -4,12 +4,12 @@ import type { WorkspaceQueries } from '../../app/queries/index.js';
 import type { TextIndex } from '../../domain/text-search.js';
 import { IdParams, listQueryProperties } from '../../schemas/common.js';
 import { CompileInputBody } from '../../schemas/compile.js';
-import { JobFields, JobListQuery, JobPatch } from '../../schemas/job.js';
+import { JobFields, JobListQuery, JobPatchBody } from '../../schemas/job.js';
 import { JobServer } from '../../schemas/mcp.js';
 import { RunListQuery, TriggerRunBody, type RunDto } from '../../schemas/run.js';
 import type { AppDeps } from '../deps.js';
 import type { Principal } from '../principal.js';
-import { compileJob } from '../routes/compile.js';
+import { asProviderError, compileJob } from '../routes/compile.js';
 import { listJobs, toJobDto } from '../routes/jobs.js';
 import { listMcpServers, setJobServers } from '../routes/mcp-servers.js';
 import { listRuns, toRunDto } from '../routes/runs.js';
@@ -126,7 +126,7 @@ export const tools: Tool[] = [
     name: 'update_job',
     description:
       'Change the fields given, leave the others. An empty string clears modelId, image, cron, timezone and modePin. A changed instruction recompiles the spec unless rebuildSpec is false.',
-    input: Type.Object({ id: jobId, ...JobPatch.properties }, { additionalProperties: false }),
+    input: Type.Object({ id: jobId, ...JobPatchBody.properties }, { additionalProperties: false }),
     annotations: {
       title: 'Update a job',
       readOnlyHint: false,
@@ -136,7 +136,7 @@ export const tools: Tool[] = [
     },
     route: 'PATCH /api/jobs/:id',
     run: async ({ id: target, ...patch }, c) => {
-      await c.deps.jobs.change(c.command, c.principal.workspaceId, target, patch);
+      await asProviderError(c.deps.jobs.change(c.command, c.principal.workspaceId, target, patch));
       return toJobDto(await c.queries.jobs.get(target));
     },
   }),

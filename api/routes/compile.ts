@@ -8,8 +8,17 @@ import { CompileFailed } from '../../app/compile.js';
 
 /** Compiles for a workspace; a model that fails is a `502 provider_error` (also the MCP server's `compile_job`). */
 export async function compileJob(deps: AppDeps, workspaceId: string, body: CompileInputBody) {
+  return asProviderError(
+    deps.compiler.compile(workspaceId, body.instruction, {
+      ...(body.askQuestions !== undefined ? { askQuestions: body.askQuestions } : {}),
+    }),
+  );
+}
+
+/** Work that may compile (a compile, a job update that recompiles its spec): a model that fails is a 502. */
+export async function asProviderError<T>(work: Promise<T>): Promise<T> {
   try {
-    return await deps.compiler.compile(workspaceId, body.instruction);
+    return await work;
   } catch (err) {
     if (err instanceof CompileFailed) throw new ApiError(502, 'provider_error', err.message);
     throw err;

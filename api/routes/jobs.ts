@@ -4,7 +4,8 @@ import Type from 'typebox';
 import { nextMode } from '../../domain/modes.js';
 import type { JobDoc } from '../../projections/jobs.js';
 import { IdParams } from '../../schemas/common.js';
-import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatch } from '../../schemas/job.js';
+import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatchBody } from '../../schemas/job.js';
+import { asProviderError } from './compile.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
@@ -159,16 +160,16 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: {
         summary: 'Update a job',
         description:
-          'Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin.',
+          'Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin. A changed instruction recompiles the spec with the utility model unless `rebuildSpec` is false or a `spec` is sent (502 `provider_error` when the model fails; nothing is changed then).',
         tags: ['jobs'],
         params: IdParams,
-        body: JobPatch,
+        body: JobPatchBody,
         response: { 200: JobDto },
       },
     },
     async (request) => {
       const p = principalOf(request);
-      await deps.jobs.change(requestContext(request), p.workspaceId, request.params.id, request.body);
+      await asProviderError(deps.jobs.change(requestContext(request), p.workspaceId, request.params.id, request.body));
       return toJobDto(await deps.queries.forPrincipal(p).jobs.get(request.params.id));
     },
   );

@@ -173,7 +173,7 @@ export interface paths {
     head?: never;
     /**
      * Update a job
-     * @description Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin.
+     * @description Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin. A changed instruction recompiles the spec with the utility model unless `rebuildSpec` is false or a `spec` is sent (502 `provider_error` when the model fails; nothing is changed then).
      */
     patch: operations['patchJobsById'];
     trace?: never;
@@ -1322,11 +1322,18 @@ export interface components {
     CompileInputBody: {
       /** @description The sentence to compile */
       instruction: string;
+      /**
+       * @description Let the model ask clarifying questions (`questions`) when the sentence leaves something open
+       * @default true
+       */
+      askQuestions?: boolean;
     };
     CompileOutputBody: {
       name: string;
       instruction: string;
       spec: components['schemas']['Spec'];
+      /** @description Empty when askQuestions is false or nothing is unclear */
+      questions: components['schemas']['CompileQuestion'][];
       cron: string | null;
       timezone: string | null;
       scheduleHuman: string | null;
@@ -1334,6 +1341,10 @@ export interface components {
       allowedDomains: string[] | null;
       mcp: components['schemas']['CompiledMcpNeed'][];
       warnings: string[];
+    };
+    CompileQuestion: {
+      question: string;
+      options: string[];
     };
     Content: {
       learnings: components['schemas']['Learning'][] | null;
@@ -1562,7 +1573,7 @@ export interface components {
       pageSize: number;
       total: number;
     };
-    JobPatch: {
+    JobPatchBody: {
       name?: string;
       instruction?: string;
       spec?: components['schemas']['Spec'];
@@ -1579,6 +1590,8 @@ export interface components {
       cron?: string;
       timezone?: string;
       enabled?: boolean;
+      /** @description false keeps the spec when the instruction changes; by default a changed instruction recompiles it */
+      rebuildSpec?: boolean;
     };
     JobRunPoint: {
       runId: string;
@@ -2535,7 +2548,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['JobPatch'];
+        'application/json': components['schemas']['JobPatchBody'];
       };
     };
     responses: {
