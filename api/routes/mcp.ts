@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import Type from 'typebox';
 import type { TextIndex } from '../../domain/text-search.js';
+import { DomainError } from '../../domain/decider.js';
+import { ignoreFailure } from '../../domain/ignore-failure.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -11,6 +13,7 @@ import { mcpServer } from '../mcp/server.js';
 import type { OpenApiRegistry } from '../openapi.js';
 
 const metadataPath = '/.well-known/oauth-protected-resource/api/mcp';
+const maxBatch = 20;
 
 /** The public address of this instance: the configured one, else the one the request came to. */
 function baseUrl(deps: AppDeps, request: FastifyRequest): string {
@@ -68,6 +71,12 @@ export default function mcpRoutes(app: FastifyInstance, deps: AppDeps, openapi: 
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      // A batch is answered message by message, each a tool call: bounded like a list page, so one request cannot
+      // queue thousands of calls (docs/mcp-server.md, "The endpoint").
+      if (Array.isArray(request.body) && request.body.length > maxBatch)
+        throw DomainError.validation([
+          { field: 'body', code: 'too_long', message: `must hold at most ${maxBatch} messages` },
+        ]);
       const server = mcpServer(
         { deps, principal, command: requestContext(request), queries: deps.queries.forPrincipal(principal), docs },
         deps.version,
@@ -79,9 +88,10 @@ export default function mcpRoutes(app: FastifyInstance, deps: AppDeps, openapi: 
       reply.hijack();
       for (const [name, value] of Object.entries(reply.getHeaders()))
         if (value !== undefined) reply.raw.setHeader(name, value);
+      // Closing a stateless pair only drops its handlers: nothing is left to fail that anyone could act on.
       reply.raw.on('close', () => {
-        void transport.close();
-        void server.close();
+        transport.close().catch(ignoreFailure('a stateless transport holds no connection of its own'));
+        server.close().catch(ignoreFailure('the server closes with its transport'));
       });
       try {
         await server.connect(transport);

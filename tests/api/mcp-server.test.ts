@@ -1,4 +1,4 @@
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -72,6 +72,9 @@ async function runEnds(client: McpClient, runId: string): Promise<Record<string,
 }
 
 describe('the MCP server', () => {
+  after(async () => {
+    for (const c of open) await c.close();
+  });
   before(async () => {
     ownerToken = (await createToken(server.api, 'owner mcp')).token;
     const m = await userSession(server.t, server.api, 'member@example.com');
@@ -141,6 +144,11 @@ describe('the MCP server', () => {
       const client = await connect(ownerToken);
       const compiled = await ok(client, 'compile_job', { instruction: 'Every day at 7am report the answer' });
       assert.equal(compiled.cron, '0 7 * * *');
+      assert.deepEqual(compiled.questions, []);
+      const open = await ok(client, 'compile_job', { instruction: 'Report the answer' });
+      assert.equal(open.questions.length, 1, 'a sentence without a schedule asks how often');
+      const quiet = await ok(client, 'compile_job', { instruction: 'Report the answer', askQuestions: false });
+      assert.deepEqual(quiet.questions, []);
 
       const job = await ok(client, 'create_job', {
         name: 'MCP job',
@@ -157,9 +165,15 @@ describe('the MCP server', () => {
         [job.id],
       );
       assert.equal(listed.pageSize, 5);
-      const renamed = await ok(client, 'update_job', { id: job.id, name: 'MCP job, renamed' });
+      const renamed = await ok(client, 'update_job', {
+        id: job.id,
+        name: 'MCP job, renamed',
+        instruction: 'Report the answer with `svc output set answer 42`, please.',
+        rebuildSpec: false,
+      });
       assert.equal(renamed.name, 'MCP job, renamed');
-      assert.equal(renamed.instruction, job.instruction, 'fields not given stay');
+      assert.deepEqual(renamed.spec, job.spec, 'rebuildSpec: false keeps the spec');
+      assert.equal(renamed.selfImprove, false, 'fields not given stay');
 
       await script([
         { toolCalls: [{ name: 'bash', args: { command: 'svc output set answer 42' } }] },
@@ -379,6 +393,17 @@ describe('the MCP server', () => {
       const res = await post({ authorization: `Bearer ${ownerToken}` }, huge);
       assert.equal(res.status, 400, 'over 1 MiB');
       assert.equal(((await res.json()) as { message: string }).message, 'The request body is too large');
+      const batch = Array.from({ length: 21 }, (_v, i) => ({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'tools/call',
+        params: { name: 'list_jobs', arguments: {} },
+      }));
+      const many = await post({ authorization: `Bearer ${ownerToken}` }, JSON.stringify(batch));
+      assert.equal(many.status, 400, 'a batch is bounded');
+      const refusal = (await many.json()) as { code: string; fields: { field: string }[] };
+      assert.equal(refusal.code, 'validation_failed');
+      assert.equal(refusal.fields[0]!.field, 'body');
       const nested = await post({ authorization: `Bearer ${ownerToken}` }, '['.repeat(100) + ']'.repeat(100));
       assert.equal(nested.status, 400, 'the JSON shape limits apply too');
       assert.equal(((await nested.json()) as { code: string }).code, 'invalid_request_body');
@@ -394,8 +419,4 @@ describe('the MCP server', () => {
       assert.equal(body.result.serverInfo.name, 'svc');
     });
   });
-});
-
-process.on('beforeExit', () => {
-  for (const c of open) void c.close();
 });
