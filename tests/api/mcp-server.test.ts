@@ -65,10 +65,15 @@ async function script(responses: unknown[]) {
 const finalStatuses = ['succeeded', 'failed', 'timed_out', 'cancelled', 'skipped'];
 
 async function runEnds(client: McpClient, runId: string): Promise<Record<string, any>> {
-  return waitFor(`run ${runId} to end`, async () => {
-    const run = await ok(client, 'get_run', { id: runId });
-    return finalStatuses.includes(run.status) ? run : undefined;
-  });
+  // As long as the harness gives a run (finishedRun): a sandbox starts slowly on a loaded machine.
+  return waitFor(
+    `run ${runId} to end`,
+    async () => {
+      const run = await ok(client, 'get_run', { id: runId });
+      return finalStatuses.includes(run.status) ? run : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
 }
 
 describe('the MCP server', () => {
@@ -210,6 +215,7 @@ describe('the MCP server', () => {
       await waitFor(
         'the run to be running',
         async () => (await ok(client, 'get_run', { id: started.runId })).status === 'running',
+        { timeoutMs: 120_000 },
       );
       await ok(client, 'cancel_run', { id: started.runId });
       const run = await runEnds(client, started.runId);
