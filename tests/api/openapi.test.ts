@@ -62,7 +62,7 @@ describe('OpenAPI document', () => {
       'FieldError',
       'ErrorBody',
       'JobFields',
-      'JobPatch',
+      'JobPatchBody',
       'Spec',
       'InfoOutputBody',
       'CreateInputBody',
