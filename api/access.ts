@@ -1,6 +1,6 @@
 /**
  * Who may call what: one row per route. `access` is the least role needed (`public` needs no credential);
- * `session` routes refuse API tokens with 403. The app refuses to start when a route has no row, and a test
+ * `session` routes refuse API tokens with 403; `token` routes read no cookie. The app refuses to start when a route has no row, and a test
  * walks this table for every role and credential kind.
  */
 export type Access = 'public' | 'member' | 'admin' | 'owner' | 'iadmin';
@@ -8,6 +8,8 @@ export type Access = 'public' | 'member' | 'admin' | 'owner' | 'iadmin';
 export interface AccessRule {
   access: Access;
   session: boolean;
+  /** API tokens only: a session cookie is not read, so a browser's cookie cannot be used from another origin. */
+  token?: boolean;
 }
 
 const pub: AccessRule = { access: 'public', session: false };
@@ -143,6 +145,14 @@ export const accessTable: Record<string, AccessRule> = {
   'PATCH /api/admin/users/:id': iadmin,
   'GET /api/admin/workspaces': iadmin,
   'DELETE /api/admin/workspaces/:id': iadmin,
+
+  // The service's own MCP server (docs/mcp-server.md): API tokens only, each tool then checks the row of the route
+  // it does the work of. GET and DELETE answer 405 to anyone (stateless: no stream, no session); the metadata
+  // document is what a client reads after a 401.
+  'POST /api/mcp': { access: 'member', session: false, token: true },
+  'GET /api/mcp': pub,
+  'DELETE /api/mcp': pub,
+  'GET /.well-known/oauth-protected-resource/api/mcp': pub,
 };
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`;

@@ -21,6 +21,7 @@ import statsRoutes from './routes/stats.js';
 import memberRoutes from './routes/members.js';
 import mcpServerRoutes from './routes/mcp-servers.js';
 import mcpOauthRoutes from './routes/mcp-oauth.js';
+import mcpRoutes from './routes/mcp.js';
 import notificationRoutes from './routes/notifications.js';
 import compileRoutes from './routes/compile.js';
 import providerRoutes from './routes/providers.js';
@@ -112,6 +113,7 @@ export async function buildApp(deps: AppDeps, logger?: FastifyBaseLogger): Promi
   secretRoutes(app, deps);
   mcpServerRoutes(app, deps);
   mcpOauthRoutes(app, deps);
+  mcpRoutes(app, deps, openapi);
   compileRoutes(app, deps);
   tokenRoutes(app, deps);
   systemRoutes(app, deps);

@@ -28,7 +28,11 @@ export function ruleFor(method: string, url: string): AccessRule {
   return rule;
 }
 
-async function resolvePrincipal(identity: Identity, request: FastifyRequest): Promise<Principal | null> {
+async function resolvePrincipal(
+  identity: Identity,
+  request: FastifyRequest,
+  rule: AccessRule,
+): Promise<Principal | null> {
   const authorization = request.headers.authorization;
   // A Bearer header always wins over the cookie: a script's token must not silently act as the browser's user.
   if (authorization !== undefined) {
@@ -36,7 +40,7 @@ async function resolvePrincipal(identity: Identity, request: FastifyRequest): Pr
     if (!match) throw new DomainError('invalid_token', 'Token is invalid or expired');
     return identity.principalFromToken(match[1]!, requestContext(request));
   }
-  const cookie = readCookie(request, sessionCookieName);
+  const cookie = rule.token ? null : readCookie(request, sessionCookieName);
   if (!cookie) return null;
   const claims = identity.decodeSession(cookie);
   return claims ? identity.principalFromSession(claims) : null;
@@ -57,7 +61,7 @@ export function registerAuth(app: FastifyInstance, identity: Identity): void {
     const rule = ruleFor(request.method === 'HEAD' ? 'GET' : request.method, url);
     const authorization = request.headers.authorization;
     const bearer = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
-    const cookie = authorization === undefined ? readCookie(request, sessionCookieName) : null;
+    const cookie = authorization === undefined && !rule.token ? readCookie(request, sessionCookieName) : null;
     const cached =
       bearer !== undefined
         ? identity.cachedTokenPrincipal(bearer)
@@ -72,7 +76,7 @@ export function registerAuth(app: FastifyInstance, identity: Identity): void {
         return done(err as Error);
       }
     }
-    resolvePrincipal(identity, request).then(
+    resolvePrincipal(identity, request, rule).then(
       (principal) => {
         try {
           admit(request, rule, principal);

@@ -84,9 +84,15 @@ export function buildOpenApiDocument(routes: CollectedRoute[], version: string):
       summary: s.summary,
       ...(s.description ? { description: s.description } : {}),
       tags: s.tags ?? [],
-      'x-access': { role: rule.access, session: rule.session },
+      'x-access': { role: rule.access, session: rule.session, ...(rule.token ? { token: true } : {}) },
       security:
-        rule.access === 'public' ? [] : rule.session ? [{ cookieAuth: [] }] : [{ bearerAuth: [] }, { cookieAuth: [] }],
+        rule.access === 'public'
+          ? []
+          : rule.session
+            ? [{ cookieAuth: [] }]
+            : rule.token
+              ? [{ bearerAuth: [] }]
+              : [{ bearerAuth: [] }, { cookieAuth: [] }],
       parameters: [
         ...parameters(s.params as JsonObject | undefined, 'path', components),
         ...parameters(s.querystring as JsonObject | undefined, 'query', components),

@@ -3,12 +3,13 @@ import { DomainError } from '../domain/decider.js';
 import {
   compileAnswerSchema,
   compileSchemaName,
-  compileSystemPrompt,
+  compileSystemPromptFor,
   compileUserMessage,
   finishCompile,
 } from '../domain/compile.js';
 import { errorMessage } from '../domain/error-message.js';
 import type { SandboxInfo } from '../schemas/system.js';
+import type { Spec } from '../domain/job-types.js';
 import type { McpServers } from './mcp-servers.js';
 import type { Models } from './models.js';
 
@@ -36,18 +37,20 @@ export class JobCompiler {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async compile(workspaceId: string, sentence: string) {
+  /** `askQuestions` (default true) lets the model ask clarifying questions along with its proposal. */
+  async compile(workspaceId: string, sentence: string, options: { askQuestions?: boolean } = {}) {
     const instruction = sentence.trim();
     if (instruction === '')
       throw DomainError.validation([{ field: 'instruction', code: 'required', message: 'must not be blank' }]);
     const model = await this.models.resolve(workspaceId, 'utility', null);
     if (!model) throw new DomainError('unsupported', 'Set a utility model in Settings to compile jobs');
+    const askQuestions = options.askQuestions ?? true;
     const servers = await this.mcp.names(workspaceId);
     let text: string;
     try {
       const answer = await model.client.complete({
         model: model.name,
-        system: [compileSystemPrompt],
+        system: [compileSystemPromptFor(askQuestions)],
         messages: [
           {
             role: 'user',
@@ -80,6 +83,16 @@ export class JobCompiler {
       servers,
       networks: sandbox?.capabilities.networks ?? null,
       imageBuilds: sandbox ? sandbox.imageBuilds : null,
+      askQuestions,
     });
+  }
+
+  /**
+   * The spec a changed instruction compiles to, for a job update (docs/jobs.md, "Compile"); null when the workspace
+   * has no model to compile with, so the job keeps its spec. A model that fails throws `CompileFailed`.
+   */
+  async respec(workspaceId: string, instruction: string): Promise<Spec | null> {
+    if (!(await this.models.resolve(workspaceId, 'utility', null))) return null;
+    return (await this.compile(workspaceId, instruction, { askQuestions: false })).spec;
   }
 }

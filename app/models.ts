@@ -109,7 +109,8 @@ export class Models {
     if (Object.keys(patch).length) await this.changeSettings(ctx, workspaceId, patch);
   }
 
-  private async usable(workspaceId: string, modelId: string): Promise<boolean> {
+  /** An enabled, listed model of the workspace (what a default or a job may name). */
+  async usable(workspaceId: string, modelId: string): Promise<boolean> {
     const m = await this.docs
       .collection<ModelDoc>(modelsCollection)
       .findOne({ _id: modelId, workspaceId, enabled: true });

@@ -56,6 +56,15 @@ export const compileAnswerSchema: Record<string, unknown> = {
     dockerfile: { anyOf: [str, { type: 'null' }] },
     sideEffects: strings,
     warnings: strings,
+    questions: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { question: str, options: strings },
+        required: ['question', 'options'],
+        additionalProperties: false,
+      },
+    },
   },
   required: [
     'name',
@@ -71,6 +80,7 @@ export const compileAnswerSchema: Record<string, unknown> = {
     'dockerfile',
     'sideEffects',
     'warnings',
+    'questions',
   ],
   additionalProperties: false,
 };
@@ -88,6 +98,17 @@ export const compileSystemPrompt = [
   '- dockerfile: null unless tools beyond a standard Debian image are needed (FROM the default image).',
   '- sideEffects: what the job changes outside its sandbox (messages sent, records written). warnings: anything unclear or risky.',
 ].join('\n');
+
+/** The rule for `questions`, by whether the caller wants them (docs/jobs.md, "Compile"). */
+export const compileQuestionsRule = {
+  ask: '- questions: when the sentence leaves open something that changes the job (how often, where results go, which account), up to 3 short clarifying questions, each with 2 to 4 likely answers as options; [] when the sentence is clear enough.',
+  skip: '- questions: always [].',
+} as const;
+
+/** The system prompt: the rules above, and whether to ask clarifying questions. */
+export function compileSystemPromptFor(askQuestions: boolean): string {
+  return `${compileSystemPrompt}\n${askQuestions ? compileQuestionsRule.ask : compileQuestionsRule.skip}`;
+}
 
 /** The user message: the sentence, today's date in UTC, and the configured MCP server names. */
 export function compileUserMessage(instruction: string, now: number, serverNames: string[]): string {
@@ -115,6 +136,7 @@ export interface CompileAnswer {
   dockerfile: string | null;
   sideEffects: string[];
   warnings: string[];
+  questions: Array<{ question: string; options: string[] }>;
 }
 
 export interface CompileContext {
@@ -123,6 +145,8 @@ export interface CompileContext {
   /** Networks the active sandbox backend offers; null when this process does not know (no runner role). */
   networks: string[] | null;
   imageBuilds: boolean | null;
+  /** False: questions the model asks anyway are dropped. */
+  askQuestions: boolean;
 }
 
 const clip = (s: unknown, max: number) => (typeof s === 'string' ? s.slice(0, max) : '');
@@ -204,10 +228,18 @@ export function finishCompile(raw: unknown, ctx: CompileContext) {
     sideEffects: list(a.sideEffects, 2000),
     warnings: warnings.slice(0, 100),
   };
+  const questions = !ctx.askQuestions
+    ? []
+    : (Array.isArray(a.questions) ? a.questions : [])
+        .filter((q): q is Record<string, unknown> => !!q && typeof q === 'object')
+        .map((q) => ({ question: clip(q.question, 500).trim(), options: list(q.options, 200).slice(0, 6) }))
+        .filter((q) => q.question !== '')
+        .slice(0, 5);
   return {
     name,
     instruction: ctx.instruction,
     spec,
+    questions,
     cron: schedule?.cron ?? null,
     timezone: schedule?.timezone ?? null,
     scheduleHuman: schedule?.human ?? null,

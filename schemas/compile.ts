@@ -1,17 +1,32 @@
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { Nullable } from './common.js';
 import { Spec } from './job.js';
 
 /** The sentence `POST /api/jobs/compile` turns into a proposed job. */
 export const CompileInputBody = Type.Object(
-  { instruction: Type.String({ minLength: 1, maxLength: 20000, description: 'The sentence to compile' }) },
+  {
+    instruction: Type.String({ minLength: 1, maxLength: 20000, description: 'The sentence to compile' }),
+    askQuestions: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: 'Let the model ask clarifying questions (`questions`) when the sentence leaves something open',
+      }),
+    ),
+  },
   { $id: 'CompileInputBody', additionalProperties: false },
 );
+export type CompileInputBody = Static<typeof CompileInputBody>;
 
 /** An MCP need matched against the registry: `serverId` is null when no server of that name is configured. */
 export const CompiledMcpNeed = Type.Object(
   { server: Type.String(), why: Type.String(), serverId: Nullable(Type.String()) },
   { $id: 'CompiledMcpNeed', additionalProperties: false },
+);
+
+/** A clarifying question the model asks about the sentence, with likely answers to pick from. */
+export const CompileQuestion = Type.Object(
+  { question: Type.String(), options: Type.Array(Type.String()) },
+  { $id: 'CompileQuestion', additionalProperties: false },
 );
 
 /**
@@ -23,6 +38,7 @@ export const CompileOutputBody = Type.Object(
     name: Type.String(),
     instruction: Type.String(),
     spec: Spec,
+    questions: Type.Array(CompileQuestion, { description: 'Empty when askQuestions is false or nothing is unclear' }),
     cron: Nullable(Type.String()),
     timezone: Nullable(Type.String()),
     scheduleHuman: Nullable(Type.String()),

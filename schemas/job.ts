@@ -155,6 +155,21 @@ export const JobPatch = Type.Object(
 );
 export type JobPatch = Static<typeof JobPatch>;
 
+/** The PATCH body: the patch, and whether a changed instruction recompiles the spec (docs/jobs.md, "Compile"). */
+export const JobPatchBody = Type.Object(
+  {
+    ...JobPatch.properties,
+    rebuildSpec: Type.Optional(
+      Type.Boolean({
+        description:
+          'false keeps the spec when the instruction changes; by default a changed instruction recompiles it',
+      }),
+    ),
+  },
+  { $id: 'JobPatchBody', additionalProperties: false },
+);
+export type JobPatchBody = Static<typeof JobPatchBody>;
+
 export const RunStatus = Type.Union(
   [
     Type.Literal('queued'),

@@ -100,6 +100,7 @@ export const McpServerDto = Type.Object(
 );
 export type McpServerDto = Static<typeof McpServerDto>;
 export const McpServerListEnvelope = Envelope(McpServerDto, 'McpServerListEnvelope');
+export type McpServerListEnvelope = Static<typeof McpServerListEnvelope>;
 
 export const McpTestOutputBody = Type.Object(
   {

@@ -136,6 +136,7 @@ export function appDeps(
   const allowPrivateNetworkTargets = process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true';
   const projected = (position: Position | null) => s.engine.waitFor(position);
   const sandbox = () => s.runner?.sandboxInfo() ?? null;
+  const compiler = new JobCompiler(s.models, s.mcp, sandbox);
   return {
     config: {
       publicUrl: s.config.publicUrl,
@@ -156,9 +157,12 @@ export function appDeps(
     workspaces: new Workspaces(s.bus, s.stores.docs, s.engine, s.identity, new RunFiles(s.config.dataDir), {
       workspacesEnabled: s.config.workspacesEnabled,
     }),
-    jobs: new Jobs(s.bus, s.playbooks, s.runs, projected),
+    jobs: new Jobs(s.bus, s.playbooks, s.runs, projected, {
+      respec: (ws, instruction) => compiler.respec(ws, instruction),
+      modelUsable: (ws, modelId) => s.models.usable(ws, modelId),
+    }),
     playbookEditor: new PlaybookEditor(s.playbooks, s.secrets),
-    compiler: new JobCompiler(s.models, s.mcp, sandbox),
+    compiler,
     // The test notification goes through the process's one sender, the one runs notify with.
     settings: new WorkspaceSettings(s.models, s.secrets, s.notifications, allowPrivateNetworkTargets),
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),

@@ -1,7 +1,7 @@
 import { reflectionSchemaName } from '../../domain/reflection.js';
 import { fakeReflection } from './fake-reflection.js';
 import { instructionHeading } from '../../domain/agent-prompt.js';
-import { compileSchemaName } from '../../domain/compile.js';
+import { compileSchemaName, compileSystemPromptFor } from '../../domain/compile.js';
 import {
   ModelError,
   type Message,
@@ -128,7 +128,7 @@ function scheduleOf(sentence: string): { cron: string; human: string } | null {
  * a schedule from plain words, a timezone when one is named, the sites it names as an allow-list, and the
  * configured MCP servers it mentions (or `<name> MCP`), so a fresh install can try compile offline.
  */
-function compileFrom(message: string): Record<string, unknown> {
+function compileFrom(message: string, askQuestions: boolean): Record<string, unknown> {
   const sentence = message.split('\n\nToday is ')[0]!.trim();
   const configured = /^Configured MCP servers: (.*)\.$/m.exec(message)?.[1] ?? '';
   const names = configured === 'none configured' ? [] : configured.split(', ').filter(Boolean);
@@ -166,6 +166,11 @@ function compileFrom(message: string): Record<string, unknown> {
     dockerfile: null,
     sideEffects: [],
     warnings: [],
+    // Without a schedule word, how often is the open question (asked only when the prompt asks for questions).
+    questions:
+      askQuestions && !when
+        ? [{ question: 'How often should this run?', options: ['Only when started', 'Every day', 'Every week'] }]
+        : [],
   };
 }
 
@@ -173,7 +178,8 @@ function compileFrom(message: string): Record<string, unknown> {
 function deterministic(req: ModelRequest): { text: string; toolCalls: Array<{ name: string; args: unknown }> } {
   if (req.jsonSchema?.name === compileSchemaName) {
     const first = req.messages.find((m) => m.role === 'user');
-    return { text: JSON.stringify(compileFrom(first?.role === 'user' ? first.text : '')), toolCalls: [] };
+    const ask = req.system.includes(compileSystemPromptFor(true));
+    return { text: JSON.stringify(compileFrom(first?.role === 'user' ? first.text : '', ask)), toolCalls: [] };
   }
   if (req.jsonSchema?.name === reflectionSchemaName)
     return { text: fakeReflection(req, quotedCommands), toolCalls: [] };

@@ -5,11 +5,13 @@ import { nextMode } from '../../domain/modes.js';
 import type { JobDoc } from '../../projections/jobs.js';
 import { AtQuery } from '../../schemas/audit.js';
 import { IdParams } from '../../schemas/common.js';
-import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatch } from '../../schemas/job.js';
+import { JobDto, JobFields, JobListDto, JobListEnvelope, JobListQuery, JobPatchBody } from '../../schemas/job.js';
+import { asProviderError } from './compile.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import { parseCsvFilter, parseListQuery, type ListRules } from '../list-query.js';
 import type { AppDeps } from '../deps.js';
+import type { WorkspaceQueries } from '../../app/queries/index.js';
 
 const listRules: ListRules = {
   sortKeys: {
@@ -85,6 +87,22 @@ export function toJobListDto(doc: JobDoc): JobListDto {
   };
 }
 
+/**
+ * A page of the caller's jobs as `GET /api/jobs` takes the query (also the MCP server's `list_jobs`). The query is
+ * checked at once; the answer is read when the returned function is called, so the route can serve it from its cache.
+ */
+export function listJobs(jobs: WorkspaceQueries['jobs'], q: JobListQuery): () => Promise<JobListEnvelope> {
+  const list = parseListQuery(q, listRules);
+  const enabled = parseCsvFilter('enabled', q.enabled, ['true', 'false'] as const);
+  return async () => {
+    const { items, total } = await jobs.list(
+      list,
+      enabled?.map((v) => v === 'true'),
+    );
+    return { items: items.map(toJobListDto), page: list.page, pageSize: list.pageSize, total };
+  };
+}
+
 /** A page already serialized goes out as it is. */
 const asIs = (s: unknown) => s as string;
 
@@ -107,21 +125,8 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
           .type('application/json; charset=utf-8')
           .serializer(asIs)
           .send(cached as unknown as JobListEnvelope);
-      const list = parseListQuery(request.query, listRules);
-      const enabled = parseCsvFilter('enabled', request.query.enabled, ['true', 'false'] as const);
-      const body = await jobs.answer(request.url, async () => {
-        const { items, total } = await jobs.list(
-          list,
-          enabled?.map((v) => v === 'true'),
-        );
-        const page: JobListEnvelope = {
-          items: items.map(toJobListDto),
-          page: list.page,
-          pageSize: list.pageSize,
-          total,
-        };
-        return JSON.stringify(page);
-      });
+      const page = listJobs(jobs, request.query);
+      const body = await jobs.answer(request.url, async () => JSON.stringify(await page()));
       return reply
         .type('application/json; charset=utf-8')
         .serializer(asIs)
@@ -170,16 +175,16 @@ export default function jobRoutes(fastify: FastifyInstance, deps: AppDeps): void
       schema: {
         summary: 'Update a job',
         description:
-          'Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin.',
+          'Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin. A changed instruction recompiles the spec with the utility model unless `rebuildSpec` is false or a `spec` is sent (502 `provider_error` when the model fails; nothing is changed then).',
         tags: ['jobs'],
         params: IdParams,
-        body: JobPatch,
+        body: JobPatchBody,
         response: { 200: JobDto },
       },
     },
     async (request) => {
       const p = principalOf(request);
-      await deps.jobs.change(requestContext(request), p.workspaceId, request.params.id, request.body);
+      await asProviderError(deps.jobs.change(requestContext(request), p.workspaceId, request.params.id, request.body));
       return toJobDto(await deps.queries.forPrincipal(p).jobs.get(request.params.id));
     },
   );

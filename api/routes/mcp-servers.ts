@@ -13,9 +13,45 @@ import {
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
-import { parseListQuery } from '../list-query.js';
+import { parseListQuery, type ListQueryInput } from '../list-query.js';
+import type { WorkspaceQueries } from '../../app/queries/index.js';
+import type { CommandContext } from '../../app/commands.js';
+import type { Principal } from '../principal.js';
 
 const tags = ['mcp'];
+
+/** A page of the workspace's MCP servers (`GET /api/mcp-servers`, and the MCP server's `list_mcp_servers`). */
+export async function listMcpServers(
+  deps: AppDeps,
+  queries: WorkspaceQueries,
+  q: ListQueryInput,
+): Promise<McpServerListEnvelope> {
+  const list = parseListQuery(q, {
+    sortKeys: { name: 'nameLower', createdAt: 'createdAt', updatedAt: 'updatedAt' },
+    defaultSort: 'name',
+    searchFields: ['name'],
+  });
+  const { items, total } = await queries.mcpServers.list(list);
+  return { items: items.map((d) => deps.mcp.toDto(d)), page: list.page, pageSize: list.pageSize, total };
+}
+
+/** Replaces a job's grants and answers them (`PUT /api/jobs/{id}/mcp-servers`, and `set_job_mcp_servers`). */
+export async function setJobServers(
+  deps: AppDeps,
+  p: Principal,
+  ctx: CommandContext,
+  jobId: string,
+  grants: JobServer[],
+): Promise<JobServer[]> {
+  await deps.queries.forPrincipal(p).jobs.get(jobId);
+  await deps.mcp.setGrants(
+    ctx,
+    p.workspaceId,
+    jobId,
+    grants.map(({ serverId, allowedTools }) => ({ serverId, allowedTools })),
+  );
+  return deps.mcp.grants(p.workspaceId, jobId);
+}
 
 /** MCP servers of the workspace and a job's grants of them: which servers a run may reach, and which tools. */
 export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps): void {
@@ -33,15 +69,7 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
         response: { 200: McpServerListEnvelope },
       },
     },
-    async (request) => {
-      const list = parseListQuery(request.query, {
-        sortKeys: { name: 'nameLower', createdAt: 'createdAt', updatedAt: 'updatedAt' },
-        defaultSort: 'name',
-        searchFields: ['name'],
-      });
-      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).mcpServers.list(list);
-      return { items: items.map((d) => mcp.toDto(d)), page: list.page, pageSize: list.pageSize, total };
-    },
+    async (request) => listMcpServers(deps, deps.queries.forPrincipal(principalOf(request)), request.query),
   );
 
   app.post(
@@ -157,16 +185,7 @@ export default function mcpServerRoutes(fastify: FastifyInstance, deps: AppDeps)
         response: { 200: Type.Array(JobServer) },
       },
     },
-    async (request) => {
-      const p = principalOf(request);
-      await deps.queries.forPrincipal(p).jobs.get(request.params.id);
-      await mcp.setGrants(
-        requestContext(request),
-        p.workspaceId,
-        request.params.id,
-        request.body.map(({ serverId, allowedTools }) => ({ serverId, allowedTools })),
-      );
-      return mcp.grants(p.workspaceId, request.params.id);
-    },
+    async (request) =>
+      setJobServers(deps, principalOf(request), requestContext(request), request.params.id, request.body),
   );
 }

@@ -26,6 +26,7 @@ import {
 } from '../../schemas/run.js';
 import type { RecordedEvent } from '../../store/event-store.js';
 import { toEventDto } from '../../app/timeline.js';
+import type { WorkspaceQueries } from '../../app/queries/index.js';
 import { principalOf } from '../auth.js';
 import { requestContext } from '../context.js';
 import type { AppDeps } from '../deps.js';
@@ -87,6 +88,27 @@ export function toRunDto(d: RunDoc): RunDto {
     playbookVersion: d.playbookVersion,
     modelId: d.modelId,
   };
+}
+
+/** A page of the caller's runs, filtered as `GET /api/runs` takes it (also the MCP server's `list_runs`). */
+export async function listRuns(queries: WorkspaceQueries, q: RunListQuery): Promise<RunListEnvelope> {
+  const list = parseListQuery(q, listRules);
+  const status = parseCsvFilter('status', q.status, statusValues);
+  const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
+  const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
+  const jobs = q.job
+    ?.split(',')
+    .map((j) => j.trim())
+    .filter(Boolean);
+  const { items, total } = await queries.runs.list(list, {
+    ...(status ? { status } : {}),
+    ...(mode ? { mode } : {}),
+    ...(trigger ? { trigger } : {}),
+    ...(jobs ? { jobIds: jobs } : {}),
+    ...(q.from !== undefined ? { from: q.from } : {}),
+    ...(q.to !== undefined ? { to: q.to } : {}),
+  });
+  return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
 }
 
 /** The status an event of a run stream announces on the instance stream, if any. */
@@ -151,26 +173,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     {
       schema: { summary: 'List runs', tags: ['runs'], querystring: RunListQuery, response: { 200: RunListEnvelope } },
     },
-    async (request) => {
-      const q = request.query;
-      const list = parseListQuery(q, listRules);
-      const status = parseCsvFilter('status', q.status, statusValues);
-      const mode = parseCsvFilter('mode', q.mode, literals(Mode as never));
-      const trigger = parseCsvFilter('trigger', q.trigger, literals(Trigger as never));
-      const jobs = q.job
-        ?.split(',')
-        .map((j) => j.trim())
-        .filter(Boolean);
-      const { items, total } = await deps.queries.forPrincipal(principalOf(request)).runs.list(list, {
-        ...(status ? { status } : {}),
-        ...(mode ? { mode } : {}),
-        ...(trigger ? { trigger } : {}),
-        ...(jobs ? { jobIds: jobs } : {}),
-        ...(q.from !== undefined ? { from: q.from } : {}),
-        ...(q.to !== undefined ? { to: q.to } : {}),
-      });
-      return { items: items.map(toRunDto), page: list.page, pageSize: list.pageSize, total };
-    },
+    async (request) => listRuns(deps.queries.forPrincipal(principalOf(request)), request.query),
   );
 
   app.get(

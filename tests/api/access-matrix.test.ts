@@ -30,7 +30,7 @@ let doc: {
       string,
       {
         parameters?: { name: string; in: string; schema: { type?: string } }[];
-        'x-access': { role: string; session: boolean };
+        'x-access': { role: string; session: boolean; token?: boolean };
       }
     >
   >;
@@ -132,6 +132,8 @@ type Outcome = 'ok' | 'not_signed_in' | 'invalid_token' | 'forbidden';
 function expected(rule: AccessRule, caller: Caller): Outcome {
   if (rule.access === 'public') return 'ok';
   if (caller.role === null) return caller.refused!;
+  // Token routes (the MCP endpoint) read no cookie: a session is no credential there.
+  if (rule.token && caller.session) return 'not_signed_in';
   if (rule.session && !caller.session) return 'forbidden';
   if (rule.access === 'iadmin') return caller.instanceAdmin ? 'ok' : 'forbidden';
   return rank[caller.role] >= rank[rule.access] ? 'ok' : 'forbidden';
@@ -180,7 +182,11 @@ describe('access matrix', () => {
         const key = `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`;
         const rule = accessTable[key];
         if (!rule) missing.push(`${key} has no row in api/access.ts`);
-        else if (op['x-access'].role !== rule.access || op['x-access'].session !== rule.session)
+        else if (
+          op['x-access'].role !== rule.access ||
+          op['x-access'].session !== rule.session ||
+          (op['x-access'].token ?? false) !== (rule.token ?? false)
+        )
           missing.push(`${key}: the document says ${JSON.stringify(op['x-access'])}`);
       }
     }

@@ -77,6 +77,8 @@ function expected(
   if (rule.access === 'public') return 'ok';
   if (name === 'bad token') return 'invalid_token';
   if (caller.role === null) return 'not_signed_in';
+  // Token routes (the MCP endpoint) read no cookie: a session is no credential there.
+  if (rule.token && caller.session) return 'not_signed_in';
   if (rule.session && !caller.session) return 'forbidden';
   if (rule.access === 'iadmin') return caller.admin ? 'ok' : 'forbidden';
   return rank[caller.role] >= rank[rule.access] ? 'ok' : 'forbidden';

@@ -62,7 +62,7 @@ describe('OpenAPI document', () => {
       'FieldError',
       'ErrorBody',
       'JobFields',
-      'JobPatch',
+      'JobPatchBody',
       'Spec',
       'InfoOutputBody',
       'CreateInputBody',
@@ -78,14 +78,18 @@ describe('OpenAPI document', () => {
 
   it('documents every route of the access table with its rule', async () => {
     const doc = (await anonymous.get('/api/openapi.json')).body as {
-      paths: Record<string, Record<string, { 'x-access': { role: string; session: boolean } }>>;
+      paths: Record<string, Record<string, { 'x-access': { role: string; session: boolean; token?: boolean } }>>;
     };
     for (const [key, rule] of Object.entries(accessTable)) {
       const [method, url] = key.split(' ') as [string, string];
       if (!url.startsWith('/api/')) continue;
       const op = doc.paths[url.replace(/:([A-Za-z]+)/g, '{$1}')]?.[method.toLowerCase()];
       assert.ok(op, `${key} is documented`);
-      assert.deepEqual(op['x-access'], { role: rule.access, session: rule.session });
+      assert.deepEqual(op['x-access'], {
+        role: rule.access,
+        session: rule.session,
+        ...(rule.token ? { token: true } : {}),
+      });
     }
   });
 

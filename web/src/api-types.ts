@@ -370,7 +370,7 @@ export interface paths {
     head?: never;
     /**
      * Update a job
-     * @description Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin.
+     * @description Changes only the fields present. An empty string clears modelId, image, cron, timezone and modePin. A changed instruction recompiles the spec with the utility model unless `rebuildSpec` is false or a `spec` is sent (502 `provider_error` when the model fails; nothing is changed then).
      */
     patch: operations['patchJobsById'];
     trace?: never;
@@ -695,6 +695,34 @@ export interface paths {
      */
     post: operations['postJobsCompile'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Not offered: GET on the MCP endpoint (405)
+     * @description The MCP server is stateless: there is no stream to open and no session to end.
+     */
+    get: operations['getMcp'];
+    put?: never;
+    /**
+     * The MCP server of this service (Streamable HTTP)
+     * @description JSON-RPC messages of the Model Context Protocol, stateless: every request stands alone. API tokens only (Authorization: Bearer svc_...); a 401 carries a WWW-Authenticate challenge naming /.well-known/oauth-protected-resource/api/mcp.
+     */
+    post: operations['postMcp'];
+    /**
+     * Not offered: DELETE on the MCP endpoint (405)
+     * @description The MCP server is stateless: there is no stream to open and no session to end.
+     */
+    delete: operations['deleteMcp'];
     options?: never;
     head?: never;
     patch?: never;
@@ -1793,11 +1821,18 @@ export interface components {
     CompileInputBody: {
       /** @description The sentence to compile */
       instruction: string;
+      /**
+       * @description Let the model ask clarifying questions (`questions`) when the sentence leaves something open
+       * @default true
+       */
+      askQuestions?: boolean;
     };
     CompileOutputBody: {
       name: string;
       instruction: string;
       spec: components['schemas']['Spec'];
+      /** @description Empty when askQuestions is false or nothing is unclear */
+      questions: components['schemas']['CompileQuestion'][];
       cron: string | null;
       timezone: string | null;
       scheduleHuman: string | null;
@@ -1805,6 +1840,10 @@ export interface components {
       allowedDomains: string[] | null;
       mcp: components['schemas']['CompiledMcpNeed'][];
       warnings: string[];
+    };
+    CompileQuestion: {
+      question: string;
+      options: string[];
     };
     Content: {
       learnings: components['schemas']['Learning'][] | null;
@@ -2117,7 +2156,7 @@ export interface components {
       pageSize: number;
       total: number;
     };
-    JobPatch: {
+    JobPatchBody: {
       name?: string;
       instruction?: string;
       spec?: components['schemas']['Spec'];
@@ -2134,6 +2173,8 @@ export interface components {
       cron?: string;
       timezone?: string;
       enabled?: boolean;
+      /** @description false keeps the spec when the instruction changes; by default a changed instruction recompiles it */
+      rebuildSpec?: boolean;
     };
     JobRunPoint: {
       runId: string;
@@ -3557,7 +3598,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['JobPatch'];
+        'application/json': components['schemas']['JobPatchBody'];
       };
     };
     responses: {
@@ -4295,6 +4336,75 @@ export interface operations {
           'application/json': components['schemas']['CompileOutputBody'];
         };
       };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  postMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A JSON-RPC answer */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': unknown;
+        };
+      };
+      /** @description Error: code, message, fields, details and requestId (ErrorBody) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteMcp: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
       /** @description Error: code, message, fields, details and requestId (ErrorBody) */
       default: {
         headers: {
