@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router-dom';
 import { ApiError, asApiError, call, client } from '../api.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge } from '../components/ui.js';
@@ -44,26 +44,49 @@ function RunView({ id }: { id: string }) {
     if (r) document.title = `${r.jobName} #${r.number} · svc`;
   }, [r]);
 
-  const add = (list: EventDto[]) => {
-    const fresh = list.filter((e) => !seen.current.has(e.seq));
-    if (fresh.length === 0) return;
-    for (const e of fresh) seen.current.add(e.seq);
-    setEvents((old) => [...old, ...fresh].sort((a, b) => a.seq - b.seq));
-    setLive((l) => {
-      let next = l;
-      for (const e of fresh) {
-        if (e.type === 'llm.call') next = { ...next, text: '', reasoning: '' };
-        if (e.type === 'tool.result') {
-          const callId = (e.payload as { callId?: string } | null)?.callId;
-          if (callId && next.tools[callId] !== undefined) {
-            const { [callId]: _done, ...tools } = next.tools;
-            next = { ...next, tools };
+  // Entries are gathered and handed to React once per frame: a replay of 10,000 stored entries over the stream, or a
+  // burst of live ones, renders a few times a second instead of once per message (docs/performance.md, "Web app").
+  const pending = useRef<EventDto[]>([]);
+  const frame = useRef<number | null>(null);
+  useEffect(
+    () => () => {
+      if (frame.current !== null) cancelAnimationFrame(frame.current);
+    },
+    [],
+  );
+  const add = useCallback((list: EventDto[]) => {
+    const flush = () => {
+      frame.current = null;
+      const fresh = pending.current.sort((a, b) => a.seq - b.seq);
+      pending.current = [];
+      if (fresh.length === 0) return;
+      setEvents((old) =>
+        old.length === 0 || fresh[0].seq > old[old.length - 1].seq
+          ? old.concat(fresh)
+          : [...old, ...fresh].sort((a, b) => a.seq - b.seq),
+      );
+      setLive((l) => {
+        let next = l;
+        for (const e of fresh) {
+          if (e.type === 'llm.call') next = { ...next, text: '', reasoning: '' };
+          if (e.type === 'tool.result') {
+            const callId = (e.payload as { callId?: string } | null)?.callId;
+            if (callId && next.tools[callId] !== undefined) {
+              const { [callId]: _done, ...tools } = next.tools;
+              next = { ...next, tools };
+            }
           }
         }
-      }
-      return next;
-    });
-  };
+        return next;
+      });
+    };
+    for (const e of list) {
+      if (seen.current.has(e.seq)) continue;
+      seen.current.add(e.seq);
+      pending.current.push(e);
+    }
+    if (pending.current.length > 0 && frame.current === null) frame.current = requestAnimationFrame(flush);
+  }, []);
 
   // A finished run: read the stored timeline page by page.
   useEffect(() => {
@@ -85,7 +108,7 @@ function RunView({ id }: { id: string }) {
     return () => {
       cancelled = true;
     };
-  }, [id, loaded, isLive, streamState]);
+  }, [id, loaded, isLive, streamState, add]);
 
   // A live run: follow the stream until it ends.
   useEffect(() => {
@@ -124,7 +147,7 @@ function RunView({ id }: { id: string }) {
     source.onerror = () => setStreamState(source.readyState === EventSource.CLOSED ? 'done' : 'reconnecting');
     source.onopen = () => setStreamState('live');
     return () => source.close();
-  }, [id, loaded, isLive, streamDone, reloadRun]);
+  }, [id, loaded, isLive, streamDone, reloadRun, add]);
 
   const cancel = async () => {
     setBusy(true);
