@@ -19,6 +19,7 @@ import { summarize } from './stats.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
+import { webBenchmarks } from './web.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -237,6 +238,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['life', "a job's life", lifeBenchmark],
   ['scripted', 'scripted run overhead', () => scriptedOverhead(join(root, 'scripted'), quick)],
   ['mcp', 'MCP', () => mcpBenchmarks(root, quick)],
+  ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
 ];
 for (const [key, label, step] of steps) {
   if (only && !only.has(key)) continue;
@@ -260,6 +262,13 @@ const targets = {
   scriptedOverheadP50: met('scripted', (v) => v.overheadP50Ms <= 150),
   svcMcpCallUnder15Ms: met('mcp', (v) => v.svcMcpCall.perCallMs <= 15),
   sseDeliveryP99: met('sse', (v) => v.deliveryMs.p99 <= 100),
+  webInitialJsUnder200KbGzip: met('web', (v) => v.initialJavaScript.gzipKb <= 200),
+  webJobsPage2000InteractiveUnder1s: met('web', (v) => v.jobsPage.interactiveMs.p50 <= 1000),
+  webTimeline10000OpensUnder1s: met('web', (v) => v.timeline.open.allEntriesLoadedMs.p50 <= 1000),
+  webTimelineLiveSmooth: met(
+    'web',
+    (v) => v.timeline.live.frameMs.p50 <= 17.5 && v.timeline.live.framesOver50Ms <= v.timeline.live.frames * 0.05,
+  ),
 };
 results.targetsMet = targets;
 const json = JSON.stringify(results, null, 2);

@@ -99,13 +99,14 @@ function RunView({ id }: { id: string }) {
     let cancelled = false;
     (async () => {
       let after = 0;
-      for (;;) {
+      // A small first page puts the start on screen at once; the rest comes in the route's largest pages.
+      for (let limit = 300; ; limit = 2000) {
         const page = await call(
-          client.GET('/api/runs/{id}/events', { params: { path: { id }, query: { after, limit: 2000 } } }),
+          client.GET('/api/runs/{id}/events', { params: { path: { id }, query: { after, limit } } }),
         );
         if (cancelled) return;
         add(page);
-        if (page.length < 2000) break;
+        if (page.length < limit) break;
         after = page[page.length - 1].seq;
       }
       setStreamState('done');
