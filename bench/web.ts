@@ -1,4 +1,4 @@
-// The web app's budgets (docs/performance.md, "Web app"), measured in Debian's chromium through Playwright against a
+// The web app's budgets (docs/performance.md, "Web app budgets"), measured in Debian's chromium through Playwright against a
 // real `svc serve` whose data was made through the API: initial JavaScript of the jobs page, the jobs page of 2,000
 // jobs, and a run timeline of 10,000 entries opened and watched live.
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -12,7 +12,7 @@ export interface Column<T> {
   cell: (row: T) => ReactNode;
 }
 
-/** Above this many rows the table renders only what is in view (docs/performance.md, "Web app"). */
+/** Above this many rows the table renders only what is in view (docs/performance.md, "Web app budgets"). */
 export const virtualFrom = 150;
 
 /**

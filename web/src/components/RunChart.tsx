@@ -13,7 +13,7 @@ const pad = { left: 8, right: 8, top: 12, bottom: 18 };
 /**
  * Cost or duration per run, oldest left, each bar a link to its run and coloured by its status; a dashed line marks
  * where a new playbook version took over, so a falling cost can be read against what the job learned. Loaded on
- * demand with the job page's overview, never with the jobs list (docs/performance.md, "Web app").
+ * demand with the job page's overview, never with the jobs list (docs/performance.md, "Web app budgets").
  */
 export default function RunChart({ stats }: { stats: Stats }) {
   const [metric, setMetric] = useState<Metric>('cost');

@@ -135,7 +135,7 @@ const endSlack = 48;
 
 /**
  * The whole timeline, virtualised: only the entries in view (and a few around) are in the page, so a run of 10,000
- * entries opens as fast as one of ten and every entry stays reachable by scrolling (docs/performance.md, "Web app").
+ * entries opens as fast as one of ten and every entry stays reachable by scrolling (docs/performance.md, "Web app budgets").
  * A live run follows its newest entry until the person scrolls up to read; "Jump to latest" follows again.
  */
 export function Timeline({ events, live, running }: { events: EventDto[]; live: LiveText; running: boolean }) {

@@ -13,7 +13,7 @@ import { EnvironmentTab } from './JobEnvironment.js';
 import { ToolsTab } from './JobTools.js';
 import { RunNowDialog } from './RunNowDialog.js';
 
-// The chart is its own chunk: the jobs list's first load never carries it (docs/performance.md, "Web app").
+// The chart is its own chunk: the jobs list's first load never carries it (docs/performance.md, "Web app budgets").
 const RunChart = lazy(() => import('../components/RunChart.js'));
 
 const tabs = [

@@ -50,7 +50,7 @@ function RunView({ id }: { id: string }) {
   }, [r]);
 
   // Entries are gathered and handed to React once per frame: a replay of 10,000 stored entries over the stream, or a
-  // burst of live ones, renders a few times a second instead of once per message (docs/performance.md, "Web app").
+  // burst of live ones, renders a few times a second instead of once per message (docs/performance.md, "Web app budgets").
   const pending = useRef<EventDto[]>([]);
   const frame = useRef<number | null>(null);
   useEffect(
