@@ -20,6 +20,7 @@ import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from 
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
 import { overviewBenchmark } from './overview.js';
+import { webBenchmarks } from './web.js';
 
 const quick = process.argv.includes('--quick');
 const root = mkdtempSync(join(tmpdir(), 'svc-bench-'));
@@ -239,6 +240,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['scripted', 'scripted run overhead', () => scriptedOverhead(join(root, 'scripted'), quick)],
   ['mcp', 'MCP', () => mcpBenchmarks(root, quick)],
   ['overview', 'stats overview', () => overviewBenchmark(root, quick)],
+  ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
 ];
 for (const [key, label, step] of steps) {
   if (only && !only.has(key)) continue;
@@ -264,6 +266,13 @@ const targets = {
   sseDeliveryP99: met('sse', (v) => v.deliveryMs.p99 <= 100),
   overviewP99: met('overview', (v) =>
     Object.values(v.overviewQueryMs as Record<string, { p99: number }>).every((q) => q.p99 <= 20),
+  ),
+  webInitialJsUnder200KbGzip: met('web', (v) => v.initialJavaScript.gzipKb <= 200),
+  webJobsPage2000InteractiveUnder1s: met('web', (v) => v.jobsPage.interactiveMs.p50 <= 1000),
+  webTimeline10000OpensUnder1s: met('web', (v) => v.timeline.open.allEntriesLoadedMs.p50 <= 1000),
+  webTimelineLiveSmooth: met(
+    'web',
+    (v) => v.timeline.live.frameMs.p50 <= 17.5 && v.timeline.live.framesOver50Ms <= v.timeline.live.frames * 0.05,
   ),
 };
 results.targetsMet = targets;

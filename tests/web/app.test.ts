@@ -339,7 +339,7 @@ describe('web app in a browser', () => {
     }
   });
 
-  it('opens a long timeline with its newest entries and shows the earlier ones on request', async () => {
+  it('opens a long timeline virtualised, with every entry reachable by keyboard, scroll and the jump buttons', async () => {
     // Three turns of 75 notes each (a scripted answer holds at most 100 calls): over 450 entries in a second or two.
     const turn = (n: number) => ({
       toolCalls: Array.from({ length: 75 }, (_, i) => ({ name: 'remember', args: { note: `note ${n}.${i}` } })),
@@ -365,18 +365,44 @@ describe('web app in a browser', () => {
       await signIn(page);
       const t0 = Date.now();
       await page.goto(`${server.t.url}/runs/${runId}`);
-      await page.locator('.entry[data-type="finish"]').waitFor();
-      const openMs = Date.now() - t0;
-      assert.equal(await page.locator('.entry').count(), 400, 'the newest 400 entries first');
-      await page.getByRole('button', { name: new RegExp(`Show ${events.length - 400} earlier`) }).click();
+      // A finished run opens at its start; only the rows in view are in the page.
       await page
-        .locator('.entry')
-        .nth(events.length - 1)
+        .getByRole('status')
+        .filter({ hasText: `${events.length} entries` })
         .waitFor();
-      assert.equal(await page.locator('.entry').count(), events.length);
-      await page.locator('.entry[data-type="run.status"]').first().locator('summary').click();
+      await page.locator('.entry[data-seq="1"]').waitFor();
+      const openMs = Date.now() - t0;
+      const rendered = await page.locator('.entry').count();
+      assert.ok(rendered > 3 && rendered < 100, `${rendered} of ${events.length} entries in the page`);
+      assert.equal(await page.locator('.entry[data-type="finish"]').count(), 0);
+
+      // The end is one click away, and says where it is in the whole list.
+      await page.getByRole('button', { name: 'Jump to end' }).click();
+      const last = page.locator(`.entry[data-seq="${events[events.length - 1]!.seq}"]`);
+      await last.waitFor();
+      assert.equal(await last.getAttribute('aria-posinset'), String(events.length));
+      assert.equal(await last.getAttribute('aria-setsize'), String(events.length));
+      await page.locator('.entry[data-type="finish"]').waitFor();
+      assert.equal(await page.locator('.entry[data-seq="1"]').count(), 0, 'the start left the page');
+
+      // The keyboard reaches everything: Home in the focused timeline goes back to the first entry.
+      const region = page.getByRole('region', { name: /^Timeline, \d+ entries/ });
+      await region.focus();
+      await page.keyboard.press('Home');
+      await page.locator('.entry[data-seq="1"]').waitFor();
+      // Scrolling on: an entry in the middle (the second turn's notes) comes into the page as the wheel turns.
+      const middle = events.find((e) => e.type === 'tool.call' && e.payload.args?.note === 'note 2.40')!;
+      await region.hover();
+      for (let i = 0; i < 200 && (await page.locator(`.entry[data-seq="${middle.seq}"]`).count()) === 0; i++)
+        await page.mouse.wheel(0, 600);
+      await page.locator(`.entry[data-seq="${middle.seq}"]`).waitFor();
+      assert.match((await page.locator(`.entry[data-seq="${middle.seq}"]`).textContent()) ?? '', /remember/);
+
+      // A row's details open in place.
+      await page.getByRole('button', { name: 'Jump to start' }).click();
+      await page.locator('.entry[data-seq="1"]').locator('summary').click();
       assert.match(
-        (await page.locator('.entry[data-type="run.status"]').first().locator('pre').textContent()) ?? '',
+        (await page.locator('.entry[data-seq="1"]').locator('pre').textContent()) ?? '',
         /"status": "provisioning"/,
       );
       console.log(`[web] a finished run of ${events.length} entries opened in ${openMs} ms`);

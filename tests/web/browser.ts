@@ -1,6 +1,5 @@
 import { before, after } from 'node:test';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from '@playwright/test';
 
@@ -54,7 +53,11 @@ export interface BrowserSuite {
   /** Fails loudly when the server holds another build than the suite's (another build of this checkout ran between). */
   checkServed(url: string): Promise<void>;
   /** A fresh context (its own cookies) with a page; console errors and CSP reports are collected in `problems`. */
-  open(width?: number, height?: number): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
+  open(
+    width?: number,
+    height?: number,
+    colorScheme?: 'light' | 'dark',
+  ): Promise<{ context: BrowserContext; page: Page; problems: string[] }>;
   /** The error with what the page showed when it happened, so a failure under load can be read from the log. */
   explain(page: Page, err: unknown): Promise<Error>;
 }
@@ -74,8 +77,8 @@ export function browserSuite(index: string): BrowserSuite {
     s.browser = await chromium.launch({ executablePath: chromiumPath, args });
   });
   after(async () => s.browser?.close());
-  s.open = async (width = 1280, height = 860) => {
-    const context = await s.browser.newContext({ viewport: { width, height } });
+  s.open = async (width = 1280, height = 860, colorScheme = 'light') => {
+    const context = await s.browser.newContext({ viewport: { width, height }, colorScheme });
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
     const problems: string[] = [];
@@ -107,9 +110,9 @@ export function browserSuite(index: string): BrowserSuite {
   return s;
 }
 
-/** Where screenshots of the main pages go for review (kept out of the repository). */
+/** Where screenshots of the main pages go for review: test-results/screenshots, which .gitignore keeps out. */
 export function screenshotPath(name: string): string {
-  const dir = join(tmpdir(), 'svc-web-screenshots');
+  const dir = join(root, 'test-results', 'screenshots');
   mkdirSync(dir, { recursive: true });
   return join(dir, `${name}.png`);
 }

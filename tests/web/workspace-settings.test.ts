@@ -63,6 +63,14 @@ describe('workspace settings page', () => {
       await page.getByText(/^Delivered: the webhook answered 204 in \d+ ms\.$/).waitFor();
       assert.equal(delivered.length, 1, 'one test notification reached the webhook');
       await page.screenshot({ path: screenshotPath('workspace-settings-desktop'), fullPage: true });
+
+      // A later save that fails takes the earlier "Saved." down: it no longer speaks for the form.
+      await page.getByText('Saved.', { exact: true }).waitFor();
+      await page.getByLabel('Timeout (seconds)').fill('5');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.locator('#limit-timeoutSeconds-error').waitFor();
+      assert.equal(await page.getByText('Saved.', { exact: true }).count(), 0);
+      assert.equal((await server.api.get('/api/settings')).body.defaultLimits.timeoutSeconds, 900);
       assert.deepEqual(
         problems.filter((p) => !/status of 400/.test(p)),
         [],

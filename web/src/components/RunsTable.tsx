@@ -2,8 +2,11 @@ import { Link, useSearchParams } from 'react-router-dom';
 import { call, client } from '../api.js';
 import { cost, dateTime, duration } from '../format.js';
 
-import { useApi, useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
-import { Pager } from './Pager.js';
+import { useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
+import { useList } from '../list.js';
+import type { Schemas } from '../api.js';
+import { DataTable, type Column } from './DataTable.js';
+import { Pager, pageSizeOf } from './Pager.js';
 import { Empty, ErrorBox, ModeBadge, Spinner, StatusBadge } from './ui.js';
 
 const statuses = ['queued', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'skipped'];
@@ -16,10 +19,14 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
   // The box follows the URL when it changes from outside, and writes it as the person types.
   const [typed, setTyped] = useEditableCopy(search);
   const page = Math.max(1, Number(params.get('page')) || 1);
-  const pageSize = Number(params.get('pageSize')) || 25;
-  const query = { job: jobId, status, search, sort: '-queuedAt', page, pageSize };
-  const list = useApi(`runs ${JSON.stringify(query)}`, (signal) =>
-    call(client.GET('/api/runs', { params: { query }, signal })),
+  const pageSize = pageSizeOf(params.get('pageSize'));
+  const all = pageSize === 'all';
+  const filter = { job: jobId, status, search, sort: '-queuedAt' };
+  const list = useList(
+    `runs ${JSON.stringify(filter)}`,
+    (p, size, signal) =>
+      call(client.GET('/api/runs', { params: { query: { ...filter, page: p, pageSize: size } }, signal })),
+    { all, page, pageSize: all ? 100 : pageSize },
   );
   useRunEvents((e) => {
     if (!jobId || e.jobId === jobId) list.reload();
@@ -34,7 +41,30 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
       return n;
     });
   const writeSearch = useDebouncedCallback((text: string) => set({ search: text || null, page: null }), 250);
-  const data = list.data;
+  const { rows, total } = list;
+  const columns: Array<Column<Schemas['RunDto']>> = [
+    { key: 'run', header: 'Run', cell: (r) => <Link to={`/runs/${r.id}`}>#{r.number}</Link> },
+    ...(showJob
+      ? [
+          {
+            key: 'job',
+            header: 'Job',
+            cell: (r: Schemas['RunDto']) =>
+              r.jobDeleted ? (
+                <span className="muted">{r.jobName} (archived)</span>
+              ) : (
+                <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>
+              ),
+          },
+        ]
+      : []),
+    { key: 'status', header: 'Status', cell: (r) => <StatusBadge status={r.status} /> },
+    { key: 'mode', header: 'Mode', cell: (r) => <ModeBadge mode={r.mode} /> },
+    { key: 'trigger', header: 'Trigger', cell: (r) => r.trigger },
+    { key: 'queued', header: 'Queued', cell: (r) => dateTime(r.queuedAt) },
+    { key: 'duration', header: 'Duration', cell: (r) => duration(r.msTotal) },
+    { key: 'cost', header: 'Cost', cell: (r) => cost(r.cost + r.reflectionCost) },
+  ];
   return (
     <div>
       <div className="toolbar">
@@ -62,59 +92,16 @@ export function RunsTable({ jobId, showJob }: { jobId?: string; showJob: boolean
         </label>
       </div>
       <ErrorBox error={list.error} onRetry={list.reload} />
-      {!data && !list.error && <Spinner />}
-      {data && data.total === 0 && <Empty title={status ? `No ${status.replace('_', ' ')} runs` : 'No runs yet'} />}
-      {data && data.items.length > 0 && (
-        <div className="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                {showJob && <th scope="col">Job</th>}
-                <th scope="col">Status</th>
-                <th scope="col">Mode</th>
-                <th scope="col">Trigger</th>
-                <th scope="col">Queued</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Cost</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((r) => (
-                <tr key={r.id}>
-                  <td data-label="Run">
-                    <Link to={`/runs/${r.id}`}>#{r.number}</Link>
-                  </td>
-                  {showJob && (
-                    <td data-label="Job">
-                      {r.jobDeleted ? (
-                        <span className="muted">{r.jobName} (archived)</span>
-                      ) : (
-                        <Link to={`/jobs/${r.jobId}`}>{r.jobName}</Link>
-                      )}
-                    </td>
-                  )}
-                  <td data-label="Status">
-                    <StatusBadge status={r.status} />
-                  </td>
-                  <td data-label="Mode">
-                    <ModeBadge mode={r.mode} />
-                  </td>
-                  <td data-label="Trigger">{r.trigger}</td>
-                  <td data-label="Queued">{dateTime(r.queuedAt)}</td>
-                  <td data-label="Duration">{duration(r.msTotal)}</td>
-                  <td data-label="Cost">{cost(r.cost + r.reflectionCost)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+      {!rows && !list.error && <Spinner />}
+      {total === 0 && <Empty title={status ? `No ${status.replace('_', ' ')} runs` : 'No runs yet'} />}
+      {rows && rows.length > 0 && (
+        <DataTable rows={rows} rowKey={(r) => r.id} columns={columns} label={showJob ? 'Runs' : 'Runs of the job'} />
       )}
-      {data && data.total > 0 && (
+      {total !== undefined && total > 0 && (
         <Pager
           page={page}
           pageSize={pageSize}
-          total={data.total}
+          total={total}
           onPage={(p) => set({ page: p === 1 ? null : String(p) })}
           onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })}
         />

@@ -1,4 +1,5 @@
-import { useState, type ReactNode } from 'react';
+import { memo, useLayoutEffect, useRef, useState, type ReactNode } from 'react';
+import { useVirtualizer } from '@tanstack/react-virtual';
 import { cost, duration } from '../format.js';
 import type { EventDto } from '../types.js';
 import { StatusBadge } from './ui.js';
@@ -104,53 +105,136 @@ function PayloadDetails({ payload }: { payload: unknown }) {
   );
 }
 
-/** Entries shown at first; a long run's earlier entries come on request, so the page opens fast (docs/performance.md). */
-const firstShown = 400;
-
-export function Timeline({ events, live, running }: { events: EventDto[]; live: LiveText; running: boolean }) {
-  const [shown, setShown] = useState(firstShown);
-  const start = events[0]?.ts ?? 0;
-  if (events.length === 0)
-    return <p className="muted">{running ? 'Waiting for the first step…' : 'No timeline entries.'}</p>;
-  const hidden = Math.max(0, events.length - shown);
+/** One entry; memoised, so an arriving entry renders itself and not the rows already on screen. */
+const Entry = memo(function Entry({ e, start, streaming }: { e: EventDto; start: number; streaming?: string }) {
+  const d = describe(e);
   return (
     <>
-      {hidden > 0 && (
-        <button type="button" className="ghost" onClick={() => setShown((n) => n + 2000)}>
-          Show {Math.min(hidden, 2000)} earlier of {hidden} hidden entries
-        </button>
+      <div className="entry-head">
+        <span className="at" title={new Date(e.ts).toISOString()}>
+          +{duration(e.ts - start)}
+        </span>
+        <span className="what">{d.title}</span>
+        {e.ms !== null && <span className="muted small">{duration(e.ms)}</span>}
+      </div>
+      {d.body && <pre className="entry-body">{d.body.length > 4000 ? `${d.body.slice(0, 4000)}\n…` : d.body}</pre>}
+      {streaming !== undefined && (
+        <pre className="entry-body streaming" aria-live="off">
+          {streaming}
+        </pre>
       )}
-      <ol className="timeline" aria-label="Timeline">
-        {(hidden > 0 ? events.slice(hidden) : events).map((e) => {
-          const d = describe(e);
-          const callId = (e.payload as Payload | null)?.callId;
-          const streaming = e.type === 'tool.call' && typeof callId === 'string' ? live.tools[callId] : undefined;
-          return (
-            <li
-              key={e.seq}
-              className={`entry type-${e.type.replace(/\./g, '-')}${d.tone ? ` tone-${d.tone}` : ''}`}
-              data-type={e.type}
-            >
-              <div className="entry-head">
-                <span className="at" title={new Date(e.ts).toISOString()}>
-                  +{duration(e.ts - start)}
-                </span>
-                <span className="what">{d.title}</span>
-                {e.ms !== null && <span className="muted small">{duration(e.ms)}</span>}
-              </div>
-              {d.body && (
-                <pre className="entry-body">{d.body.length > 4000 ? `${d.body.slice(0, 4000)}\n…` : d.body}</pre>
-              )}
-              {streaming !== undefined && (
-                <pre className="entry-body streaming" aria-live="off">
-                  {streaming}
-                </pre>
-              )}
-              <PayloadDetails payload={e.payload} />
-            </li>
-          );
-        })}
-      </ol>
+      <PayloadDetails payload={e.payload} />
+    </>
+  );
+});
+
+const toneOf = (e: EventDto) => describe(e).tone;
+
+/** How close to the end (px) still counts as "at the end", so a live run keeps following. */
+const endSlack = 48;
+
+/**
+ * The whole timeline, virtualised: only the entries in view (and a few around) are in the page, so a run of 10,000
+ * entries opens as fast as one of ten and every entry stays reachable by scrolling (docs/performance.md, "Web app budgets").
+ * A live run follows its newest entry until the person scrolls up to read; "Jump to latest" follows again.
+ */
+export function Timeline({ events, live, running }: { events: EventDto[]; live: LiveText; running: boolean }) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const [follow, setFollow] = useState(running);
+  // When the person last touched the scroller (wheel, key, pointer, touch): only their scrolling stops the follow.
+  const touched = useRef(0);
+  const count = events.length;
+  const start = events[0]?.ts ?? 0;
+  // The virtualizer's functions change with every scroll, so this component is not memoised by the compiler; the rows
+  // are (Entry).
+  // eslint-disable-next-line react-hooks/incompatible-library
+  const virtualizer = useVirtualizer({
+    count,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => 58,
+    overscan: 8,
+    getItemKey: (i) => events[i]?.seq ?? i,
+  });
+  useLayoutEffect(() => {
+    if (follow && count > 0) virtualizer.scrollToIndex(count - 1, { align: 'end' });
+  }, [follow, count, virtualizer]);
+
+  if (count === 0) return <p className="muted">{running ? 'Waiting for the first step…' : 'No timeline entries.'}</p>;
+  const items = virtualizer.getVirtualItems();
+  const offset = items[0]?.start ?? 0;
+  const userTouched = () => {
+    touched.current = performance.now();
+  };
+  return (
+    <>
+      <div className="timeline-tools">
+        <span className="muted small" role="status">
+          {count} {count === 1 ? 'entry' : 'entries'}
+        </span>
+        <button
+          type="button"
+          className="ghost small"
+          onClick={() => {
+            setFollow(false);
+            virtualizer.scrollToIndex(0, { align: 'start' });
+          }}
+        >
+          Jump to start
+        </button>
+        <button
+          type="button"
+          className="ghost small"
+          aria-pressed={follow}
+          onClick={() => {
+            setFollow(true);
+            virtualizer.scrollToIndex(count - 1, { align: 'end' });
+          }}
+        >
+          {running ? 'Follow latest' : 'Jump to end'}
+        </button>
+      </div>
+      <div
+        ref={scroller}
+        className="timeline-scroll"
+        role="region"
+        aria-label={`Timeline, ${count} entries; scroll for more`}
+        tabIndex={0}
+        onWheel={userTouched}
+        onKeyDown={userTouched}
+        onPointerDown={userTouched}
+        onTouchStart={userTouched}
+        onScroll={(ev) => {
+          const el = ev.currentTarget;
+          const atEnd = el.scrollHeight - el.scrollTop - el.clientHeight <= endSlack;
+          if (atEnd && running && !follow) setFollow(true);
+          else if (!atEnd && follow && performance.now() - touched.current < 1000) setFollow(false);
+        }}
+      >
+        <div className="timeline-space" style={{ height: virtualizer.getTotalSize() }}>
+          <ol className="timeline" aria-label="Timeline" style={{ transform: `translateY(${offset}px)` }}>
+            {items.map((item) => {
+              const e = events[item.index];
+              const callId = (e.payload as Payload | null)?.callId;
+              const streaming = e.type === 'tool.call' && typeof callId === 'string' ? live.tools[callId] : undefined;
+              const tone = toneOf(e);
+              return (
+                <li
+                  key={item.key}
+                  ref={virtualizer.measureElement}
+                  data-index={item.index}
+                  aria-posinset={item.index + 1}
+                  aria-setsize={count}
+                  className={`entry type-${e.type.replace(/\./g, '-')}${tone ? ` tone-${tone}` : ''}`}
+                  data-type={e.type}
+                  data-seq={e.seq}
+                >
+                  <Entry e={e} start={start} streaming={streaming} />
+                </li>
+              );
+            })}
+          </ol>
+        </div>
+      </div>
       {running && (live.reasoning || live.text) && (
         <div className="live-text card">
           {live.reasoning && (

@@ -2,17 +2,12 @@ import { useEffect, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router-dom';
 import { asApiError, call, client, type ApiError } from '../api.js';
 import { Empty, ErrorBox, ModeBadge, RunStrip, Spinner, Toggle } from '../components/ui.js';
-import { Pager } from '../components/Pager.js';
+import { DataTable, type Column } from '../components/DataTable.js';
+import { Pager, pageSizeOf } from '../components/Pager.js';
 import { dateTime, relative } from '../format.js';
-import { useApi, useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
+import { useDebouncedCallback, useEditableCopy, useRunEvents } from '../hooks.js';
+import { useList } from '../list.js';
 import type { JobListDto } from '../types.js';
-
-const sortable: Array<{ key: string; label: string }> = [
-  { key: 'name', label: 'Name' },
-  { key: 'nextRunAt', label: 'Next run' },
-  { key: 'runCount', label: 'Runs' },
-  { key: 'updatedAt', label: 'Updated' },
-];
 
 /** The jobs of the workspace: search, sort, page and page size live in the URL, the server does the work. */
 export function JobsPage() {
@@ -20,7 +15,8 @@ export function JobsPage() {
   const search = params.get('search') ?? '';
   const sort = params.get('sort') ?? 'name';
   const page = Math.max(1, Number(params.get('page')) || 1);
-  const pageSize = Number(params.get('pageSize')) || 25;
+  const pageSize = pageSizeOf(params.get('pageSize'));
+  const all = pageSize === 'all';
   // The box follows the URL when it changes from outside (back button, a link), and writes it as the person types.
   const [typed, setTyped] = useEditableCopy(search);
   const writeSearch = useDebouncedCallback((text: string) => {
@@ -41,9 +37,11 @@ export function JobsPage() {
     document.title = 'Jobs · svc';
   }, []);
 
-  const query = { search, sort, page, pageSize };
-  const list = useApi(`jobs ${JSON.stringify(query)}`, (signal) =>
-    call(client.GET('/api/jobs', { params: { query }, signal })),
+  const list = useList(
+    `jobs ${JSON.stringify({ search, sort })}`,
+    (p, size, signal) =>
+      call(client.GET('/api/jobs', { params: { query: { search, sort, page: p, pageSize: size } }, signal })),
+    { all, page, pageSize: all ? 100 : pageSize },
   );
   useRunEvents(() => list.reload());
   const [notice, setNotice] = useState<{ text: string; runId?: string | null } | null>(null);
@@ -89,7 +87,63 @@ export function JobsPage() {
     }
   };
 
-  const data = list.data;
+  const { rows, total } = list;
+  const columns: Array<Column<JobListDto>> = [
+    {
+      key: 'name',
+      header: 'Name',
+      sortKey: 'name',
+      cell: (job) => (
+        <>
+          <Link to={`/jobs/${job.id}`} className="job-name">
+            {job.name}
+          </Link>{' '}
+          <ModeBadge mode={job.nextMode} />
+        </>
+      ),
+    },
+    {
+      key: 'schedule',
+      header: 'Schedule',
+      cell: (job) => job.scheduleHuman ?? job.cron ?? <span className="muted">manual</span>,
+    },
+    { key: 'runs', header: 'Last runs', cell: (job) => <RunStrip runs={job.recentRuns} /> },
+    {
+      key: 'next',
+      header: 'Next run',
+      sortKey: 'nextRunAt',
+      cell: (job) =>
+        job.nextRunAt ? (
+          <span title={dateTime(job.nextRunAt, job.timezone)}>
+            {dateTime(job.nextRunAt, job.timezone)}
+            <span className="muted small block">
+              {relative(job.nextRunAt)}
+              {job.timezone ? ` · ${job.timezone}` : ''}
+            </span>
+          </span>
+        ) : (
+          <span className="muted">—</span>
+        ),
+    },
+    { key: 'count', header: 'Runs', sortKey: 'runCount', cell: (job) => job.runCount },
+    {
+      key: 'enabled',
+      header: 'Enabled',
+      cell: (job) => (
+        <Toggle checked={job.enabled} label={`Enable ${job.name}`} onChange={(v) => void setEnabled(job, v)} />
+      ),
+    },
+    {
+      key: 'actions',
+      header: <span className="sr-only">Actions</span>,
+      className: 'actions',
+      cell: (job) => (
+        <button type="button" onClick={() => void runNow(job)} aria-label={`Run ${job.name} now`}>
+          Run now
+        </button>
+      ),
+    },
+  ];
   return (
     <section>
       <div className="page-head">
@@ -110,7 +164,7 @@ export function JobsPage() {
           }}
           maxLength={200}
         />
-        {list.loading && data && <span className="spinner small" aria-label="Updating" />}
+        {list.loading && rows && <span className="spinner small" aria-label="Updating" />}
       </div>
       {notice && (
         <div className="notice ok" role="status">
@@ -122,8 +176,8 @@ export function JobsPage() {
       )}
       <ErrorBox error={actionError} />
       <ErrorBox error={list.error} onRetry={list.reload} />
-      {!data && !list.error && <Spinner />}
-      {data && data.total === 0 && !search && (
+      {!rows && !list.error && <Spinner />}
+      {total === 0 && !search && (
         <Empty title="No jobs yet">
           <p>
             A job is an instruction the service runs on a schedule, by webhook or when you ask. It learns from each run
@@ -134,101 +188,27 @@ export function JobsPage() {
           </Link>
         </Empty>
       )}
-      {data && data.total === 0 && search && <Empty title={`No job matches “${search}”`} />}
-      {data && data.items.length > 0 && (
-        <div className="table-wrap">
-          <table className="jobs">
-            <thead>
-              <tr>
-                {sortable.slice(0, 1).map((c) => (
-                  <SortHeader key={c.key} col={c} sort={sort} onSort={toggleSort} />
-                ))}
-                <th scope="col">Schedule</th>
-                <th scope="col">Last runs</th>
-                <SortHeader col={sortable[1]} sort={sort} onSort={toggleSort} />
-                <SortHeader col={sortable[2]} sort={sort} onSort={toggleSort} />
-                <th scope="col">Enabled</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((job) => (
-                <tr key={job.id}>
-                  <td data-label="Name">
-                    <Link to={`/jobs/${job.id}`} className="job-name">
-                      {job.name}
-                    </Link>{' '}
-                    <ModeBadge mode={job.nextMode} />
-                  </td>
-                  <td data-label="Schedule">
-                    {job.scheduleHuman ?? job.cron ?? <span className="muted">manual</span>}
-                  </td>
-                  <td data-label="Last runs">
-                    <RunStrip runs={job.recentRuns} />
-                  </td>
-                  <td data-label="Next run" title={job.nextRunAt ? dateTime(job.nextRunAt, job.timezone) : undefined}>
-                    {job.nextRunAt ? (
-                      <>
-                        {dateTime(job.nextRunAt, job.timezone)}
-                        <div className="muted small">
-                          {relative(job.nextRunAt)}
-                          {job.timezone ? ` · ${job.timezone}` : ''}
-                        </div>
-                      </>
-                    ) : (
-                      <span className="muted">—</span>
-                    )}
-                  </td>
-                  <td data-label="Runs">{job.runCount}</td>
-                  <td data-label="Enabled">
-                    <Toggle
-                      checked={job.enabled}
-                      label={`Enable ${job.name}`}
-                      onChange={(v) => void setEnabled(job, v)}
-                    />
-                  </td>
-                  <td className="actions">
-                    <button type="button" onClick={() => void runNow(job)} aria-label={`Run ${job.name} now`}>
-                      Run now
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+      {total === 0 && search && <Empty title={`No job matches “${search}”`} />}
+      {rows && rows.length > 0 && (
+        <DataTable
+          rows={rows}
+          rowKey={(j) => j.id}
+          columns={columns}
+          sort={sort}
+          onSort={toggleSort}
+          className="jobs"
+          label="Jobs"
+        />
       )}
-      {data && data.total > 0 && (
+      {total !== undefined && total > 0 && (
         <Pager
           page={page}
           pageSize={pageSize}
-          total={data.total}
+          total={total}
           onPage={(p) => set({ page: p === 1 ? null : String(p) })}
           onPageSize={(s) => set({ pageSize: s === 25 ? null : String(s), page: null })}
         />
       )}
     </section>
-  );
-}
-
-function SortHeader({
-  col,
-  sort,
-  onSort,
-}: {
-  col: { key: string; label: string };
-  sort: string;
-  onSort: (k: string) => void;
-}) {
-  const dir = sort === col.key ? 'ascending' : sort === `-${col.key}` ? 'descending' : 'none';
-  return (
-    <th scope="col" aria-sort={dir}>
-      <button type="button" className="sort" onClick={() => onSort(col.key)}>
-        {col.label}
-        <span aria-hidden="true">{dir === 'ascending' ? ' ▲' : dir === 'descending' ? ' ▼' : ''}</span>
-      </button>
-    </th>
   );
 }

@@ -212,7 +212,20 @@ function ServerCard({ server, onChange }: { server: Server; onChange: () => void
   const login = () =>
     act('login', async () => {
       const { authorizationUrl } = await call(client.POST('/api/mcp-servers/{id}/oauth/login', path));
-      window.location.assign(authorizationUrl);
+      // Only a web address is followed: a `javascript:` or `data:` URL from a hostile server's metadata would run here.
+      let target: URL | null;
+      try {
+        target = new URL(authorizationUrl);
+      } catch {
+        target = null;
+      }
+      if (!target || (target.protocol !== 'https:' && target.protocol !== 'http:'))
+        throw new ApiError(
+          0,
+          'unsafe_authorization_url',
+          'The server named an authorization address that is not a web address; it was not opened.',
+        );
+      window.location.assign(target.href);
     });
   const logout = () =>
     act('logout', async () => {

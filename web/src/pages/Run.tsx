@@ -1,11 +1,14 @@
-import { useEffect, useRef, useState } from 'react';
-import { Link, useNavigate, useParams } from 'react-router-dom';
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom';
 import { ApiError, asApiError, call, client } from '../api.js';
 import { ErrorBox, ModeBadge, Spinner, StatusBadge } from '../components/ui.js';
 import { Timeline, type LiveText } from '../components/Timeline.js';
+import { Waterfall } from '../components/Waterfall.js';
+import type { Schemas } from '../api.js';
 import { cost, dateTime, duration, liveStatuses } from '../format.js';
 import { useApi, useRunEvents } from '../hooks.js';
 import { Markdown } from '../markdown.js';
+import { byteSize } from '../components/byte-size.js';
 import type { EventDto } from '../types.js';
 
 type Delta = { type: string; callId?: string; text: string };
@@ -22,6 +25,8 @@ export function RunPage() {
 
 function RunView({ id }: { id: string }) {
   const navigate = useNavigate();
+  const [params, setParams] = useSearchParams();
+  const view = params.get('tab') === 'waterfall' ? 'waterfall' : 'timeline';
   const run = useApi(`run ${id}`, (signal) => call(client.GET('/api/runs/{id}', { params: { path: { id } }, signal })));
   const [events, setEvents] = useState<EventDto[]>([]);
   const [live, setLive] = useState<LiveText>({ text: '', reasoning: '', tools: {} });
@@ -44,26 +49,49 @@ function RunView({ id }: { id: string }) {
     if (r) document.title = `${r.jobName} #${r.number} · svc`;
   }, [r]);
 
-  const add = (list: EventDto[]) => {
-    const fresh = list.filter((e) => !seen.current.has(e.seq));
-    if (fresh.length === 0) return;
-    for (const e of fresh) seen.current.add(e.seq);
-    setEvents((old) => [...old, ...fresh].sort((a, b) => a.seq - b.seq));
-    setLive((l) => {
-      let next = l;
-      for (const e of fresh) {
-        if (e.type === 'llm.call') next = { ...next, text: '', reasoning: '' };
-        if (e.type === 'tool.result') {
-          const callId = (e.payload as { callId?: string } | null)?.callId;
-          if (callId && next.tools[callId] !== undefined) {
-            const { [callId]: _done, ...tools } = next.tools;
-            next = { ...next, tools };
+  // Entries are gathered and handed to React once per frame: a replay of 10,000 stored entries over the stream, or a
+  // burst of live ones, renders a few times a second instead of once per message (docs/performance.md, "Web app budgets").
+  const pending = useRef<EventDto[]>([]);
+  const frame = useRef<number | null>(null);
+  useEffect(
+    () => () => {
+      if (frame.current !== null) cancelAnimationFrame(frame.current);
+    },
+    [],
+  );
+  const add = useCallback((list: EventDto[]) => {
+    const flush = () => {
+      frame.current = null;
+      const fresh = pending.current.sort((a, b) => a.seq - b.seq);
+      pending.current = [];
+      if (fresh.length === 0) return;
+      setEvents((old) =>
+        old.length === 0 || fresh[0].seq > old[old.length - 1].seq
+          ? old.concat(fresh)
+          : [...old, ...fresh].sort((a, b) => a.seq - b.seq),
+      );
+      setLive((l) => {
+        let next = l;
+        for (const e of fresh) {
+          if (e.type === 'llm.call') next = { ...next, text: '', reasoning: '' };
+          if (e.type === 'tool.result') {
+            const callId = (e.payload as { callId?: string } | null)?.callId;
+            if (callId && next.tools[callId] !== undefined) {
+              const { [callId]: _done, ...tools } = next.tools;
+              next = { ...next, tools };
+            }
           }
         }
-      }
-      return next;
-    });
-  };
+        return next;
+      });
+    };
+    for (const e of list) {
+      if (seen.current.has(e.seq)) continue;
+      seen.current.add(e.seq);
+      pending.current.push(e);
+    }
+    if (pending.current.length > 0 && frame.current === null) frame.current = requestAnimationFrame(flush);
+  }, []);
 
   // A finished run: read the stored timeline page by page.
   useEffect(() => {
@@ -71,13 +99,15 @@ function RunView({ id }: { id: string }) {
     let cancelled = false;
     (async () => {
       let after = 0;
-      for (;;) {
+      // The route's largest pages. (A small first page showed the start sooner, but the page then opened a few rows
+      // down the timeline: see docs/performance.md, "Web app budgets".)
+      for (const limit = 2000; ;) {
         const page = await call(
-          client.GET('/api/runs/{id}/events', { params: { path: { id }, query: { after, limit: 2000 } } }),
+          client.GET('/api/runs/{id}/events', { params: { path: { id }, query: { after, limit } } }),
         );
         if (cancelled) return;
         add(page);
-        if (page.length < 2000) break;
+        if (page.length < limit) break;
         after = page[page.length - 1].seq;
       }
       setStreamState('done');
@@ -85,7 +115,7 @@ function RunView({ id }: { id: string }) {
     return () => {
       cancelled = true;
     };
-  }, [id, loaded, isLive, streamState]);
+  }, [id, loaded, isLive, streamState, add]);
 
   // A live run: follow the stream until it ends.
   useEffect(() => {
@@ -124,7 +154,7 @@ function RunView({ id }: { id: string }) {
     source.onerror = () => setStreamState(source.readyState === EventSource.CLOSED ? 'done' : 'reconnecting');
     source.onopen = () => setStreamState('live');
     return () => source.close();
-  }, [id, loaded, isLive, streamDone, reloadRun]);
+  }, [id, loaded, isLive, streamDone, reloadRun, add]);
 
   const cancel = async () => {
     setBusy(true);
@@ -256,7 +286,29 @@ function RunView({ id }: { id: string }) {
             )}
           </h2>
           <ErrorBox error={timelineError} />
-          <Timeline events={events} live={live} running={isLive} />
+          <div className="tabs-inline" role="tablist" aria-label="Run views">
+            {(['timeline', 'waterfall'] as const).map((t) => (
+              <button
+                key={t}
+                type="button"
+                role="tab"
+                id={`run-tab-${t}`}
+                aria-selected={view === t}
+                aria-controls="run-view"
+                className="ghost small"
+                onClick={() => setParams(t === 'timeline' ? {} : { tab: t }, { replace: true })}
+              >
+                {t === 'timeline' ? 'Timeline' : 'Waterfall'}
+              </button>
+            ))}
+          </div>
+          <div id="run-view" role="tabpanel" aria-labelledby={`run-tab-${view}`}>
+            {view === 'waterfall' ? (
+              <Waterfall events={events} />
+            ) : (
+              <Timeline events={events} live={live} running={isLive} />
+            )}
+          </div>
         </div>
         <aside className="run-side">
           <div className="card">
@@ -285,10 +337,18 @@ function RunView({ id }: { id: string }) {
             )}
           </div>
           <Artifacts runId={r.id} finished={!isLive} />
+          {r.fellBack && <FallbackCard events={events} />}
+          {r.reflectionError && (
+            <div className="card">
+              <h2>Reflection failed</h2>
+              <p className="pre-wrap">{r.reflectionError}</p>
+            </div>
+          )}
           {r.reflectionSummary && (
             <div className="card">
               <h2>What it learned</h2>
               <p className="pre-wrap">{r.reflectionSummary}</p>
+              {r.reflectionOps && r.reflectionOps.length > 0 && <ReflectionOps ops={r.reflectionOps} />}
               {r.reflectionVersion !== null && (
                 <Link to={`/jobs/${r.jobId}/playbook?version=${r.reflectionVersion}`}>
                   Playbook version {r.reflectionVersion}
@@ -303,6 +363,115 @@ function RunView({ id }: { id: string }) {
   );
 }
 
+/** Why a scripted run handed over to the agent: the fallback entry's reason, and what the agent was told. */
+function FallbackCard({ events }: { events: EventDto[] }) {
+  const entry = events.find((e) => e.type === 'fallback');
+  const reason = (entry?.payload as { reason?: unknown } | null)?.reason;
+  return (
+    <div className="card">
+      <h2>Fell back to the agent</h2>
+      <p className="pre-wrap">{typeof reason === 'string' ? reason : 'The main script fell short.'}</p>
+      <p className="muted small">
+        The agent took over in the same sandbox, told what the script did; its success counts for the run.
+      </p>
+    </div>
+  );
+}
+
+const opVerdict: Record<Schemas['AppliedOp']['status'], string> = {
+  applied: 'applied',
+  held: 'held for review',
+  rejected: 'rejected',
+};
+
+/** What became of each change the reflection proposed. */
+function ReflectionOps({ ops }: { ops: Array<Schemas['AppliedOp']> }) {
+  return (
+    <>
+      <h3>Its changes</h3>
+      <ul className="ops" aria-label="Reflection changes">
+        {ops.map((op, i) => (
+          <li key={i}>
+            <code>{op.op.replace(/_/g, ' ')}</code>
+            {op.name ? ` ${op.name}` : ''} <span className={`badge op-${op.status}`}>{opVerdict[op.status]}</span>
+            {op.text && <div className="small pre-wrap">{op.text}</div>}
+            <div className="muted small pre-wrap">{op.rationale}</div>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+const imageTypes = /\.(png|jpe?g)$/i;
+const textTypes = /\.(txt|md|csv|json|log|ya?ml|xml|html?|tsv)$/i;
+/** The most of a text file the preview reads. */
+const previewBytes = 200_000;
+
+/**
+ * One file's preview, read on request: images load from the artifact route as images (the route answers with their
+ * type and `nosniff`, and the CSP allows images from the service only); text and JSON are read as text, never run.
+ */
+function ArtifactPreview({ url, name }: { url: string; name: string }) {
+  const [state, setState] = useState<{ text?: string; error?: string }>({});
+  const isImage = imageTypes.test(name);
+  useEffect(() => {
+    if (isImage) return;
+    const abort = new AbortController();
+    (async () => {
+      const res = await fetch(url, { credentials: 'same-origin', signal: abort.signal });
+      if (!res.ok) throw new Error(`The server answered ${res.status}.`);
+      const body = await res.text();
+      let text = body.length > previewBytes ? `${body.slice(0, previewBytes)}\n…` : body;
+      if (/\.json$/i.test(name) && body.length <= previewBytes) {
+        try {
+          text = JSON.stringify(JSON.parse(body), null, 2);
+        } catch {
+          // Not valid JSON: shown as the text it is.
+        }
+      }
+      setState({ text });
+    })().catch((err: unknown) => {
+      if (!abort.signal.aborted) setState({ error: err instanceof Error ? err.message : String(err) });
+    });
+    return () => abort.abort();
+  }, [url, name, isImage]);
+  if (isImage) return <img className="artifact-preview" src={url} alt={`Preview of ${name}`} />;
+  if (state.error) return <p className="field-error">{state.error}</p>;
+  if (state.text === undefined) return <Spinner />;
+  return (
+    <pre className="artifact-preview" aria-label={`Preview of ${name}`}>
+      {state.text}
+    </pre>
+  );
+}
+
+function ArtifactItem({ runId, a }: { runId: string; a: Schemas['ArtifactDto'] }) {
+  const [open, setOpen] = useState(false);
+  const url = `/api/runs/${runId}/artifact?path=${encodeURIComponent(a.name)}`;
+  const previewable = imageTypes.test(a.name) || textTypes.test(a.name);
+  return (
+    <li>
+      <a href={url} download>
+        {a.name}
+      </a>{' '}
+      <span className="muted small">{byteSize(a.size)}</span>{' '}
+      {previewable && (
+        <button
+          type="button"
+          className="link small"
+          aria-expanded={open}
+          aria-label={`${open ? 'Hide' : 'Preview'} ${a.name}`}
+          onClick={() => setOpen((o) => !o)}
+        >
+          {open ? 'Hide' : 'Preview'}
+        </button>
+      )}
+      {open && <ArtifactPreview url={url} name={a.name} />}
+    </li>
+  );
+}
+
 function Artifacts({ runId, finished }: { runId: string; finished: boolean }) {
   const list = useApi(finished ? `artifacts ${runId}` : null, (signal) =>
     call(client.GET('/api/runs/{id}/artifacts', { params: { path: { id: runId } }, signal })),
@@ -313,12 +482,7 @@ function Artifacts({ runId, finished }: { runId: string; finished: boolean }) {
       <h2>Files</h2>
       <ul>
         {list.data.map((a) => (
-          <li key={a.name}>
-            <a href={`/api/runs/${runId}/artifact?path=${encodeURIComponent(a.name)}`} download>
-              {a.name}
-            </a>{' '}
-            <span className="muted small">{a.size} B</span>
-          </li>
+          <ArtifactItem key={a.name} runId={runId} a={a} />
         ))}
       </ul>
     </div>

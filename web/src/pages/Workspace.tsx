@@ -83,6 +83,7 @@ export function WorkspacePage() {
             key={JSON.stringify(settings.data)}
             settings={settings.data}
             canEdit={canEdit}
+            onSaving={() => setSaved(false)}
             onSaved={() => {
               setSaved(true);
               settings.reload();
@@ -94,7 +95,18 @@ export function WorkspacePage() {
   );
 }
 
-function SettingsForm({ settings, canEdit, onSaved }: { settings: Settings; canEdit: boolean; onSaved: () => void }) {
+function SettingsForm({
+  settings,
+  canEdit,
+  onSaving,
+  onSaved,
+}: {
+  settings: Settings;
+  canEdit: boolean;
+  /** A save starts: an earlier "Saved." no longer speaks for what is on screen. */
+  onSaving: () => void;
+  onSaved: () => void;
+}) {
   const [d, setD] = useState(() => draftOf(settings));
   const [error, setError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
@@ -104,6 +116,7 @@ function SettingsForm({ settings, canEdit, onSaved }: { settings: Settings; canE
     e.preventDefault();
     setBusy(true);
     setError(null);
+    onSaving();
     try {
       await call(
         client.PATCH('/api/settings', {
