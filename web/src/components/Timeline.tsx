@@ -200,7 +200,17 @@ export function Timeline({ events, live, running }: { events: EventDto[]; live: 
         aria-label={`Timeline, ${count} entries; scroll for more`}
         tabIndex={0}
         onWheel={userTouched}
-        onKeyDown={userTouched}
+        onKeyDown={(ev) => {
+          userTouched();
+          // Home and End go through the virtualizer: a native jump lands by estimated row heights, and rows measured on
+          // the way shift it, so it stopped a few rows short of the start (docs/performance.md, "Web app budgets").
+          if (ev.key === 'Home' || ev.key === 'End') {
+            ev.preventDefault();
+            const last = ev.key === 'End';
+            setFollow(last && running);
+            virtualizer.scrollToIndex(last ? count - 1 : 0, { align: last ? 'end' : 'start' });
+          }
+        }}
         onPointerDown={userTouched}
         onTouchStart={userTouched}
         onScroll={(ev) => {
