@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { waitFor } from '../wait.js';
 import { serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
 import { signIn } from './job-fixture.js';
@@ -58,7 +59,8 @@ describe('long lists', () => {
       await page.getByText(`All ${n}, scroll the list`).waitFor();
       await page.getByLabel('Per page').selectOption('50');
       await page.getByText(`1–50 of ${n}`).waitFor();
-      assert.equal(await page.locator('table.jobs tbody tr').count(), 50);
+      // The pager's text follows the URL at once; the rows follow when the page of 50 has loaded.
+      await waitFor('the page of 50 rows', async () => (await page.locator('table.jobs tbody tr').count()) === 50);
       assert.deepEqual(problems, []);
     } catch (err) {
       throw await web.explain(page, err);
