@@ -1,5 +1,5 @@
-import { auditActorName, auditFacts } from '../domain/audit.js';
-import { auditActorId, auditEntryId } from '../projections/audit.js';
+import { auditActorName } from '../domain/audit.js';
+import { auditActorId, auditEntryOf } from '../projections/audit.js';
 import type { AuditEntryDto } from '../schemas/audit.js';
 import type { EventStore, Position } from '../store/event-store.js';
 import { toAuditEntryDto } from './queries/audit.js';
@@ -32,29 +32,13 @@ export async function* exportAuditTrail(events: EventStore, filter: ExportFilter
     for (const e of page) {
       const named = auditActorName(e);
       if (named) names.set(auditActorId(named.type, named.id), named.name);
-      const facts = auditFacts(e);
-      if (!facts) continue;
-      const at = e.metadata.ts;
-      if (filter.workspaceId !== undefined && facts.workspaceId !== filter.workspaceId) continue;
-      if (filter.jobId !== undefined && facts.jobId !== filter.jobId) continue;
-      if (filter.since !== undefined && at < filter.since) continue;
-      if (filter.until !== undefined && at >= filter.until) continue;
-      const entry = toAuditEntryDto(
-        {
-          _id: auditEntryId(e.streamId, e.revision),
-          workspaceId: facts.workspaceId,
-          at,
-          actorType: e.metadata.actor.type,
-          actorId: e.metadata.actor.id,
-          type: e.type,
-          summary: facts.summary,
-          streamId: e.streamId,
-          revision: e.revision,
-          jobId: facts.jobId,
-        },
-        names,
-      );
-      yield { workspaceId: facts.workspaceId, ...entry };
+      const doc = auditEntryOf(e);
+      if (!doc) continue;
+      if (filter.workspaceId !== undefined && doc.workspaceId !== filter.workspaceId) continue;
+      if (filter.jobId !== undefined && doc.jobId !== filter.jobId) continue;
+      if (filter.since !== undefined && doc.at < filter.since) continue;
+      if (filter.until !== undefined && doc.at >= filter.until) continue;
+      yield { workspaceId: doc.workspaceId, ...toAuditEntryDto(doc, names) };
     }
     after = page[page.length - 1]!.position;
   }

@@ -30,6 +30,24 @@ export interface AuditActorDoc extends Doc {
 export const auditEntryId = (streamId: string, revision: number) => `${streamId}@${String(revision).padStart(10, '0')}`;
 export const auditActorId = (type: string, id: string) => `${type}:${id}`;
 
+/** The trail's entry for an event, or null when the event is not one an auditor sees (domain/audit.ts). */
+export function auditEntryOf(e: RecordedEvent): AuditDoc | null {
+  const facts = auditFacts(e);
+  if (!facts) return null;
+  return {
+    _id: auditEntryId(e.streamId, e.revision),
+    workspaceId: facts.workspaceId,
+    at: e.metadata.ts,
+    actorType: e.metadata.actor.type,
+    actorId: e.metadata.actor.id,
+    type: e.type,
+    summary: facts.summary,
+    streamId: e.streamId,
+    revision: e.revision,
+    jobId: facts.jobId,
+  };
+}
+
 export const auditProjector: Projector = {
   name: 'audit',
   version: 2,
@@ -81,23 +99,14 @@ export const auditProjector: Projector = {
         update: { $set: { name: named.name } },
         upsert: true,
       });
-    const facts = auditFacts(e);
-    if (facts) {
-      const doc: Omit<AuditDoc, '_id'> = {
-        workspaceId: facts.workspaceId,
-        at: e.metadata.ts,
-        actorType: e.metadata.actor.type,
-        actorId: e.metadata.actor.id,
-        type: e.type,
-        summary: facts.summary,
-        streamId: e.streamId,
-        revision: e.revision,
-        jobId: facts.jobId,
-      };
+    const entry = auditEntryOf(e);
+    if (entry) {
+      const { _id, ...fields } = entry;
+      const doc: Omit<AuditDoc, '_id'> = fields;
       ops.push({
         kind: 'update',
         collection: auditCollection,
-        filter: { _id: auditEntryId(e.streamId, e.revision) },
+        filter: { _id },
         update: { $set: doc as Record<string, never> },
         upsert: true,
       });
