@@ -1,5 +1,6 @@
 import { after, before } from 'node:test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -131,6 +132,11 @@ export async function createToken(
     token: res.body.token,
     id: res.body.apiToken.id,
   };
+}
+
+/** Runs the `svc` command line from source (`svc admin ...`, `svc audit ...`) and answers what it printed. */
+export function svcCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args]);
 }
 
 /** `svc serve` as a real process on a random port over `dataDir`, once it answers (for crash tests). */

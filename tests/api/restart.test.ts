@@ -1,14 +1,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { waitFor } from '../wait.js';
-import { Client, createToken, spawnServer, useSignInLink } from './harness.js';
+import { Client, createToken, spawnServer, svcCli, useSignInLink } from './harness.js';
 
-const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-restart-'));
 const children: ChildProcess[] = [];
 after(() => {
@@ -61,17 +59,7 @@ describe('crash safety', () => {
     assert.equal((await api.get(`/api/jobs/${ids[4]}`)).status, 404);
 
     // `svc admin sign-in-link` works beside the running server, on the same data directory.
-    const { stdout } = await run(process.execPath, [
-      '--import',
-      'tsx',
-      'cli/main.ts',
-      'admin',
-      'sign-in-link',
-      '--data-dir',
-      dataDir,
-      '--email',
-      'second@example.com',
-    ]);
+    const { stdout } = await svcCli(['admin', 'sign-in-link', '--data-dir', dataDir, '--email', 'second@example.com']);
     const url = stdout.trim();
     assert.ok(url.startsWith(`${second.url}/api/auth/link/`), url);
     const other = new Client(second.url, { cookie: await useSignInLink(url) });
@@ -82,15 +70,7 @@ describe('crash safety', () => {
     rmSync(join(dataDir, 'read.db'), { force: true });
     rmSync(join(dataDir, 'read.db-wal'), { force: true });
     rmSync(join(dataDir, 'read.db-shm'), { force: true });
-    const rebuilt = await run(process.execPath, [
-      '--import',
-      'tsx',
-      'cli/main.ts',
-      'admin',
-      'rebuild-projections',
-      '--data-dir',
-      dataDir,
-    ]);
+    const rebuilt = await svcCli(['admin', 'rebuild-projections', '--data-dir', dataDir]);
     assert.match(rebuilt.stdout, /rebuilt .*jobs/);
     const third = await serve();
     api = new Client(third.url, { token });

@@ -1,16 +1,14 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { Client, createToken, spawnServer, spawnSvc, useSignInLink } from '../api/harness.js';
+import { Client, createToken, spawnServer, spawnSvc, svcCli, useSignInLink } from '../api/harness.js';
 import { staysFalse, waitFor } from '../wait.js';
 import { closeStores, openMemoryStores } from '../../store/open.js';
 import { ProjectionLease } from '../../projections/lease.js';
 
-const run = promisify(execFile);
 const took = 'took the projector lease';
 const standing = 'standing by for the projector lease';
 
@@ -72,15 +70,7 @@ describe('projector lease across processes on one data directory', () => {
     children.push(api.child);
 
     // The api process projects nothing itself: a sign-in and a job become readable through the first projector.
-    const { stdout } = await run(process.execPath, [
-      '--import',
-      'tsx',
-      'cli/main.ts',
-      'admin',
-      'sign-in-link',
-      '--data-dir',
-      dataDir,
-    ]);
+    const { stdout } = await svcCli(['admin', 'sign-in-link', '--data-dir', dataDir]);
     const admin = new Client(api.url, { cookie: await useSignInLink(stdout.trim()) });
     const { client } = await createToken(admin);
     const made = await client.post<{ id: string }>('/api/jobs', { name: 'before', instruction: 'one' });
