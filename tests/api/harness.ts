@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../app/config.js';
 import { createLogger, startServer, type RunningServer } from '../../server/start.js';
 import { waitFor } from '../wait.js';
+import { Jobs } from '../../app/jobs.js';
+import { systemContext, type CommandContext } from '../../app/commands.js';
 import { errorMessage } from '../../domain/error-message.js';
 import { runtimeDir } from '../../server/runner-role.js';
 
@@ -132,6 +134,26 @@ export async function createToken(
     token: res.body.token,
     id: res.body.apiToken.id,
   };
+}
+
+/**
+ * A job and a queued run of another workspace, written through the services as that workspace would (no person of
+ * the test belongs to it): the ids a tenancy check sends to see `not_found`.
+ */
+export async function foreignJobAndRun(t: TestServer, workspaceId: string): Promise<{ jobId: string; runId: string }> {
+  const s = t.server.services;
+  const ctx: CommandContext = { ...systemContext, workspaceId };
+  const jobs = new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position));
+  const jobId = await jobs.create(ctx, workspaceId, { name: 'Foreign job', instruction: 'Not yours' });
+  const triggered = await s.runs.trigger(
+    workspaceId,
+    jobId,
+    { trigger: 'manual', triggeredBy: null, input: {}, instructions: null },
+    ctx,
+  );
+  await s.engine.waitFor(triggered.position);
+  if (!triggered.runId) throw new Error('the foreign run was not queued');
+  return { jobId, runId: triggered.runId };
 }
 
 /** Runs the `svc` command line from source (`svc admin ...`, `svc audit ...`) and answers what it printed. */

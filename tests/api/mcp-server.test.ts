@@ -4,10 +4,9 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { systemContext, type CommandContext } from '../../app/commands.js';
-import { Jobs } from '../../app/jobs.js';
 import { jobDecider, jobStreamId } from '../../domain/job.js';
 import { waitFor } from '../wait.js';
-import { createToken, serverWithFakeModel, userSession, type Client } from './harness.js';
+import { createToken, foreignJobAndRun, serverWithFakeModel, userSession, type Client } from './harness.js';
 
 /**
  * The service's own MCP server (docs/mcp-server.md) driven by the official SDK's client over Streamable HTTP, against
@@ -87,16 +86,7 @@ describe('the MCP server', () => {
     memberId = m.userId;
     memberToken = (await createToken(member, 'member mcp')).token;
     const s = server.t.server.services;
-    const jobs = new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position));
-    foreignJob = await jobs.create(foreignCtx, otherWorkspace, { name: 'Foreign job', instruction: 'Not yours' });
-    const triggered = await s.runs.trigger(
-      otherWorkspace,
-      foreignJob,
-      { trigger: 'manual', triggeredBy: null, input: {}, instructions: null },
-      foreignCtx,
-    );
-    await s.engine.waitFor(triggered.position);
-    foreignRun = triggered.runId!;
+    ({ jobId: foreignJob, runId: foreignRun } = await foreignJobAndRun(server.t, otherWorkspace));
     // The foreign run must not run: it is cancelled at once, so the runner never spends a sandbox on it.
     await s.engine.waitFor(await s.runs.cancel(otherWorkspace, foreignRun, foreignCtx));
   });

@@ -1,9 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { systemContext, type CommandContext } from '../../app/commands.js';
-import { Jobs } from '../../app/jobs.js';
 import { jobDecider, jobStreamId } from '../../domain/job.js';
-import { adminSession, Client, createToken, startTestServer, userSession, type TestServer } from './harness.js';
+import {
+  adminSession,
+  Client,
+  createToken,
+  foreignJobAndRun,
+  startTestServer,
+  userSession,
+  type TestServer,
+} from './harness.js';
 
 /**
  * The tenant rule of the query layer (docs/api.md), tried from outside: ids of another workspace's job and run, and of
@@ -17,25 +23,13 @@ let archived: string;
 let foreignJob: string;
 let foreignRun: string;
 const otherWorkspace = 'another-workspace';
-const foreignCtx: CommandContext = { ...systemContext, workspaceId: otherWorkspace };
 
 before(async () => {
   // No runner: runs stay queued, so nothing but the routes under test changes them.
   t = await startTestServer({ SVC_ROLES: 'api,projector' });
   session = await adminSession(t);
   token = (await createToken(session)).client;
-  const s = t.server.services;
-  const jobs = new Jobs(s.bus, s.playbooks, s.runs, (position) => s.engine.waitFor(position));
-  foreignJob = await jobs.create(foreignCtx, otherWorkspace, { name: 'Foreign job', instruction: 'Not yours' });
-  const triggered = await s.runs.trigger(
-    otherWorkspace,
-    foreignJob,
-    { trigger: 'manual', triggeredBy: null, input: {}, instructions: null },
-    foreignCtx,
-  );
-  await s.engine.waitFor(triggered.position);
-  assert.ok(triggered.runId);
-  foreignRun = triggered.runId;
+  ({ jobId: foreignJob, runId: foreignRun } = await foreignJobAndRun(t, otherWorkspace));
 
   const created = await session.post<{ id: string }>('/api/jobs', { name: 'Own job', instruction: 'Mine' });
   assert.equal(created.status, 201, created.text);
