@@ -57,7 +57,7 @@ async function within(done: Promise<boolean>, ms: number): Promise<boolean> {
 /**
  * Spawns bwrap, keeping combined output (up to a cap). A timeout or cancel sends SIGTERM to the sandbox's init (its
  * host pid comes on fd 3, bwrap's --info-fd), which passes it on to the command and kills the rest after its grace;
- * the spawned process group is killed when that grace is over, or at once if the init's pid is not known yet.
+ * the init and the spawned process group are killed when that grace is over.
  */
 function runBwrap(
   argv: string[],
@@ -84,14 +84,6 @@ function runBwrap(
       pipe.on('error', () => undefined);
       pipe.end(data);
     });
-    let info = '';
-    (child.stdio[3] as Readable).on('data', (d: Buffer) => (info += d.toString('utf8')));
-    const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
-    let timedOut = false;
-    let cancelled = false;
-    let killTimer: NodeJS.Timeout | null = null;
-    child.stdout!.on('data', out.push);
-    child.stderr!.on('data', out.push);
     const signal = (pid: number, sig: NodeJS.Signals) => {
       try {
         process.kill(pid, sig);
@@ -99,14 +91,46 @@ function runBwrap(
         // gone already
       }
     };
-    const stop = () => {
-      if (killTimer) return;
-      const inner = Number(/"child-pid":\s*(\d+)/.exec(info)?.[1] ?? 0);
-      if (inner) signal(inner, 'SIGTERM');
-      else signal(-child.pid!, 'SIGTERM');
-      // The init's own grace is 1.5 s; the group is killed a little after it in case the init itself is stuck.
-      killTimer = setTimeout(() => signal(-child.pid!, 'SIGKILL'), inner ? killGraceMs + 300 : killGraceMs);
+    let info = '';
+    const innerPid = () => Number(/"child-pid":\s*(\d+)/.exec(info)?.[1] ?? 0);
+    // Signals go to the init, never to bwrap alone while the init's pid is unknown: bwrap killed between starting its
+    // child and tying it to itself (--die-with-parent) leaves the command running, unseen, to its end. What was asked
+    // before the pid came is sent when it comes.
+    let owed: NodeJS.Signals | null = null;
+    let killTimer: NodeJS.Timeout | null = null;
+    let fallback: NodeJS.Timeout | null = null;
+    const deliver = () => {
+      const inner = innerPid();
+      if (!owed || !inner) return;
+      signal(inner, owed);
+      if (owed === 'SIGKILL') signal(-child.pid!, 'SIGKILL');
     };
+    (child.stdio[3] as Readable).on('data', (d: Buffer) => {
+      info += d.toString('utf8');
+      deliver();
+    });
+    // No grace: SIGKILL to the namespace's pid 1 makes the kernel kill every process of that namespace at once. A
+    // bwrap that has not told the pid after a while is stuck before its child, and its group is killed.
+    const kill = () => {
+      owed = 'SIGKILL';
+      deliver();
+      fallback ??= setTimeout(() => signal(-child.pid!, 'SIGKILL'), killGraceMs);
+    };
+    const stop = () => {
+      if (owed) return;
+      // A command stopped before its init is known has had no time to do anything worth a grace (and an init
+      // signalled before it sets its handlers would ignore SIGTERM).
+      if (!innerPid()) return kill();
+      owed = 'SIGTERM';
+      deliver();
+      // The init's own grace is 1.5 s; everything is killed a little after it in case the init itself is stuck.
+      killTimer = setTimeout(kill, killGraceMs + 300);
+    };
+    const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
+    let timedOut = false;
+    let cancelled = false;
+    child.stdout!.on('data', out.push);
+    child.stderr!.on('data', out.push);
     const timer = options.timeoutMs
       ? setTimeout(() => {
           timedOut = true;
@@ -119,13 +143,9 @@ function runBwrap(
     };
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
-    // No grace: SIGKILL to the namespace's pid 1 makes the kernel kill every process of that namespace at once, and
-    // killing bwrap's own group covers an exec whose init has not told its pid yet (--die-with-parent ends it then).
     const onKill = () => {
       cancelled = true;
-      const inner = Number(/"child-pid":\s*(\d+)/.exec(info)?.[1] ?? 0);
-      if (inner) signal(inner, 'SIGKILL');
-      signal(-child.pid!, 'SIGKILL');
+      kill();
     };
     if (options.kill?.aborted) onKill();
     else options.kill?.addEventListener('abort', onKill, { once: true });
@@ -141,6 +161,7 @@ function runBwrap(
     child.on('close', (code, sig) => {
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (fallback) clearTimeout(fallback);
       options.signal?.removeEventListener('abort', onAbort);
       options.kill?.removeEventListener('abort', onKill);
       exitCode =

@@ -431,8 +431,8 @@ class DockerSandbox implements Sandbox {
     let hostPid = 0;
     let ended = false;
     const stop = async () => {
-      // The process may not be started yet when a cancel arrives: wait for its pid.
-      for (let i = 0; !hostPid && !ended && i < 100; i++) {
+      // The process may not be started yet when a cancel arrives: wait for its pid, however slow the engine is.
+      for (const giveUp = Date.now() + 30_000; !hostPid && !ended && Date.now() < giveUp;) {
         hostPid = (await exec.inspect()).Pid;
         if (!hostPid) await new Promise((r) => setTimeout(r, 20));
       }
