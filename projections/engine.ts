@@ -54,6 +54,20 @@ export class ProjectionUnavailable extends Error {
   }
 }
 
+/**
+ * How long a write's answer waits for the read models to show it. Far above a healthy engine's lag (milliseconds);
+ * reached during a projector takeover or on a machine that cannot keep up (docs/design.md, "Failure handling").
+ */
+export const readYourWritesMs = 5_000;
+
+/** The write is stored, but the read models did not reach it within `readYourWritesMs`. */
+export class ProjectionLagging extends ProjectionUnavailable {
+  constructor() {
+    super([]);
+    this.message = `The change was saved, but the read models have not caught up with it within ${readYourWritesMs / 1000} s; read it again shortly instead of repeating the change`;
+  }
+}
+
 interface Lane {
   projector: Projector;
   checkpoint: Position | null;
@@ -269,6 +283,14 @@ export class ProjectionEngine {
     const missing = this.missingAt(position);
     if (missing.length > 0) throw new ProjectionUnavailable(missing);
     return reached;
+  }
+
+  /**
+   * What a write's answer waits on before it reads its own write back: never a stale read presented as the truth
+   * (a 404 for a job just created), but a 503 that says the change was saved.
+   */
+  async readYourWrites(position: Position | null): Promise<void> {
+    if (!(await this.waitFor(position, readYourWritesMs))) throw new ProjectionLagging();
   }
 
   /** Failing projectors that skipped an event of the stream written at `position`. */

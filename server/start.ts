@@ -134,7 +134,7 @@ export function appDeps(
   >,
 ): AppDeps {
   const allowPrivateNetworkTargets = process.env.SVC_ALLOW_PRIVATE_NETWORK_TARGETS === 'true';
-  const projected = (position: Position | null) => s.engine.waitFor(position);
+  const projected = (position: Position | null) => s.engine.readYourWrites(position);
   const sandbox = () => s.runner?.sandboxInfo() ?? null;
   const compiler = new JobCompiler(s.models, s.mcp, sandbox);
   return {

@@ -165,7 +165,7 @@ export const tools: Tool[] = [
         },
         c.command,
       );
-      await c.deps.engine.waitFor(answer.position);
+      await c.deps.engine.readYourWrites(answer.position);
       return { runId: answer.runId, status: answer.status };
     },
   }),
@@ -204,7 +204,7 @@ export const tools: Tool[] = [
     route: 'POST /api/runs/:id/cancel',
     run: async (args, c) => {
       const position = await c.deps.runs.cancel(c.principal.workspaceId, args.id, c.command);
-      await c.deps.engine.waitFor(position);
+      await c.deps.engine.readYourWrites(position);
       return runView(toRunDto(await c.queries.runs.get(args.id)));
     },
   }),

@@ -94,7 +94,7 @@ export default function hookRoutes(fastify: FastifyInstance, deps: AppDeps): voi
           },
           ctx,
         );
-        await deps.engine.waitFor(answer.position);
+        await deps.engine.readYourWrites(answer.position);
         return { runId: answer.runId, status: answer.status };
       },
     );

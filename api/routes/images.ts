@@ -95,7 +95,7 @@ export default function imageRoutes(fastify: FastifyInstance, deps: AppDeps): vo
     async (request, reply) => {
       const workspaceId = principalOf(request).workspaceId;
       const queued = await deps.images.rebuild(requestContext(request), workspaceId, request.params.id);
-      await deps.engine.waitFor(queued.position);
+      await deps.engine.readYourWrites(queued.position);
       return reply.status(202).send({ id: queued.imageId });
     },
   );

@@ -163,7 +163,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
         },
         requestContext(request),
       );
-      await deps.engine.waitFor(answer.position);
+      await deps.engine.readYourWrites(answer.position);
       return reply.status(201).send({ runId: answer.runId, status: answer.status });
     },
   );
@@ -198,7 +198,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     async (request) => {
       const p = principalOf(request);
       const position = await deps.runs.cancel(p.workspaceId, request.params.id, requestContext(request));
-      await deps.engine.waitFor(position);
+      await deps.engine.readYourWrites(position);
       return toRunDto(await deps.queries.forPrincipal(p).runs.get(request.params.id));
     },
   );
@@ -218,7 +218,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     async (request, reply) => {
       const p = principalOf(request);
       const position = await deps.runDeletion.deleteOne(p.workspaceId, request.params.id, requestContext(request));
-      await deps.engine.waitFor(position);
+      await deps.engine.readYourWrites(position);
       return reply.status(204).send(null);
     },
   );
@@ -238,7 +238,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     async (request) => {
       const p = principalOf(request);
       const answer = await deps.runDeletion.deleteMany(p.workspaceId, request.body.ids, requestContext(request));
-      await deps.engine.waitFor(answer.position);
+      await deps.engine.readYourWrites(answer.position);
       return { deleted: answer.deleted, skipped: answer.skipped };
     },
   );
@@ -257,7 +257,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     async (request, reply) => {
       const p = principalOf(request);
       const answer = await deps.runs.retry(p.workspaceId, request.params.id, p.userId, requestContext(request));
-      await deps.engine.waitFor(answer.position);
+      await deps.engine.readYourWrites(answer.position);
       return reply.status(201).send({ runId: answer.runId, status: answer.status });
     },
   );
@@ -277,7 +277,7 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     async (request, reply) => {
       const p = principalOf(request);
       const position = await deps.runs.requestReflection(p.workspaceId, request.params.id, requestContext(request));
-      await deps.engine.waitFor(position);
+      await deps.engine.readYourWrites(position);
       return reply.status(202).send({ reflection: 'pending' as const });
     },
   );

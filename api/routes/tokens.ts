@@ -68,7 +68,7 @@ export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): vo
         request.body.expiresAt ?? null,
         requestContext(request),
       );
-      await deps.engine.waitFor(position);
+      await deps.engine.readYourWrites(position);
       const apiToken = toDto(await deps.queries.forPrincipal(p).identity.token(tokenId));
       return reply.status(201).send({ token, apiToken });
     },
@@ -91,7 +91,7 @@ export default function tokenRoutes(fastify: FastifyInstance, deps: AppDeps): vo
         request.params.id,
         requestContext(request),
       );
-      await deps.engine.waitFor(position);
+      await deps.engine.readYourWrites(position);
       return reply.status(204).send(null);
     },
   );

@@ -80,9 +80,13 @@ describe('projector lease across processes on one data directory', () => {
     await staysFalse('the standby taking a held lease', () => takes(second.output) > 0, 4000);
 
     first.child.kill('SIGKILL');
-    // Written while nobody projects, so its answer cannot show it (docs/design.md, "Projector lease"); the standby
-    // applies it once the dead holder's lease has run out.
-    await client.post('/api/jobs', { name: 'during the gap', instruction: 'two' });
+    // Written while nobody projects, so its answer cannot show it (docs/design.md, "Projector lease"): a 503 that
+    // says it was saved, never a job read back as missing. The dead holder's lease has 8-10 s left, more than the
+    // answer waits; the standby applies the write once it has run out.
+    const gap = await client.post('/api/jobs', { name: 'during the gap', instruction: 'two' });
+    assert.equal(gap.status, 503, gap.text);
+    assert.equal(gap.body.code, 'projection_unavailable');
+    assert.match(gap.body.message, /saved/);
     await waitFor('the standby to take over from the killed holder', () => takes(second.output) === 1, {
       timeoutMs: 40_000,
     });

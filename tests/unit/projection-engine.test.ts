@@ -1,6 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ProjectionEngine } from '../../projections/engine.js';
+import { ProjectionEngine, readYourWritesMs } from '../../projections/engine.js';
 import type { DocOp, Projector } from '../../projections/projector.js';
 import type { EventMetadata, EventStore } from '../../store/event-store.js';
 import type { DocumentStore } from '../../store/document-store.js';
@@ -155,6 +155,22 @@ describe('projection engine', () => {
     const foreign = await count(other, 'x', 1, 3);
     assert.equal(await engine.waitFor(foreign, 50), false);
     await other.close();
+  });
+
+  it("tells a write's answer that its change was saved when the read models do not reach it in time", async () => {
+    // Not started: a process that reads what another projects, while nobody projects (a takeover).
+    const { events, docs, engine } = setup([counter('a')]);
+    const written = await count(events, 's', 1, 1);
+    const t0 = Date.now();
+    await assert.rejects(engine.readYourWrites(written), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'projection_unavailable');
+      assert.match(err.message, /saved/);
+      return true;
+    });
+    assert.ok(Date.now() - t0 >= readYourWritesMs - 50, `gave up after ${Date.now() - t0} ms`);
+    await engine.start();
+    await engine.readYourWrites(written);
+    assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 1, 'shown once projected');
   });
 });
 

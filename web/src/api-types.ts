@@ -1951,7 +1951,7 @@ export interface components {
       }[];
     };
     ErrorBody: {
-      /** @description validation_failed, invalid_request_body, invalid_token, not_signed_in, forbidden, not_found, conflict, unsupported, rate_limited, internal_error; 502 answers name the upstream: provider_error, oauth_error, webhook_error; 503 projection_unavailable: the write was stored but a failing read model cannot show it yet (do not repeat the write); requests HTTP itself refuses: invalid_request (400), request_timeout (408), request_too_large (431) */
+      /** @description validation_failed, invalid_request_body, invalid_token, not_signed_in, forbidden, not_found, conflict, unsupported, rate_limited, internal_error; 502 answers name the upstream: provider_error, oauth_error, webhook_error; 503 projection_unavailable: the write was stored but a failing or lagging read model cannot show it yet (do not repeat the write); requests HTTP itself refuses: invalid_request (400), request_timeout (408), request_too_large (431) */
       code: string;
       message: string;
       fields?: components['schemas']['FieldError'][] | null;
