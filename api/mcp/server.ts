@@ -11,6 +11,7 @@ import { DomainError, type FieldError } from '../../domain/decider.js';
 import { roleRank } from '../../domain/membership.js';
 import { accessTable } from '../access.js';
 import { ApiError, ValidationFailure } from '../errors.js';
+import { ProjectionUnavailable } from '../../projections/engine.js';
 import { compileValidator, stripIds } from '../validation.js';
 import { tools, type Tool, type ToolContext } from './tools.js';
 
@@ -51,6 +52,8 @@ function errorResult(err: unknown, log: FastifyBaseLogger): CallToolResult {
     return toolError({ code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) });
   if (err instanceof ApiError)
     return toolError({ code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) });
+  // Saved, but not readable yet: the caller must not repeat the change (docs/design.md, "Failure handling").
+  if (err instanceof ProjectionUnavailable) return toolError({ code: err.code, message: err.message });
   log.error({ err }, 'MCP tool failed');
   return toolError({ code: 'internal_error', message: 'The tool failed; the server log has the details' });
 }
