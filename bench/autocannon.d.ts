@@ -11,11 +11,18 @@ declare module 'autocannon' {
     non2xx: number;
     errors: number;
   }
+  interface Request {
+    method?: string;
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
+  }
   function autocannon(options: {
     url: string;
     connections?: number;
     duration?: number;
     headers?: Record<string, string>;
+    requests?: Array<Request & { setupRequest?: (req: Request) => Request }>;
   }): Promise<Result>;
   export default autocannon;
 }

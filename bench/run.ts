@@ -19,6 +19,7 @@ import { summarize } from './stats.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
+import { creationsBenchmark } from './creations.js';
 import { overviewBenchmark } from './overview.js';
 import { webBenchmarks } from './web.js';
 
@@ -232,6 +233,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['projectionLagMs', 'projection lag', projectionLag],
   ['server', 'server RSS', serverRss],
   ['jobList', 'job list', listBenchmark],
+  ['creations', 'job creations', () => creationsBenchmark(root, quick)],
   ['sandbox', 'sandboxes and svc', () => sandboxBenchmarks(root, quick)],
   ['docker', 'docker sandboxes', () => dockerProvisioning(root, quick)],
   ['runs', 'runs', () => runBenchmarks(root, quick)],
@@ -257,6 +259,7 @@ const targets = {
   listP99: met('jobList', (v) => v.svc.latencyP99Ms <= 15),
   listThroughputHalfOfBare: met('jobList', (v) => v.throughputRatio >= 0.5),
   rssUnder150Mb: met('server', (v) => v.rssAfterStartMb < 150),
+  creations4000PerSec: met('creations', (v) => v.creationsPerSec >= 4000 && v.latencyP99Ms <= 25),
   bwrapProvisionP50: met('sandbox', (v) => v.bwrapProvisionMs.p50 <= 30),
   svcRoundTripP50: met('sandbox', (v) => v.svcStateSetRoundTripMs.perCallIncludingProcessStart <= 5),
   dockerProvisionP50: met('docker', (v) => ('dockerProvisionMs' in v ? v.dockerProvisionMs.p50 <= 300 : false)),
@@ -276,6 +279,10 @@ const targets = {
   ),
 };
 results.targetsMet = targets;
+// Issue 16 judges the write path against what the store alone does on the same machine in the same run.
+if (r.creations && r.appends)
+  results.creationsPerSingleAppend =
+    Math.round((r.creations.creationsPerSec / r.appends.singleEventAppendsPerSec) * 1000) / 1000;
 const json = JSON.stringify(results, null, 2);
 mkdirSync('.bench', { recursive: true });
 writeFileSync('.bench/results.json', json + '\n');

@@ -1,0 +1,89 @@
+// Job creations through the API (issue: performance): POST /api/jobs at 50 connections against a served process on a
+// fresh embedded store, each answer the created job read back (read-your-writes). Results: docs/performance.md.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { loadConfig } from '../app/config.js';
+import { createLogger, startServer } from '../server/start.js';
+
+const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
+}
+
+async function serverUrl(dataDir: string, exited: () => boolean): Promise<string> {
+  const file = join(dataDir, 'server.json');
+  for (const deadline = Date.now() + 90_000; !existsSync(file);) {
+    if (Date.now() > deadline || exited()) throw new Error('server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
+}
+
+export async function creationsBenchmark(root: string, quick: boolean) {
+  const dataDir = join(root, 'creations');
+  // A sign-in link from the store itself, as `svc admin sign-in-link` makes one.
+  const seeded = await startServer(
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
+  const link = await seeded.services.identity.issueSignInLink('bench@example.com');
+  await seeded.close();
+
+  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+    stdio: 'ignore',
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
+  });
+  try {
+    const url = await serverUrl(dataDir, () => server.exitCode !== null);
+    const signIn = await fetch(url + link, { redirect: 'manual' });
+    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
+    const { token } = (await (
+      await fetch(`${url}/api/tokens`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: '{"name":"bench"}',
+      })
+    ).json()) as { token: string };
+    const rssBeforeMb = rssMb(server.pid!);
+    let n = 0;
+    const result = await autocannon({
+      url: `${url}/api/jobs`,
+      connections: 50,
+      duration: quick ? 3 : 10,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({ name: `Bench job ${++n}`, instruction: 'Count the files in the workspace.' }),
+          }),
+        },
+      ],
+    });
+    if (result.non2xx > 0 || result.errors > 0)
+      throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
+    const listed = (await (
+      await fetch(`${url}/api/jobs?pageSize=1`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as { total: number };
+    return {
+      connections: 50,
+      created: listed.total,
+      creationsPerSec: Math.round(result.requests.average),
+      latencyP50Ms: result.latency.p50,
+      latencyP99Ms: result.latency.p99,
+      rssBeforeMb,
+      rssAfterMb: rssMb(server.pid!),
+    };
+  } finally {
+    // A clean stop, so a profile asked for with NODE_OPTIONS=--cpu-prof is written.
+    server.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 10_000).unref() && server.once('exit', r));
+    server.kill('SIGKILL');
+  }
+}
