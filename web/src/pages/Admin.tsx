@@ -166,11 +166,11 @@ function AdminUsers() {
       key: 'user',
       header: 'User',
       cell: (u) => (
-        <>
+        <div>
           {label(u)}
           {u.id === me?.id && <span className="muted"> (you)</span>}
           {u.name && u.email && <div className="muted small">{u.email}</div>}
-        </>
+        </div>
       ),
     },
     { key: 'provider', header: 'Signs in with', cell: (u) => u.provider },
@@ -178,14 +178,14 @@ function AdminUsers() {
       key: 'status',
       header: 'Status',
       cell: (u) => (
-        <>
+        <span>
           {u.deactivated ? (
             <span className="badge status-failed">deactivated</span>
           ) : (
             <span className="badge status-succeeded">active</span>
           )}{' '}
           {u.isAdmin && <span className="badge">instance admin</span>}
-        </>
+        </span>
       ),
     },
     {

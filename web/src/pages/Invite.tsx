@@ -54,7 +54,7 @@ export function InvitePage() {
       )}
       {invite.error && !unknown && <ErrorBox error={invite.error} onRetry={invite.reload} />}
       {d && (
-        <div className="card form">
+        <div className="card">
           <h2>Join {d.workspaceName}</h2>
           <p>
             {d.invitedBy ? <strong>{d.invitedBy}</strong> : 'Someone'} invited you to the workspace{' '}
@@ -66,20 +66,23 @@ export function InvitePage() {
             </div>
           ) : d.alreadyMember ? (
             <div className="notice" role="status">
-              You are already a member of {d.workspaceName}.
+              You are already a member of {d.workspaceName}: switch to it from the workspace menu. The invite stays
+              unused for the person it was meant for.
             </div>
           ) : (
             <p className="muted small">The invite is valid until {dateTime(d.expiresAt)}.</p>
           )}
           <ErrorBox error={error} />
           <div className="form-actions">
-            {!d.expired && (
+            {/* Accepting uses the invite up even for a member, so a member (its creator, checking the link) is not
+                offered it. */}
+            {!d.expired && !d.alreadyMember && (
               <button type="button" className="primary" disabled={busy} onClick={() => void accept()}>
-                {d.alreadyMember ? `Open ${d.workspaceName}` : `Accept and join ${d.workspaceName}`}
+                Accept and join {d.workspaceName}
               </button>
             )}
             <Link className="button" to="/jobs">
-              Not now
+              {d.expired || d.alreadyMember ? 'Go to your jobs' : 'Not now'}
             </Link>
           </div>
         </div>

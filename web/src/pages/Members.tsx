@@ -83,12 +83,12 @@ export function MembersPage() {
       key: 'name',
       header: 'Member',
       cell: (m) => (
-        <>
+        <div>
           {memberName(m)}
           {m.userId === me.id && <span className="muted"> (you)</span>}
           {m.deactivated && <span className="badge"> deactivated</span>}
           {m.name && m.email && <div className="muted small">{m.email}</div>}
-        </>
+        </div>
       ),
     },
     {
