@@ -31,7 +31,7 @@ async function personSignedIn(email: string, admin: boolean): Promise<Person> {
   await web.checkServed(t.url);
   const person = await web.open();
   people.push(person);
-  person.page.on('dialog', (d) => void d.accept());
+  person.page.on('dialog', (d) => void d.accept().catch(() => undefined));
   const link = await t.server.services.identity.issueSignInLink(email, admin);
   await person.page.goto(t.url + link);
   await person.page.waitForURL(/\/jobs$/);
@@ -189,6 +189,39 @@ describe('a team in the web app', () => {
       await page.getByLabel('Role of bob@example.com').selectOption('member');
       await page.getByText('bob@example.com is now a member.').waitFor();
       assert.equal((await bobAsMember())?.role, 'member');
+      assert.deepEqual(owner.problems, []);
+    });
+  });
+
+  it('invites by email: the person is in at their next sign-in, and the owner can remove them', async () => {
+    const { page } = owner;
+    await explained(owner, async () => {
+      await page.getByLabel('An email address').check();
+      await page.getByLabel('Email', { exact: true }).fill('dana@example.com');
+      await page.getByLabel('Role', { exact: true }).selectOption('admin');
+      await page.getByRole('button', { name: 'Invite', exact: true }).click();
+      await page.getByText('Invited dana@example.com: they join when they next sign in with that address.').waitFor();
+      const invites = page.getByRole('table', { name: 'Pending invites' });
+      await invites.getByText('dana@example.com').waitFor();
+      assert.equal(await page.getByLabel('The invite link').count(), 0, 'an email invite has no link to show');
+    });
+
+    // Dana signs in with that (verified) address and lands in Team A as an admin.
+    const dana = await personSignedIn('dana@example.com', false);
+    await explained(dana, async () => {
+      await switcher(dana.page, 'Team A').waitFor();
+      assert.equal((await (await apiOf(dana)).get('/api/users/me')).body.workspace.role, 'admin');
+    });
+
+    await explained(owner, async () => {
+      await page.reload();
+      await page.getByText('No pending invites').waitFor();
+      await page.getByRole('button', { name: 'Remove dana@example.com' }).click();
+      await page.getByText('dana@example.com was removed.').waitFor();
+      await page.getByRole('table', { name: 'Members' }).getByText('dana@example.com').waitFor({ state: 'detached' });
+      // Her session in Team A ended with the membership: her next page asks her to sign in.
+      await dana.page.goto(`${t.url}/runs`);
+      await dana.page.waitForURL(/\/sign-in\?next=%2Fruns/);
       assert.deepEqual(owner.problems, []);
     });
   });
