@@ -246,6 +246,14 @@ describe('a team in the web app', () => {
       );
       await page.screenshot({ path: screenshotPath('members-member'), fullPage: true });
 
+      // Nor does the command palette offer it.
+      await page.keyboard.press('Control+k');
+      await page.getByRole('combobox', { name: 'Go to a page, job or run' }).fill('members');
+      await page.getByRole('option', { name: /Members and invites/ }).waitFor();
+      await page.getByRole('combobox', { name: 'Go to a page, job or run' }).fill('instance');
+      assert.equal(await page.getByRole('option', { name: /of this instance/ }).count(), 0);
+      await page.keyboard.press('Escape');
+
       await page.goto(`${t.url}/admin/users`);
       await page.getByRole('heading', { name: 'For instance admins only' }).waitFor();
       assert.equal(await page.getByRole('table').count(), 0);
@@ -261,6 +269,10 @@ describe('a team in the web app', () => {
   it('gives instance admins the Admin area: users deactivated and reactivated, admin rights, workspaces', async () => {
     const { page } = owner;
     await explained(owner, async () => {
+      await page.keyboard.press('Control+k');
+      await page.keyboard.type('workspaces of');
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/admin\/workspaces$/);
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Admin' }).click();
       await page.waitForURL(/\/admin\/users$/);
       const users = page.getByRole('table', { name: 'Users' });
