@@ -10,7 +10,8 @@ import { createJob, signIn } from './job-fixture.js';
  * test-results/screenshots for review; each page is checked to fit the phone's width and to follow the colour scheme.
  */
 const web = browserSuite(await ensureWebBuild());
-const server = serverWithFakeModel();
+// Workspaces enabled: the switcher is in the top bar and the members page holds invites.
+const server = serverWithFakeModel({ SVC_WORKSPACES_ENABLED: 'true' });
 
 const sizes = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
 
@@ -33,6 +34,9 @@ async function pages(): Promise<Array<[string, string, string]>> {
   const runId = (await server.api.post(`/api/jobs/${job}/runs`, {})).body.runId as string;
   const { run } = await finishedRun(server.api, runId);
   assert.equal(run.status, 'succeeded', run.error);
+  const invite = await server.api.post('/api/workspace/invites', { role: 'member' });
+  assert.equal(invite.status, 201, invite.text);
+  const invitePath = new URL(invite.body.url as string).pathname;
   // [screenshot name, path, the page's heading]
   return [
     ['jobs', '/jobs', 'Jobs'],
@@ -46,6 +50,11 @@ async function pages(): Promise<Array<[string, string, string]>> {
     ['mcp-servers', '/settings/mcp', 'Settings'],
     ['providers', '/settings/providers', 'Settings'],
     ['workspace', '/settings/workspace', 'Settings'],
+    ['members', '/settings/members', 'Settings'],
+    ['invite', invitePath, 'Invitation'],
+    ['invite-invalid', '/invite/no-such-invite', 'Invitation'],
+    ['admin-users', '/admin/users', 'Admin'],
+    ['admin-workspaces', '/admin/workspaces', 'Admin'],
   ];
 }
 

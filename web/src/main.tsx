@@ -17,6 +17,9 @@ import { NotFoundPage } from './pages/NotFound.js';
 import { SecretsPage } from './pages/Secrets.js';
 import { TokensPage } from './pages/Tokens.js';
 import { AuditPage } from './pages/Audit.js';
+import { MembersPage } from './pages/Members.js';
+import { InvitePage } from './pages/Invite.js';
+import { AdminUsersPage, AdminWorkspacesPage } from './pages/Admin.js';
 import './styles.css';
 
 function App() {
@@ -41,6 +44,11 @@ function App() {
             <Route path="/settings/mcp" element={<McpServersPage />} />
             <Route path="/settings/providers" element={<ProvidersPage />} />
             <Route path="/settings/workspace" element={<WorkspacePage />} />
+            <Route path="/settings/members" element={<MembersPage />} />
+            <Route path="/invite/:token" element={<InvitePage />} />
+            <Route path="/admin" element={<Navigate to="/admin/users" replace />} />
+            <Route path="/admin/users" element={<AdminUsersPage />} />
+            <Route path="/admin/workspaces" element={<AdminWorkspacesPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Routes>

@@ -1,6 +1,7 @@
 import { NavLink, Outlet } from 'react-router-dom';
 import { useSession } from '../session.js';
 import { Palette } from './Palette.js';
+import { WorkspaceSwitcher } from './WorkspaceSwitcher.js';
 import { ErrorBox, Spinner } from './ui.js';
 
 export function Layout() {
@@ -14,12 +15,14 @@ export function Layout() {
         <NavLink to="/jobs" className="brand" aria-label="svc home">
           <img src="/favicon.svg" alt="" width="22" height="22" /> svc
         </NavLink>
+        <WorkspaceSwitcher />
         {me && (
           <nav aria-label="Main">
             <NavLink to="/jobs">Jobs</NavLink>
             <NavLink to="/runs">Runs</NavLink>
             {me.workspace.role !== 'member' && <NavLink to="/audit">Audit</NavLink>}
             <NavLink to="/settings">Settings</NavLink>
+            {me.isAdmin && !me.viaToken && <NavLink to="/admin">Admin</NavLink>}
             <a href="/api/docs">API</a>
           </nav>
         )}

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { useNavigate } from 'react-router-dom';
 import { call, client } from '../api.js';
 import { useDebounced } from '../hooks.js';
+import { useSession } from '../session.js';
 
 interface Item {
   label: string;
@@ -19,6 +20,11 @@ const pages: Item[] = [
   { label: 'Providers and models', hint: 'settings', to: '/settings/providers' },
   { label: 'MCP servers', hint: 'settings', to: '/settings/mcp' },
   { label: 'API tokens', hint: 'settings', to: '/settings/tokens' },
+  { label: 'Members and invites', hint: 'settings', to: '/settings/members' },
+];
+const adminPages: Item[] = [
+  { label: 'Users of this instance', hint: 'admin', to: '/admin/users' },
+  { label: 'Workspaces of this instance', hint: 'admin', to: '/admin/workspaces' },
 ];
 
 /**
@@ -29,6 +35,7 @@ export function Palette() {
   const dialog = useRef<HTMLDialogElement>(null);
   const input = useRef<HTMLInputElement>(null);
   const navigate = useNavigate();
+  const { me } = useSession();
   const [open, setOpen] = useState(false);
   const [text, setText] = useState('');
   const [found, setFound] = useState<Item[]>([]);
@@ -84,7 +91,9 @@ export function Palette() {
 
   const needle = text.trim().toLowerCase();
   const items = [
-    ...pages.filter((p) => needle === '' || p.label.toLowerCase().includes(needle)),
+    ...(me?.isAdmin && !me.viaToken ? [...pages, ...adminPages] : pages).filter(
+      (p) => needle === '' || p.label.toLowerCase().includes(needle),
+    ),
     ...(open && query !== '' ? found : []),
   ];
   const current = Math.min(active, Math.max(0, items.length - 1));
