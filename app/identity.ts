@@ -451,14 +451,18 @@ export class Identity {
     const mayInvite = creator && !creator.deactivated && (creator.isAdmin || (creatorRole && creatorRole !== 'member'));
     if (!mayInvite) throw invalid();
     const wsCtx = { ...ctx, workspaceId: invite.workspaceId };
+    const existing = await this.bus.load(membershipStreamId(invite.workspaceId, userId), membershipDecider);
+    const member = existing.state.status === 'member';
+    // A member opening a link (its creator checking it, say) leaves it for the person it was for; an invite to the
+    // member's own address is theirs, and used up.
+    if (member && invite.email === null) return null;
     await this.bus.execute(
       inviteStreamId(invite.workspaceId, invite._id),
       inviteDecider,
       { type: 'AcceptInvite', userId, now: this.clock() },
       wsCtx,
     );
-    const existing = await this.bus.load(membershipStreamId(invite.workspaceId, userId), membershipDecider);
-    if (existing.state.status === 'member') return null;
+    if (member) return null;
     const r = await this.bus.execute(
       membershipStreamId(invite.workspaceId, userId),
       membershipDecider,

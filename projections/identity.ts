@@ -90,7 +90,7 @@ const update = (collection: string, _id: string, fields: Record<string, unknown>
 
 export const usersProjector: Projector = {
   name: 'users',
-  version: 1,
+  version: 2,
   collections: [usersCollection],
   indexes: [{ collection: usersCollection, keys: [['email', 1]] }],
   project(recorded: RecordedEvent): DocOp[] {
@@ -116,7 +116,8 @@ export const usersProjector: Projector = {
             isAdmin: d.isAdmin,
             deactivated: false,
             createdAt: d.createdAt,
-            lastLoginAt: null,
+            // A user is registered by their first sign-in.
+            lastLoginAt: d.createdAt,
           }),
         ];
       }

@@ -121,6 +121,8 @@ describe('sign-in resolution', () => {
     assert.equal(lookup.body.alreadyMember, false);
     assert.equal(lookup.body.expired, false);
     assert.ok(Math.abs(lookup.body.expiresAt - (Date.now() + 7 * 86_400_000)) < 60_000, 'seven days by default');
+    // A member opening the link (its creator checking it, say) leaves it for the person it was for.
+    assert.equal((await newcomer.post('/api/invites/accept', { token: tokenOf(link2.body.url) })).status, 200);
     const accepted = await oldHand.post('/api/invites/accept', { token: tokenOf(link2.body.url) });
     assert.equal(accepted.status, 200, accepted.text);
     assert.equal(accepted.body.workspaceId, defaultWorkspaceId);
@@ -313,6 +315,10 @@ describe('instance admin', () => {
     const users = await admin.get('/api/admin/users?search=promoted');
     assert.equal(users.body.total, 1);
     assert.equal(users.body.items[0].email, 'promoted@example.com');
+    assert.ok(
+      Math.abs(users.body.items[0].lastLoginAt - Date.now()) < 120_000,
+      'the first sign-in counts as a sign-in',
+    );
     assert.equal((await u.client.get('/api/admin/users')).status, 403);
     assert.equal((await admin.patch(`/api/admin/users/${u.userId}`, { isAdmin: true })).body.isAdmin, true);
     assert.equal((await u.client.get('/api/admin/users')).status, 200);
