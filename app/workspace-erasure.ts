@@ -50,6 +50,8 @@ export class WorkspaceEraser {
     private readonly jobState: Pick<JobStateStore, 'eraseWorkspace'>,
     private readonly files: Pick<RunFiles, 'removeRun'>,
     private readonly log: EraserLog,
+    /** Resolves once the read models have applied the log up to a position. */
+    private readonly projected: (position: Position | null) => Promise<unknown>,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -117,7 +119,7 @@ export class WorkspaceEraser {
     // A write that passed its access check before the deletion may still land: scan again until a pass finds none.
     while ((await scan()) > 0);
     const meta = deletion.metadata;
-    await this.bus.execute(
+    const recorded = await this.bus.execute(
       workspaceErasureStreamId(workspaceId),
       workspaceErasureDecider,
       {
@@ -133,6 +135,10 @@ export class WorkspaceEraser {
     await this.jobState.eraseWorkspace(workspaceId);
     await this.events.deleteStream(own);
     this.bus.forget(own);
+    // The read models drop the workspace's documents again on the record; then no copy of what went stays on disk.
+    await this.projected(recorded.position);
+    await this.events.flushDeletions();
+    await this.docs.flushDeletions();
     await progress.deleteMany({ _id: workspaceId });
     this.log.info({ workspaceId, streams: state.streams }, 'erased a deleted workspace');
   }

@@ -223,6 +223,7 @@ export async function startServer(
         services.jobState,
         new RunFiles(config.dataDir),
         log,
+        (position) => services.engine.waitFor(position, 10_000),
       )
     : null;
   if (eraser)
