@@ -7,6 +7,7 @@ import { loadConfig } from '../../app/config.js';
 import { erasureProgressCollection, WorkspaceEraser } from '../../app/workspace-erasure.js';
 import { workspaceErasureStreamId, workspaceStreamId } from '../../domain/workspace.js';
 import { streams } from '../../domain/streams.js';
+import { RunFiles } from '../../adapters/run-files.js';
 import { createLogger, startServer } from '../../server/start.js';
 import { runtimeDir } from '../../server/runner-role.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
@@ -168,14 +169,22 @@ describe('workspace erasure', () => {
       );
       assert.ok(mentions(await wholeLog(events), doomed.id).length > 20, 'the log holds the workspace');
 
-      // Twice at once: one deletion, the other finds nothing to delete.
-      const answers = await Promise.all([
-        admin.delete(`/api/admin/workspaces/${doomed.id}`),
-        admin.delete(`/api/admin/workspaces/${doomed.id}`),
+      // Twice at once: one deletion, the other finds nothing to delete. Job creations race it with the token.
+      const [answers, racers] = await Promise.all([
+        Promise.all([
+          admin.delete(`/api/admin/workspaces/${doomed.id}`),
+          admin.delete(`/api/admin/workspaces/${doomed.id}`),
+        ]),
+        Promise.all(
+          [1, 2, 3, 4, 5, 6].map((i) => token.client.post('/api/jobs', { name: `Racer ${i}`, instruction: 'x' })),
+        ),
       ]);
       assert.deepEqual(answers.map((a) => a.status).sort(), [204, 404], answers.map((a) => a.text).join(' | '));
+      for (const r of racers) assert.ok([201, 401, 404].includes(r.status), `a racing creation: ${r.status} ${r.text}`);
       await erased(t, doomed.id);
       assert.equal((await admin.delete(`/api/admin/workspaces/${doomed.id}`)).status, 404, 'deleting again');
+      for (const r of racers.filter((x) => x.status === 201))
+        assert.deepEqual(await events.readStream(streams.job.id(r.body.id)), [], 'a job that raced the deletion');
 
       assert.deepEqual(mentions(await wholeLog(events), doomed.id), [], 'streams left that name the workspace');
       const after = diskBytes();
@@ -234,5 +243,73 @@ describe('workspace erasure', () => {
     } finally {
       await t.stop();
     }
+  });
+
+  it('finishes at the next start an erasure that stopped half-way, after refusing while a run was live', async () => {
+    let victim = '';
+    let victimJob = '';
+    let adminCookie: Client['credential'] = null;
+    // No runner: the run stays queued, which is what the refusal needs.
+    const first = await start('api,projector');
+    try {
+      const admin = await adminSession(first);
+      adminCookie = admin.credential;
+      const owner = (await userSession(first, admin, 'second-owner@example.com')).client;
+      victim = (await owner.get('/api/users/me')).body.workspace.id;
+      victimJob = (await owner.post('/api/jobs', { name: 'Interrupted job', instruction: 'x' })).body.id;
+      assert.equal((await owner.post('/api/secrets', { name: 'HALF', value: 'half-way-secret' })).status, 201);
+      const run = await owner.post(`/api/jobs/${victimJob}/runs`, {});
+      assert.equal(run.status, 201, run.text);
+      const refused = await admin.delete(`/api/admin/workspaces/${victim}`);
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal((await owner.get(`/api/jobs/${victimJob}`)).status, 200, 'a refused deletion changes nothing');
+      assert.equal((await owner.post(`/api/runs/${run.body.runId}/cancel`)).status, 200);
+    } finally {
+      await first.stop();
+    }
+
+    // A process without the projector role deletes it; an erasure there dies after a few streams.
+    const second = await start('api');
+    try {
+      const deleted = await new Client(second.url, adminCookie).delete(`/api/admin/workspaces/${victim}`);
+      assert.equal(deleted.status, 204, deleted.text);
+      const s = second.server.services;
+      let deletes = 0;
+      const crashing = new Proxy(s.stores.events, {
+        get(target, prop) {
+          if (prop === 'deleteStream')
+            return async (id: string) => {
+              if (++deletes > 3) throw new Error('the process died');
+              await target.deleteStream(id);
+            };
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const quiet = { info: () => {}, error: () => {} };
+      const eraser = new WorkspaceEraser(crashing, s.stores.docs, s.bus, s.jobState, new RunFiles(dataDir), quiet, () =>
+        Promise.resolve(),
+      );
+      await assert.rejects(eraser.erase(victim), /the process died/);
+      assert.equal((await s.stores.events.readStream(workspaceErasureStreamId(victim))).length, 0, 'not recorded');
+      assert.ok((await s.stores.events.readStream(workspaceStreamId(victim))).length > 0, 'its own stream waits');
+      assert.ok(mentions(await wholeLog(s.stores.events), victim).length > 0, 'half of it is left');
+    } finally {
+      await second.stop();
+    }
+
+    const third = await start('api,projector');
+    try {
+      await erased(third, victim);
+      assert.deepEqual(mentions(await wholeLog(third.server.services.stores.events), victim), []);
+      assert.ok(!diskBytes().includes('Interrupted job'), "the job's name is still on disk");
+      const admin = new Client(third.url, adminCookie);
+      assert.equal((await admin.get(`/api/jobs/${victimJob}`)).status, 404);
+      assert.equal((await admin.delete(`/api/admin/workspaces/${victim}`)).status, 404, 'deleting it again');
+    } finally {
+      await third.stop();
+    }
+    const verified = await cli('admin', 'verify-projections');
+    assert.equal(verified.code, 0, verified.out);
   });
 });
