@@ -12,15 +12,7 @@ import { createLogger, startServer } from '../../server/start.js';
 import { runtimeDir } from '../../server/runner-role.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
 import { waitFor } from '../wait.js';
-import {
-  adminSession,
-  Client,
-  createToken,
-  finishedRun,
-  svcCli,
-  userSession,
-  type TestServer,
-} from './harness.js';
+import { adminSession, Client, createToken, finishedRun, svcCli, userSession, type TestServer } from './harness.js';
 
 /**
  * Deleting a workspace erases it for good (docs/design.md, "Workspace erasure"): its streams leave the log, so a
@@ -199,7 +191,10 @@ describe('workspace erasure', () => {
       assert.equal((await owner.get('/api/jobs')).status, 401, 'the owner session in it ended');
       assert.equal((await admin.get(`/api/jobs/${kept.jobId}`)).status, 200, 'the other workspace keeps its job');
       const secrets = (await admin.get('/api/secrets')).body.items as Array<{ id: string }>;
-      assert.ok(secrets.some((s) => s.id === kept.secretId), 'and its secret');
+      assert.ok(
+        secrets.some((s) => s.id === kept.secretId),
+        'and its secret',
+      );
     } finally {
       await t.stop();
     }
