@@ -99,6 +99,15 @@ export class JobStateStore implements JobStateAccess {
     return this.indexed;
   }
 
+  /**
+   * Drops the entries and usage of a deleted workspace's jobs, once their streams are erased (docs/design.md,
+   * "Workspace erasure"): these documents are this store's, not a projector's, so nothing else removes them.
+   */
+  async eraseWorkspace(workspaceId: string): Promise<void> {
+    await this.entries.deleteMany({ workspaceId });
+    await this.usageDocs.deleteMany({ workspaceId });
+  }
+
   async get(workspaceId: string, jobId: string, key: string): Promise<StateEntry | null> {
     const d = await this.entries.findOne({ _id: docId(jobId, key), workspaceId, deleted: false });
     return d ? toEntry(d) : null;

@@ -1,5 +1,4 @@
 import { DomainError } from '../domain/decider.js';
-import { ignoreFailure } from '../domain/ignore-failure.js';
 import { inviteDecider, inviteStreamId, type InviteRole } from '../domain/invite.js';
 import { membershipDecider, membershipStreamId, type Role } from '../domain/membership.js';
 import { sessionDecider, sessionStreamId } from '../domain/session.js';
@@ -17,20 +16,15 @@ import {
   type UserDoc,
   type WorkspaceDoc,
 } from '../projections/identity.js';
-import { allProjectors } from '../projections/index.js';
 import { runsCollection } from '../projections/runs.js';
 import type { ProjectionEngine } from '../projections/engine.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { Position } from '../store/event-store.js';
 import { hashToken } from '../adapters/keys.js';
-import type { RunFiles } from '../adapters/run-files.js';
 import type { CommandBus, CommandContext } from './commands.js';
 import { newId, newSecret } from './ids.js';
 import { personalWorkspaceName, type Identity, type SessionClaims } from './identity.js';
 import type { Principal } from './principal.js';
-
-/** Read models that are not one workspace's records: kept when a workspace goes. */
-const sharedCollections = new Set([usersCollection, workspacesCollection, 'sessions']);
 
 /**
  * Workspaces, their members and invites, and the instance admin's user management (docs/design.md, "Identity").
@@ -43,7 +37,6 @@ export class Workspaces {
     private readonly docs: DocumentStore,
     private readonly engine: ProjectionEngine,
     private readonly identity: Identity,
-    private readonly files: RunFiles,
     private readonly options: { workspacesEnabled: boolean },
     private readonly clock: () => number = Date.now,
   ) {}
@@ -123,17 +116,12 @@ export class Workspaces {
   }
 
   /**
-   * Deletes a workspace: refused while runs are active; then marked deleted (nothing of it is readable from here on),
-   * its read-model records purged, and its run files removed in the background. Default stays: it is the instance's.
+   * Deletes a workspace: refused while runs are active; then marked deleted, which empties its read-model records
+   * at once (nothing of it is readable from here on), and the projector's process erases its streams and run files
+   * in the background (docs/design.md, "Workspace erasure"). Default stays: it is the instance's.
    */
   async deleteWorkspace(workspaceId: string, ctx: CommandContext): Promise<void> {
-    await this.workspace(workspaceId);
-    if (workspaceId === defaultWorkspaceId)
-      throw new DomainError('conflict', 'The default workspace cannot be deleted');
-    const runs = this.docs.collection(runsCollection);
-    if ((await runs.count({ workspaceId, status: { $in: [...liveStatuses] } })) > 0)
-      throw new DomainError('conflict', 'The workspace has active runs: cancel them or wait until they end');
-    const runIds = (await runs.find({ workspaceId })).map((r) => r._id);
+    await this.assertDeletable(workspaceId);
     const r = await this.bus.execute(
       workspaceStreamId(workspaceId),
       workspaceDecider,
@@ -141,14 +129,6 @@ export class Workspaces {
       { ...ctx, workspaceId },
     );
     await this.waited(r.position);
-    // Until the event store can delete streams, the workspace's read-model records are removed here, once every
-    // projector has seen the deletion (docs/design.md, "Identity").
-    const collections = new Set(allProjectors.flatMap((x) => x.collections));
-    for (const c of collections)
-      if (!sharedCollections.has(c)) await this.docs.collection(c).deleteMany({ workspaceId });
-    void Promise.all(runIds.map((id) => this.files.removeRun(id))).catch(
-      ignoreFailure('a run folder left behind is unreachable: its workspace and runs are gone'),
-    );
   }
 
   private async assertDeletable(workspaceId: string): Promise<void> {

@@ -380,6 +380,11 @@ function summarize(r: StoredEvent): (NonNullable<Summary> & { workspaceId?: stri
     const out = workspace(w.event);
     return out && { ...out, workspaceId: w.key };
   }
+  const erased = s.workspaceErasure.decode(r);
+  if (erased) {
+    const d = erased.event.data;
+    return { jobId: null, summary: `Erased the deleted workspace: ${d.streams} streams`, workspaceId: erased.key };
+  }
   const i = s.invite.decode(r);
   if (i) {
     const out = invite(i.event);

@@ -19,7 +19,7 @@ import { sessionStream } from './session.js';
 import { settingsStream } from './settings.js';
 import { signInLinkStream } from './sign-in-link.js';
 import { identityStream, userStream } from './user.js';
-import { workspaceStream } from './workspace.js';
+import { workspaceErasureStream, workspaceStream } from './workspace.js';
 
 /**
  * Every stream category of the log, with the events its streams hold (docs/events.md, "Streams"). Services build
@@ -52,4 +52,5 @@ export const streams = {
   signInLink: signInLinkStream,
   user: userStream,
   workspace: workspaceStream,
+  workspaceErasure: workspaceErasureStream,
 } as const;

@@ -11,7 +11,10 @@ export type WorkspaceEvent =
   | DomainEvent<'WorkspaceOwnerClaimed', { userId: string; at: number }>
   | DomainEvent<'WorkspaceRenamed', { name: string; at: number }>
   | DomainEvent<'WorkspaceOwnershipTransferred', { fromUserId: string | null; toUserId: string; at: number }>
-  /** Nothing of the workspace is readable from here on; its records are purged (docs/design.md, "Identity"). */
+  /**
+   * Nothing of the workspace is readable from here on; its read-model records go at once, and its streams are
+   * erased in the background (docs/design.md, "Workspace erasure").
+   */
   | DomainEvent<'WorkspaceDeleted', { at: number }>;
 
 export type WorkspaceState =
@@ -89,5 +92,35 @@ export const workspaceDecider: Decider<WorkspaceCommand, WorkspaceEvent, Workspa
         if (!state.exists || state.deleted) throw DomainError.notFound('Workspace');
         return [{ type: 'WorkspaceDeleted', data: { at: command.now } }];
     }
+  },
+};
+
+/**
+ * The record that stays when a deleted workspace's streams, its own included, are gone (docs/design.md, "Workspace
+ * erasure"): which workspace, when it was deleted and how many streams went. Its metadata carries the actor of the
+ * deletion. One stream per workspace, so recording it twice (a resumed erasure) appends nothing.
+ */
+export type WorkspaceErasureEvent = DomainEvent<
+  'WorkspaceErased',
+  { workspaceId: string; deletedAt: number; streams: number; at: number }
+>;
+export const workspaceErasureStream = streamCategory<WorkspaceErasureEvent>('erasure');
+export const workspaceErasureStreamId = workspaceErasureStream.id;
+
+export type WorkspaceErasureCommand = {
+  type: 'RecordErasure';
+  workspaceId: string;
+  deletedAt: number;
+  streams: number;
+  now: number;
+};
+
+export const workspaceErasureDecider: Decider<WorkspaceErasureCommand, WorkspaceErasureEvent, { recorded: boolean }> = {
+  initialState: { recorded: false },
+  evolve: () => ({ recorded: true }),
+  decide(command, state) {
+    if (state.recorded) return [];
+    const { workspaceId, deletedAt, streams, now } = command;
+    return [{ type: 'WorkspaceErased', data: { workspaceId, deletedAt, streams, at: now } }];
   },
 };

@@ -24,6 +24,8 @@ export interface AuditDoc extends Doc {
 /** A display name learnt from the log; kept after its token or user is gone, so old entries still name them. */
 export interface AuditActorDoc extends Doc {
   name: string;
+  /** The workspace of a token's or run's name, so it goes with the workspace; null for a user's. */
+  workspaceId?: string | null;
 }
 
 /** Sorts an event after its stream's earlier ones when two share a millisecond. */
@@ -50,7 +52,7 @@ export function auditEntryOf(e: RecordedEvent): AuditDoc | null {
 
 export const auditProjector: Projector = {
   name: 'audit',
-  version: 2,
+  version: 3,
   collections: [auditCollection, auditActorsCollection],
   // Newest first is how the trail is read: descending indexes serve `-at` pages without sorting the workspace's log.
   indexes: [
@@ -96,7 +98,8 @@ export const auditProjector: Projector = {
         kind: 'update',
         collection: auditActorsCollection,
         filter: { _id: auditActorId(named.type, named.id) },
-        update: { $set: { name: named.name } },
+        // A token's or run's name is its workspace's, and goes with it; a user's is the instance's.
+        update: { $set: { name: named.name, workspaceId: named.type === 'user' ? null : e.metadata.workspaceId } },
         upsert: true,
       });
     const entry = auditEntryOf(e);

@@ -30,7 +30,10 @@ export interface WorkspaceDoc extends Doc {
   name: string;
   createdAt: number;
   ownerId: string | null;
-  /** Set when the workspace is deleted: nothing of it is readable any more, its records are being purged. */
+  /**
+   * Set when the workspace is deleted: nothing of it is readable any more and its streams are being erased; the
+   * document goes when the erasure is recorded (docs/design.md, "Workspace erasure").
+   */
   deleted?: boolean;
 }
 
@@ -149,6 +152,9 @@ export const workspacesProjector: Projector = {
   collections: [workspacesCollection],
   indexes: [],
   project(recorded: RecordedEvent): DocOp[] {
+    // Erased: the workspace's own stream is gone too, and its name with it (docs/design.md, "Workspace erasure").
+    const erased = streams.workspaceErasure.decode(recorded);
+    if (erased) return [{ kind: 'delete', collection: workspacesCollection, filter: { _id: erased.key } }];
     const decoded = streams.workspace.decode(recorded);
     if (!decoded) return [];
     const { key: id, event: e } = decoded;

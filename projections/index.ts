@@ -17,8 +17,12 @@ import { runsProjector } from './runs.js';
 import { secretsProjector } from './secrets.js';
 import { statsProjector } from './stats.js';
 import type { Projector } from './projector.js';
+import { withWorkspaceErasure } from './workspace-erasure.js';
 
-/** Every read model of the service, in the order the engine feeds them. */
+/**
+ * Every read model of the service, in the order the engine feeds them; each drops a deleted workspace's documents
+ * (docs/design.md, "Workspace erasure").
+ */
 export const allProjectors: Projector[] = [
   workspacesProjector,
   usersProjector,
@@ -36,4 +40,4 @@ export const allProjectors: Projector[] = [
   imagesProjector,
   notificationsProjector,
   auditProjector,
-];
+].map(withWorkspaceErasure);

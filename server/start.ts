@@ -10,6 +10,7 @@ import type { AppDeps } from '../api/deps.js';
 import { defaultWorkspaceId, workspaceDecider, workspaceStreamId } from '../domain/workspace.js';
 import { ProjectionEngine } from '../projections/engine.js';
 import { allProjectors } from '../projections/index.js';
+import { workspacesCollection } from '../projections/identity.js';
 import { ReadCache } from '../projections/read-cache.js';
 import { ProjectionLease } from '../projections/lease.js';
 import { ProjectorRole } from './projector-role.js';
@@ -41,6 +42,7 @@ import { startRetention, startRunner, startScheduler } from './runner-role.js';
 import type { Services } from './services.js';
 import type { Scheduler } from '../runner/scheduler.js';
 import { version } from './version.js';
+import { WorkspaceEraser } from '../app/workspace-erasure.js';
 
 export type { Services } from './services.js';
 
@@ -154,7 +156,7 @@ export function appDeps(
       s.keys,
       (provider, code, detail) => s.log.warn({ provider, code, detail }, 'sign-in failed at the identity provider'),
     ),
-    workspaces: new Workspaces(s.bus, s.stores.docs, s.engine, s.identity, new RunFiles(s.config.dataDir), {
+    workspaces: new Workspaces(s.bus, s.stores.docs, s.engine, s.identity, {
       workspacesEnabled: s.config.workspacesEnabled,
     }),
     jobs: new Jobs(s.bus, s.playbooks, s.runs, projected, {
@@ -211,6 +213,23 @@ export async function startServer(
   const projector = config.roles.has('projector')
     ? new ProjectorRole(services.engine, new ProjectionLease(services.stores.docs), log)
     : null;
+  // Deleted workspaces are erased where the read models are written: the deletion's projection, or a start that
+  // finds one unfinished, starts a pass (docs/design.md, "Workspace erasure").
+  const eraser = projector
+    ? new WorkspaceEraser(
+        services.stores.events,
+        services.stores.docs,
+        services.bus,
+        services.jobState,
+        new RunFiles(config.dataDir),
+        log,
+        (position) => services.engine.waitFor(position, 10_000),
+      )
+    : null;
+  if (eraser)
+    services.engine.onChange((collections) => {
+      if (collections.has(workspacesCollection)) eraser.kick();
+    });
   await projector?.start();
   if (config.roles.has('runner')) services.runner = await startRunner(services);
   const scheduler: Scheduler | null = config.roles.has('scheduler') ? startScheduler(services) : null;
@@ -254,6 +273,7 @@ export async function startServer(
       await services.runner?.stop();
       await projector?.stop();
       await services.engine.stop();
+      await eraser?.idle();
       await closeStores(services.stores);
     },
   };

@@ -106,6 +106,12 @@ export interface DocumentStore {
   /** `sqlite` or `mongodb`. */
   readonly kind: string;
   collection<T extends Doc = Doc>(name: string): Collection<T>;
+  /**
+   * Makes the deletions so far leave every copy the store keeps on its own disk: SQLite checkpoints its write-ahead
+   * log into the database file and truncates it, so a deleted record's old pages are not left in the log. Nothing to
+   * do for a server database, whose own clean-up an operator runs (docs/events.md, "Deleting a stream").
+   */
+  flushDeletions(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -122,6 +122,12 @@ export interface EventStore {
    * a stream").
    */
   deleteStream(streamId: string): Promise<void>;
+  /**
+   * Makes the deletions so far leave every copy the store keeps on its own disk: SQLite checkpoints its write-ahead
+   * log into the database file and truncates it, so a deleted record's old pages are not left in the log. Nothing to
+   * do for a server database, whose own clean-up an operator runs (docs/events.md, "Deleting a stream").
+   */
+  flushDeletions(): Promise<void>;
   /** Position of the last event in the log, or null for an empty log. */
   headPosition(): Promise<Position | null>;
   close(): Promise<void>;

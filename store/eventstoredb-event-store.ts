@@ -203,6 +203,9 @@ export class EventStoreDbEventStore implements EventStore {
     return null;
   }
 
+  /** Tombstoned events stay in the database until its scavenge, which is the operator's. */
+  async flushDeletions(): Promise<void> {}
+
   async close(): Promise<void> {
     await this.client.dispose();
   }

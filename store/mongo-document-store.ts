@@ -131,6 +131,9 @@ export class MongoDocumentStore implements DocumentStore {
     return new MongoDocCollection<T>(this.db.collection(name), name);
   }
 
+  /** A server database: what it keeps of deleted documents on its disk is its own. */
+  async flushDeletions(): Promise<void> {}
+
   async close(): Promise<void> {
     await this.client.close();
   }

@@ -309,6 +309,9 @@ export class SqliteDocumentStore implements DocumentStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
+    // Read models hold sealed secrets and a deleted workspace's records: deleted rows are overwritten, not left in
+    // free pages (docs/design.md, "Workspace erasure").
+    this.db.pragma('secure_delete = ON');
   }
 
   collection<T extends Doc = Doc>(name: string): Collection<T> {
@@ -318,6 +321,10 @@ export class SqliteDocumentStore implements DocumentStore {
       this.collections.set(name, c);
     }
     return c as unknown as Collection<T>;
+  }
+
+  async flushDeletions(): Promise<void> {
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
 
   async close(): Promise<void> {

@@ -270,6 +270,10 @@ export class SqliteEventStore implements EventStore {
     return p === null || p === undefined ? null : toPosition(p);
   }
 
+  async flushDeletions(): Promise<void> {
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
   async close(): Promise<void> {
     if (!this.db.open) return;
     if (this.pollTimer) clearInterval(this.pollTimer);
