@@ -73,6 +73,10 @@ async function expectFigures(page: Page, o: Json): Promise<void> {
 describe('dashboard', () => {
   it('teaches the first steps on a workspace without runs, and turns into the figures when the first run starts', async () => {
     const { context, page, problems } = await web.open(390, 844);
+    const chunks: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/assets/OverviewChart')) chunks.push(r.url());
+    });
     try {
       await signIn(web, server, page, '/');
       const empty = page.locator('.empty');
@@ -91,10 +95,13 @@ describe('dashboard', () => {
       // The empty state follows the workspace's runs live: a run started elsewhere brings the figures.
       await page.goBack();
       await empty.waitFor();
+      assert.deepEqual(chunks, [], 'the empty state does not load the chart');
       await script(finish('success', 'hello', { input: 100, output: 10 }));
       await run(job);
       await page.getByRole('group', { name: 'Runs', exact: true }).waitFor({ timeout: 30_000 });
       assert.equal(await empty.count(), 0);
+      await page.getByRole('img', { name: /^Runs per day by status/ }).waitFor();
+      assert.equal(chunks.length, 1, 'the chart came as a chunk of its own');
       assert.ok(
         await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1'),
         'the dashboard fits a phone screen',
