@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
+import { landedOnDashboard } from './job-fixture.js';
 
 /**
  * The web app in a real browser against a real server (fake model provider, bwrap sandboxes): sign in through a
@@ -30,7 +31,9 @@ async function signIn(page: Page): Promise<void> {
   await web.checkServed(server.t.url);
   const link = await server.t.server.services.identity.issueSignInLink('admin@example.com');
   await page.goto(server.t.url + link);
-  await page.waitForURL(/\/jobs$/);
+  await landedOnDashboard(page);
+  // The suites below start from the jobs list.
+  await page.goto(`${server.t.url}/jobs`);
 }
 
 async function expectInert(page: Page): Promise<void> {
@@ -101,7 +104,7 @@ describe('web app serving', () => {
 });
 
 describe('web app in a browser', () => {
-  it('sends a visitor without a session to sign-in, and a sign-in link lands on the jobs page', async () => {
+  it('sends a visitor without a session to sign-in, and a sign-in link lands on the dashboard', async () => {
     const { context, page, problems } = await web.open();
     try {
       await page.goto(`${server.t.url}/jobs?search=abc`);
@@ -116,7 +119,7 @@ describe('web app in a browser', () => {
       await page.waitForURL(/\/runs$/);
       for (const evil of ['//evil.example/x', '/\\evil.example', 'https://evil.example/']) {
         await page.goto(`${server.t.url}/sign-in?next=${encodeURIComponent(evil)}`);
-        await page.waitForURL(/\/jobs$/);
+        await landedOnDashboard(page);
         assert.equal(new URL(page.url()).origin, server.t.url);
       }
       // Where an MCP server's OAuth login comes back to, as the callback route redirects.

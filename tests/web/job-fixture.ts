@@ -3,12 +3,25 @@ import type { Locator, Page } from '@playwright/test';
 import type { RunnerServer } from '../api/harness.js';
 import type { BrowserSuite } from './browser.js';
 
-/** Signs the page in as the admin through a sign-in link, as a person who clicked the link in the mail would. */
-export async function signIn(web: BrowserSuite, server: RunnerServer, page: Page): Promise<void> {
+/**
+ * Signs the page in as the admin through a sign-in link, as a person who clicked the link in the mail would. The link
+ * lands on the dashboard; most suites start from the jobs list, so the page then opens `then` (`/` stays there).
+ */
+export async function signIn(web: BrowserSuite, server: RunnerServer, page: Page, then = '/jobs'): Promise<void> {
   await web.checkServed(server.t.url);
   const link = await server.t.server.services.identity.issueSignInLink('admin@example.com');
   await page.goto(server.t.url + link);
-  await page.waitForURL(/\/jobs$/);
+  await landedOnDashboard(page);
+  if (then !== '/') {
+    await page.goto(server.t.url + then);
+    await page.waitForURL((url) => url.pathname + url.search === then);
+  }
+}
+
+/** A sign-in link (or a refused `next`) ends on the dashboard at `/`. */
+export async function landedOnDashboard(page: Page): Promise<void> {
+  await page.waitForURL((url) => url.pathname === '/');
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
 }
 
 /** A job made through the API, answered by id. */

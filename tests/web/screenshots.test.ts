@@ -39,6 +39,7 @@ async function pages(): Promise<Array<[string, string, string]>> {
   const invitePath = new URL(invite.body.url as string).pathname;
   // [screenshot name, path, the page's heading]
   return [
+    ['dashboard', '/', 'Dashboard'],
     ['jobs', '/jobs', 'Jobs'],
     ['new-job', '/jobs/new', 'New job'],
     ['job-overview', `/jobs/${job}`, 'Weather report'],
@@ -80,7 +81,8 @@ describe('screenshots of the main pages', () => {
             'getComputedStyle(document.body).backgroundColor',
           );
           // Dark screenshots of a few pages are enough to review the palette.
-          const shown = scheme === 'light' ? list : list.filter(([n]) => ['jobs', 'run', 'job-overview'].includes(n));
+          const shown =
+            scheme === 'light' ? list : list.filter(([n]) => ['dashboard', 'jobs', 'run', 'job-overview'].includes(n));
           for (const [name, path, heading] of shown)
             await shoot(page, `${name}-${size}-${scheme}`, path, heading, width);
           assert.deepEqual(problems, []);

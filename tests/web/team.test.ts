@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { BrowserContext, Page } from '@playwright/test';
 import { Client, startTestServer, type TestServer } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
+import { landedOnDashboard } from './job-fixture.js';
 
 /**
  * A team's door in a real browser against a real server with workspaces enabled: the workspace switcher, an invite
@@ -34,7 +35,7 @@ async function personSignedIn(email: string, admin: boolean): Promise<Person> {
   person.page.on('dialog', (d) => void d.accept().catch(() => undefined));
   const link = await t.server.services.identity.issueSignInLink(email, admin);
   await person.page.goto(t.url + link);
-  await person.page.waitForURL(/\/jobs$/);
+  await landedOnDashboard(person.page);
   return person;
 }
 
@@ -73,7 +74,7 @@ describe('a team in the web app', () => {
       await page.getByLabel('New workspace').fill('Team A');
       await page.getByRole('button', { name: 'Create and switch' }).click();
       await switcher(page, 'Team A').waitFor();
-      await page.waitForURL(/\/jobs$/);
+      await page.waitForURL((url) => url.pathname === '/');
       assert.equal((await (await apiOf(owner)).get('/api/users/me')).body.workspace.name, 'Team A');
 
       // From a settings page the switch stays on the same page, now for the other workspace.
@@ -337,7 +338,7 @@ describe('a team in the web app', () => {
       // sends the person back to the invite.
       const link = await t.server.services.identity.issueSignInLink('carol@example.com', false);
       await stranger.page.goto(t.url + link);
-      await stranger.page.waitForURL(/\/jobs$/);
+      await landedOnDashboard(stranger.page);
       await stranger.page.goto(`${t.url}/sign-in?next=${encodeURIComponent('/invite/some-token')}`);
       await stranger.page.waitForURL(`${t.url}/invite/some-token`);
       await stranger.page.getByRole('heading', { name: 'This invite link is not valid' }).waitFor();

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, startTestServer, type TestServer } from '../api/harness.js';
 import { browserSuite, ensureWebBuild } from './browser.js';
+import { landedOnDashboard } from './job-fixture.js';
 
 /**
  * A link that names its workspace (`?workspace=<id>`, docs/api.md, "Workspaces and members") switches the browser's
@@ -21,7 +22,7 @@ describe('workspace links', () => {
     try {
       const link = await t.server.services.identity.issueSignInLink('admin@example.com');
       await page.goto(t.url + link);
-      await page.waitForURL(/\/jobs$/);
+      await landedOnDashboard(page);
       const cookieOf = async () => {
         const c = (await context.cookies()).find((x) => x.name === 'svc_session');
         assert.ok(c, 'the browser holds a session');

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
-import { signIn } from './job-fixture.js';
+import { landedOnDashboard, signIn } from './job-fixture.js';
 
 /**
  * The workspace settings page in a real browser against a real server: an admin changes limits, the spend cap and
@@ -90,7 +90,7 @@ describe('workspace settings page', () => {
       await web.checkServed(server.t.url);
       const link = await server.t.server.services.identity.issueSignInLink('member@example.com', false);
       await page.goto(server.t.url + link);
-      await page.waitForURL(/\/jobs$/);
+      await landedOnDashboard(page);
       await page.goto(`${server.t.url}/settings/workspace`);
       await page.getByText('Only admins and the owner can change these settings').waitFor();
       assert.equal(await page.getByLabel('Timeout (seconds)').isDisabled(), true);

@@ -4,6 +4,7 @@ import { BrowserRouter, Navigate, Route, Routes } from 'react-router-dom';
 import { Layout } from './components/Layout.js';
 import { SessionProvider } from './session.js';
 import { SignInPage } from './pages/SignIn.js';
+import { DashboardPage } from './pages/Dashboard.js';
 import { JobsPage } from './pages/Jobs.js';
 import { NewJobPage } from './pages/NewJob.js';
 import { JobPage } from './pages/Job.js';
@@ -30,7 +31,7 @@ function App() {
           <Route path="/sign-in" element={<SignInPage />} />
           <Route path="/login" element={<SignInPage />} />
           <Route element={<Layout />}>
-            <Route index element={<Navigate to="/jobs" replace />} />
+            <Route index element={<DashboardPage />} />
             <Route path="/jobs" element={<JobsPage />} />
             <Route path="/jobs/new" element={<NewJobPage />} />
             <Route path="/jobs/:id/:tab?" element={<JobPage />} />

@@ -25,8 +25,7 @@ export const isSignInPath = (path: string) => path.startsWith('/sign-in') || pat
 
 /** Where to go back to after signing in: only a path of this app, never another origin. */
 export function safeNext(raw: string | null): string {
-  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || isSignInPath(raw))
-    return '/jobs';
+  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || isSignInPath(raw)) return '/';
   return raw;
 }
 

@@ -4,7 +4,7 @@ import { call, client } from './api.js';
  * Pages whose address means the same in every workspace: after a switch the person stays there. A job or a run
  * belongs to one workspace, so from those the switch lands on the jobs list.
  */
-const samePageEverywhere = /^\/(jobs|runs|audit|settings(\/[a-z]+)?|admin(\/[a-z]+)?)$/;
+const samePageEverywhere = /^\/(|jobs|runs|audit|settings(\/[a-z]+)?|admin(\/[a-z]+)?)$/;
 
 export function pageAfterSwitch(pathname: string): string {
   return samePageEverywhere.test(pathname) ? pathname : '/jobs';

@@ -12,12 +12,15 @@ export function Layout() {
         Skip to content
       </a>
       <header className="topbar">
-        <NavLink to="/jobs" className="brand" aria-label="svc home">
+        <NavLink to="/" end className="brand" aria-label="svc home">
           <img src="/favicon.svg" alt="" width="22" height="22" /> svc
         </NavLink>
         <WorkspaceSwitcher />
         {me && (
           <nav aria-label="Main">
+            <NavLink to="/" end>
+              Dashboard
+            </NavLink>
             <NavLink to="/jobs">Jobs</NavLink>
             <NavLink to="/runs">Runs</NavLink>
             {me.workspace.role !== 'member' && <NavLink to="/audit">Audit</NavLink>}

@@ -11,6 +11,7 @@ interface Item {
 }
 
 const pages: Item[] = [
+  { label: 'Dashboard', hint: 'page', to: '/' },
   { label: 'Jobs', hint: 'page', to: '/jobs' },
   { label: 'New job', hint: 'page', to: '/jobs/new' },
   { label: 'Runs', hint: 'page', to: '/runs' },
