@@ -74,7 +74,7 @@ describe('a team in the web app', () => {
       await page.getByLabel('New workspace').fill('Team A');
       await page.getByRole('button', { name: 'Create and switch' }).click();
       await switcher(page, 'Team A').waitFor();
-      await page.waitForURL((url) => url.pathname === '/');
+      assert.equal(new URL(page.url()).pathname, '/', 'a new workspace opens on the dashboard and its first steps');
       assert.equal((await (await apiOf(owner)).get('/api/users/me')).body.workspace.name, 'Team A');
 
       // From a settings page the switch stays on the same page, now for the other workspace.
@@ -152,7 +152,7 @@ describe('a team in the web app', () => {
       await bob.page.getByText('admin@example.com invited you to the workspace Team A as a member.').waitFor();
       await bob.page.screenshot({ path: screenshotPath('invite'), fullPage: true });
       await bob.page.getByRole('button', { name: 'Accept and join Team A' }).click();
-      await bob.page.waitForURL(/\/jobs$/);
+      await bob.page.waitForURL((url) => url.pathname === '/');
       await switcher(bob.page, 'Team A').waitFor();
       const me = (await (await apiOf(bob)).get('/api/users/me')).body;
       assert.equal(me.workspace.name, 'Team A');

@@ -78,7 +78,7 @@ function WorkspaceMenu() {
       const { workspaceId } = await call(client.POST('/api/workspaces', { body: { name: name.trim() } }));
       await call(client.POST('/api/workspaces/{id}/switch', { params: { path: { id: workspaceId } } }));
       // A new workspace has no jobs yet: its jobs page says how to start.
-      reloadInto('/jobs');
+      reloadInto('/');
     } catch (err) {
       setError(asApiError(err));
       setBusy(false);

@@ -28,7 +28,7 @@ export function InvitePage() {
     setError(null);
     try {
       await call(client.POST('/api/invites/accept', { body: { token } }));
-      reloadInto('/jobs');
+      reloadInto('/');
     } catch (err) {
       setError(asApiError(err));
       setBusy(false);

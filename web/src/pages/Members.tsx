@@ -71,7 +71,7 @@ export function MembersPage() {
     setError(null);
     try {
       await call(client.POST('/api/workspace/leave'));
-      reloadInto('/jobs');
+      reloadInto('/');
     } catch (err) {
       setError(asApiError(err));
       setBusy(false);
