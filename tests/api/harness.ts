@@ -20,8 +20,9 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+/** A server on a fresh data directory, removed when it stops; or on `keptDir`, which outlives it (restart tests). */
+export async function startTestServer(env: Record<string, string> = {}, keptDir?: string): Promise<TestServer> {
+  const dataDir = keptDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir }, { ...env, NODE_ENV: 'test' });
   const server = await startServer(config, createLogger(process.env.SVC_TEST_LOG ?? 'silent'), () => {});
   return {
@@ -31,7 +32,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     async stop() {
       await server.close();
       rmSync(runtimeDir(dataDir), { recursive: true, force: true });
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keptDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -3,16 +3,22 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../app/config.js';
 import { erasureProgressCollection, WorkspaceEraser } from '../../app/workspace-erasure.js';
 import { workspaceErasureStreamId, workspaceStreamId } from '../../domain/workspace.js';
 import { streams } from '../../domain/streams.js';
 import { RunFiles } from '../../adapters/run-files.js';
-import { createLogger, startServer } from '../../server/start.js';
-import { runtimeDir } from '../../server/runner-role.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
 import { waitFor } from '../wait.js';
-import { adminSession, Client, createToken, finishedRun, svcCli, userSession, type TestServer } from './harness.js';
+import {
+  adminSession,
+  Client,
+  createToken,
+  finishedRun,
+  startTestServer,
+  svcCli,
+  userSession,
+  type TestServer,
+} from './harness.js';
 
 /**
  * Deleting a workspace erases it for good (docs/design.md, "Workspace erasure"): its streams leave the log, so a
@@ -22,21 +28,8 @@ import { adminSession, Client, createToken, finishedRun, svcCli, userSession, ty
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-erasure-'));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 
-async function start(roles: string): Promise<TestServer> {
-  const config = loadConfig(
-    { host: '127.0.0.1', port: 0, dataDir },
-    { SVC_ROLES: roles, SVC_WORKSPACES_ENABLED: 'true', NODE_ENV: 'test' },
-  );
-  const server = await startServer(config, createLogger(process.env.SVC_TEST_LOG ?? 'silent'), () => {});
-  return {
-    url: server.url,
-    dataDir,
-    server,
-    async stop() {
-      await server.close();
-      rmSync(runtimeDir(dataDir), { recursive: true, force: true });
-    },
-  };
+function start(roles: string): Promise<TestServer> {
+  return startTestServer({ SVC_ROLES: roles, SVC_WORKSPACES_ENABLED: 'true' }, dataDir);
 }
 
 /** Every event of the log: the data directories here hold a few thousand. */
