@@ -1,0 +1,247 @@
+// Replay (issue 16): `svc admin rebuild-projections` over a realistic log against the raw store reading the same log,
+// in events per second, with the process's RSS. Results: docs/performance.md, "Replay".
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { CommandBus, type CommandContext } from '../app/commands.js';
+import { TimelineWriter } from '../app/timeline.js';
+import { jobDecider, jobStreamId } from '../domain/job.js';
+import { jobRunsDecider, jobRunsStreamId } from '../domain/job-runs.js';
+import { emptyContent, playbookDecider, playbookStreamId } from '../domain/playbook.js';
+import { emptyOutcome, runDecider, runStreamId, type RunPlan } from '../domain/run.js';
+import { ProjectionEngine } from '../projections/engine.js';
+import { allProjectors } from '../projections/index.js';
+import type { DocumentStore } from '../store/document-store.js';
+import type { EventStore, Position } from '../store/event-store.js';
+import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
+import { openSqliteEventStore } from '../store/sqlite-event-store.js';
+
+const quiet = { error: () => {}, info: () => {} };
+const hourMs = 3_600_000;
+const timelineTypes = ['model.call', 'tool.call', 'tool.result', 'model.reply', 'output'];
+
+/**
+ * A log as a busy instance writes it, through the product's deciders: jobs created and edited (a third on a
+ * schedule), playbook versions saved, and runs admitted, queued, claimed, started, finished and released, each with
+ * a timeline of `entries` entries. Timelines are most of the log, as on a real instance.
+ */
+async function fill(events: EventStore, runs: number, entries: number): Promise<void> {
+  const t0 = Date.UTC(2026, 0, 1);
+  let now = t0;
+  const bus = new CommandBus(events, () => now);
+  const jobs = Math.max(1, Math.round(runs / 4));
+  const ctx: CommandContext = { workspaceId: 'w1', actor: { type: 'user', id: 'u1' }, requestId: null };
+  const system: CommandContext = { workspaceId: 'w1', actor: { type: 'system', id: null }, requestId: null };
+  const jobIds: string[] = [];
+  for (let j = 0; j < jobs; j++) {
+    const jobId = `bench-job-${j}`;
+    jobIds.push(jobId);
+    const workspaceId = j % 5 === 4 ? 'w2' : 'w1';
+    await bus.execute(
+      jobStreamId(jobId),
+      jobDecider,
+      {
+        type: 'CreateJob',
+        jobId,
+        workspaceId,
+        fields: {
+          name: `Job ${j}`,
+          instruction: `Check the ${j}th report and write a summary of what changed since yesterday.`,
+          ...(j % 3 === 0 ? { cron: '*/15 * * * *' } : {}),
+        },
+        now,
+      },
+      { ...ctx, workspaceId },
+    );
+    now += 1000;
+    await bus.execute(
+      jobStreamId(jobId),
+      jobDecider,
+      { type: 'PatchJob', patch: { instruction: `Check report ${j} and summarise what changed.` }, now },
+      { ...ctx, workspaceId },
+    );
+  }
+  for (let i = 0; i < runs; i++) {
+    const jobId = jobIds[i % jobs]!;
+    const workspaceId = (i % jobs) % 5 === 4 ? 'w2' : 'w1';
+    const wctx = { ...system, workspaceId };
+    now = t0 + Math.floor((i / runs) * 30 * 24 * hourMs);
+    const runId = `bench-run-${i}`;
+    const admitted = await bus.execute(
+      jobRunsStreamId(jobId),
+      jobRunsDecider,
+      { type: 'AdmitRun', runId, concurrency: 'parallel' },
+      wctx,
+    );
+    const number = (admitted.events[0]!.data as { number: number }).number;
+    const plan: RunPlan = {
+      runId,
+      jobId,
+      jobName: `Job ${i % jobs}`,
+      workspaceId,
+      number,
+      trigger: i % 3 === 0 ? 'schedule' : 'manual',
+      triggeredBy: null,
+      input: { day: i % 30 },
+      instructions: null,
+      mode: 'explore',
+      playbookVersion: 0,
+      modelId: null,
+      queuedAt: now,
+    };
+    const stream = runStreamId(runId);
+    await bus.execute(stream, runDecider, { type: 'QueueRun', plan, submitted: true }, wctx);
+    await bus.execute(stream, runDecider, { type: 'ClaimRun', runnerId: 'runner-1', now: now + 20 }, wctx);
+    await bus.execute(stream, runDecider, { type: 'StartRun', sandbox: { id: `sb-${i}`, backend: 'bwrap' } }, wctx);
+    const timeline = new TimelineWriter(events, runId, workspaceId, undefined, () => now);
+    for (let e = 0; e < entries; e++) {
+      const type = timelineTypes[e % timelineTypes.length]!;
+      void timeline.append(
+        type,
+        { step: e, text: `step ${e} of run ${i}: `.padEnd(160 + ((i * 31 + e * 17) % 240), 'x') },
+        { ms: (e * 37) % 900, spanId: `s${e}`, parentSpanId: e > 0 ? `s${e - 1}` : null },
+      );
+    }
+    await timeline.flush();
+    await bus.execute(
+      stream,
+      runDecider,
+      {
+        type: 'FinishRun',
+        outcome: {
+          ...emptyOutcome(now + 60_000),
+          status: i % 11 === 0 ? 'failed' : 'succeeded',
+          cost: 1000 + (i % 5000),
+          turns: 3,
+          tokIn: 2000 + (i % 700),
+          tokOut: 300,
+        },
+      },
+      wctx,
+    );
+    await bus.execute(jobRunsStreamId(jobId), jobRunsDecider, { type: 'ReleaseRun', runId }, wctx);
+    // Every eighth run, its job learns something: a new playbook version.
+    if (i % 8 === 0) {
+      const { state } = await bus.load(playbookStreamId(jobId), playbookDecider);
+      const content = { ...emptyContent(), ...state.content };
+      content.learnings = [
+        ...content.learnings,
+        {
+          id: `L${content.learnings.length + 1}`,
+          kind: 'fact',
+          text: `Run ${i} learnt a thing.`,
+          hits: 0,
+          status: 'active',
+          sources: [runId],
+        },
+      ];
+      await bus.execute(
+        playbookStreamId(jobId),
+        playbookDecider,
+        {
+          type: 'SavePlaybook',
+          jobId,
+          workspaceId,
+          content,
+          baseVersion: null,
+          summary: `learning from run ${i}`,
+          author: 'reflection',
+          authorId: null,
+          sourceRunId: runId,
+          ops: null,
+          dockerfileHash: null,
+          proposedMain: false,
+          rolledBackFrom: null,
+          now,
+        },
+        wctx,
+      );
+    }
+  }
+}
+
+/** Every document of every read model, by collection, for the comparison of the rebuild with what was there. */
+async function snapshot(docs: DocumentStore): Promise<string> {
+  const out: Record<string, unknown[]> = {};
+  for (const name of allProjectors.flatMap((p) => p.collections))
+    out[name] = await docs.collection(name).find({}, { sort: [['_id', 1]] });
+  return JSON.stringify(out);
+}
+
+/** Peak RSS while `work` runs, sampled every 50 ms. */
+async function withPeakRss<T>(work: () => Promise<T>): Promise<{ result: T; peakRssMb: number }> {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  try {
+    const result = await work();
+    peak = Math.max(peak, process.memoryUsage().rss);
+    return { result, peakRssMb: Math.round(peak / 1024 / 1024) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The rebuild as `svc admin rebuild-projections` runs it (cli/main.ts), without the lease. */
+async function rebuildAll(engine: ProjectionEngine): Promise<void> {
+  await engine.rebuild();
+  await engine.start();
+  await engine.catchUp(3_600_000);
+  await engine.stop();
+}
+
+export async function rebuildBenchmark(root: string, quick: boolean) {
+  const runs = Number(process.env.SVC_BENCH_REBUILD_RUNS ?? (quick ? 500 : 2500));
+  const entries = 20;
+  const events = openSqliteEventStore(join(root, 'rebuild-events.db'));
+  const docs = openSqliteDocumentStore(join(root, 'rebuild-read.db'));
+  try {
+    await fill(events, runs, entries);
+    const head = (await events.headPosition()) as Position;
+    // The live path first: the read models as the tailing projection leaves them.
+    const live = new ProjectionEngine(events, docs, allProjectors, quiet);
+    await live.start();
+    await live.catchUp(3_600_000);
+    await live.stop();
+    const before = await snapshot(docs);
+
+    // (a) The raw store: every event read in pages, parsed, nothing else.
+    const raw = await withPeakRss(async () => {
+      const t0 = performance.now();
+      let n = 0;
+      let after: Position | null = null;
+      for (;;) {
+        const page = await events.readAll({ after, limit: 1000 });
+        if (page.length === 0) break;
+        n += page.length;
+        after = page[page.length - 1]!.position;
+      }
+      return { n, secs: (performance.now() - t0) / 1000 };
+    });
+    // (b) Every projector rebuilt from the log.
+    const engine = new ProjectionEngine(events, docs, allProjectors, quiet);
+    const rebuilt = await withPeakRss(async () => {
+      const t0 = performance.now();
+      await rebuildAll(engine);
+      return (performance.now() - t0) / 1000;
+    });
+    const equal = (await snapshot(docs)) === before;
+    if (!equal) throw new Error('the rebuilt read models differ from the live ones');
+    const rawPerSec = Math.round(raw.result.n / raw.result.secs);
+    const rebuildPerSec = Math.round(raw.result.n / rebuilt.result);
+    return {
+      events: raw.result.n,
+      head,
+      runs,
+      timelineEntriesPerRun: entries,
+      rawReadEventsPerSec: rawPerSec,
+      rawReadPeakRssMb: raw.peakRssMb,
+      rebuildSecs: Math.round(rebuilt.result * 100) / 100,
+      rebuildEventsPerSec: rebuildPerSec,
+      rebuildPeakRssMb: rebuilt.peakRssMb,
+      rebuildToRawRatio: Math.round((rebuildPerSec / rawPerSec) * 1000) / 1000,
+      readModelsEqualLive: equal,
+    };
+  } finally {
+    await events.close();
+    await docs.close();
+  }
+}
