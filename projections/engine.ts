@@ -257,6 +257,8 @@ export class ProjectionEngine {
       after = page[page.length - 1]!.position;
       done += page.length;
       onProgress?.({ done, total, elapsedMs: Date.now() - started });
+      // A page is one long chain of resolved promises: timers (the lease's renewal) run only between pages.
+      await new Promise((resolve) => setImmediate(resolve));
     }
     if (changed.size > 0) for (const l of this.changeListeners) l(changed);
     const failing = this.status().filter((s) => !s.healthy);
