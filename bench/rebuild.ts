@@ -98,7 +98,7 @@ export async function fill(events: EventStore, runs: number, entries: number): P
     const timeline = new TimelineWriter(events, runId, workspaceId, undefined, () => now);
     for (let e = 0; e < entries; e++) {
       const type = timelineTypes[e % timelineTypes.length]!;
-      void timeline.append(
+      timeline.record(
         type,
         { step: e, text: `step ${e} of run ${i}: `.padEnd(160 + ((i * 31 + e * 17) % 240), 'x') },
         { ms: (e * 37) % 900, spanId: `s${e}`, parentSpanId: e > 0 ? `s${e - 1}` : null },
