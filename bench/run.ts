@@ -21,6 +21,7 @@ import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
 import { creationsBenchmark } from './creations.js';
 import { overviewBenchmark } from './overview.js';
+import { rebuildBenchmark } from './rebuild.js';
 import { webBenchmarks } from './web.js';
 
 const quick = process.argv.includes('--quick');
@@ -242,6 +243,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['scripted', 'scripted run overhead', () => scriptedOverhead(join(root, 'scripted'), quick)],
   ['mcp', 'MCP', () => mcpBenchmarks(root, quick)],
   ['overview', 'stats overview', () => overviewBenchmark(root, quick)],
+  ['rebuild', 'rebuild projections', () => rebuildBenchmark(root, quick)],
   ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
 ];
 for (const [key, label, step] of steps) {
@@ -270,6 +272,7 @@ const targets = {
   overviewP99: met('overview', (v) =>
     Object.values(v.overviewQueryMs as Record<string, { p99: number }>).every((q) => q.p99 <= 20),
   ),
+  rebuildAt50kEventsPerSec: met('rebuild', (v) => v.rebuildEventsPerSec >= 50_000),
   webInitialJsUnder200KbGzip: met('web', (v) => v.initialJavaScript.gzipKb <= 200),
   webJobsPage2000InteractiveUnder1s: met('web', (v) => v.jobsPage.interactiveMs.p50 <= 1000),
   webTimeline10000OpensUnder1s: met('web', (v) => v.timeline.open.allEntriesLoadedMs.p50 <= 1000),

@@ -12,6 +12,7 @@ import { closeStores, openStores } from '../store/open.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { allProjectors } from '../projections/index.js';
 import { verifyProjections } from '../projections/verify.js';
+import { replayProgressLines } from './progress.js';
 import { exportAuditTrail } from '../app/audit-export.js';
 import { guardProcess } from '../server/process-guards.js';
 import { retentionOf } from '../server/runner-role.js';
@@ -137,9 +138,7 @@ async function admin(args: string[]): Promise<void> {
       try {
         const started = Date.now();
         const names = await services.engine.rebuild((v.projector as string[] | undefined) ?? []);
-        await services.engine.start();
-        await services.engine.catchUp();
-        await services.engine.stop();
+        await services.engine.replay(replayProgressLines((line) => process.stderr.write(line), 'rebuild-projections'));
         process.stdout.write(`rebuilt ${names.join(', ')} in ${Date.now() - started} ms\n`);
       } finally {
         clearInterval(renew);
@@ -165,6 +164,7 @@ async function admin(args: string[]): Promise<void> {
         scratch,
         allProjectors,
         createLogger('warn'),
+        replayProgressLines((line) => process.stderr.write(line), 'verify-projections'),
       );
       for (const d of differences)
         process.stdout.write(

@@ -17,8 +17,12 @@ const flushDelayMs = 50;
 /** A failed projector is retried after 100 ms, doubling up to 30 s (docs/design.md, "Failure handling"). */
 const firstRetryMs = 100;
 const maxRetryMs = 30_000;
+/** Events read, applied and committed together by a replay (`ProjectionEngine.replay`). */
+const replayBatch = 1000;
 /** Events read per step when a recovering projector catches up on what it missed. */
 const catchUpBatch = 500;
+/** Events the drain loop applies between turns of the event loop. */
+const yieldEvery = 200;
 /** How many recent events' streams are remembered to tell whether a write concerns a failed read model. */
 const recentEventsKept = 4096;
 /** Streams remembered per failed projector; past this every write counts as one it may miss. */
@@ -28,6 +32,13 @@ const errorChars = 500;
 export interface EngineLogger {
   error(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
+}
+
+/** How far a replay is: events applied so far, of `total` when the store can count them cheaply. */
+export interface ReplayProgress {
+  done: number;
+  total: number | null;
+  elapsedMs: number;
 }
 
 /** What `GET /api/system/info` reports per projector. */
@@ -130,6 +141,19 @@ export class ProjectionEngine {
   }
 
   async start(): Promise<void> {
+    await this.loadLanes();
+    const from = this.oldestCheckpoint();
+    this.processed = from;
+    this.enqueued = from;
+    this.queue = [];
+    // Another process may have written the read models while this one did not run: nothing cached before holds.
+    const all = new Set(this.projectors.flatMap((p) => p.collections));
+    for (const l of this.changeListeners) l(all);
+    this.subscribe();
+  }
+
+  /** Indexes and stored checkpoints; a projector whose version changed starts over from an empty read model. */
+  private async loadLanes(): Promise<void> {
     const stored = this.docs.collection<CheckpointDoc>(checkpointCollection);
     for (const p of this.projectors) {
       for (const index of p.indexes) {
@@ -148,14 +172,6 @@ export class ProjectionEngine {
         lane.checkpoint = (cp?.position as Position | null | undefined) ?? null;
       }
     }
-    const from = this.oldestCheckpoint();
-    this.processed = from;
-    this.enqueued = from;
-    this.queue = [];
-    // Another process may have written the read models while this one did not run: nothing cached before holds.
-    const all = new Set(this.projectors.flatMap((p) => p.collections));
-    for (const l of this.changeListeners) l(all);
-    this.subscribe();
   }
 
   private subscribe(): void {
@@ -207,6 +223,8 @@ export class ProjectionEngine {
       );
     const wasRunning = this.running;
     if (wasRunning) await this.stop();
+    // The others keep their stored checkpoints, which are written back below with the chosen ones' reset.
+    else await this.loadLanes();
     for (const p of chosen) {
       await this.reset(p);
       this.lanes.set(p.name, freshLane(p));
@@ -216,6 +234,71 @@ export class ProjectionEngine {
     await this.flushAll();
     if (wasRunning) await this.start();
     return chosen.map((p) => p.name);
+  }
+
+  /**
+   * Brings every projector to the end of the log while the engine is stopped (a rebuild, a verification): the log is
+   * read in pages of `replayBatch` events, and each page's writes and the checkpoints after it are one transaction
+   * of the document store, where the live feed commits every change on its own. Events of the same page are applied
+   * in the same order, one projector after the other, so the read models are the ones the live feed gives
+   * (docs/design.md, "Replay"). Stops with nothing of the page in hand written when `guardWrites` answers false.
+   */
+  async replay(onProgress?: (progress: ReplayProgress) => void): Promise<void> {
+    if (this.running) throw new Error('replay needs a stopped engine');
+    await this.loadLanes();
+    let after = this.oldestCheckpoint();
+    const total = this.events.countAfter ? await this.events.countAfter(after) : null;
+    const started = Date.now();
+    const changed = new Set<string>();
+    const inOne = <T>(work: () => Promise<T>): Promise<T> => (this.docs.batch ? this.docs.batch(work) : work());
+    let done = 0;
+    for (;;) {
+      const page = await this.events.readAll({ after, limit: replayBatch });
+      if (page.length === 0) break;
+      const before = [...this.lanes.values()].map((l) => [l, l.checkpoint, l.healthy, l.lastError] as const);
+      try {
+        await inOne(async () => {
+          for (const raw of page) {
+            if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
+            await this.replayOne(upcast(raw), changed);
+          }
+          await this.flushAll();
+        });
+      } catch (err) {
+        // The page's writes were rolled back: so are the checkpoints this process holds.
+        for (const [lane, checkpoint, healthy, lastError] of before)
+          Object.assign(lane, { checkpoint, healthy, lastError });
+        throw err;
+      }
+      after = page[page.length - 1]!.position;
+      done += page.length;
+      onProgress?.({ done, total, elapsedMs: Date.now() - started });
+      // A page is one long chain of resolved promises: timers (the lease's renewal) run only between pages.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (changed.size > 0) for (const l of this.changeListeners) l(changed);
+    const failing = this.status().filter((s) => !s.healthy);
+    if (failing.length > 0)
+      throw new Error(`projection failed: ${failing.map((s) => `${s.name}: ${s.lastError}`).join('; ')}`);
+  }
+
+  /** One event of a replay: a projector that fails stops there (its error is stored with its checkpoint). */
+  private async replayOne(event: RecordedEvent, changed: Set<string>): Promise<void> {
+    for (const lane of this.lanes.values()) {
+      if (!lane.healthy) continue;
+      if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
+      try {
+        await this.applyTo(lane.projector, event, changed);
+        lane.checkpoint = event.position;
+      } catch (err) {
+        lane.healthy = false;
+        lane.lastError = errorText(err);
+        this.log.error(
+          { err, projector: lane.projector.name, position: event.position, eventType: event.type },
+          'projector failed during the replay; the others go on',
+        );
+      }
+    }
   }
 
   /** Runs until the log's current head is projected; for offline rebuilds from the CLI. */
@@ -379,7 +462,11 @@ export class ProjectionEngine {
   }
 
   private async drain(): Promise<void> {
-    for (;;) {
+    // The store answers synchronously, so a long backlog would run as one chain of microtasks: no timer (the lease's
+    // renewal, a request's timeout) and no socket would be served until it ends. Every few hundred events the loop
+    // lets the event loop turn.
+    for (let applied = 0; ; applied++) {
+      if (applied % yieldEvery === yieldEvery - 1) await new Promise((resolve) => setImmediate(resolve));
       // Retries go first: a recovered projector then follows live events with the others.
       for (const lane of this.lanes.values()) {
         if (!lane.retryDue || !this.running || !this.mayWrite()) continue;
@@ -491,6 +578,7 @@ export class ProjectionEngine {
           current = null;
         }
         if (lane.checkpoint === from) break;
+        await new Promise((resolve) => setImmediate(resolve)); // a turn of the event loop per page, as in drain()
       }
     } catch (err) {
       if (changed.size > 0) for (const l of this.changeListeners) l(changed);

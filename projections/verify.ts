@@ -1,6 +1,6 @@
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { EventStore, Position } from '../store/event-store.js';
-import { ProjectionEngine, type EngineLogger } from './engine.js';
+import { ProjectionEngine, type EngineLogger, type ReplayProgress } from './engine.js';
 import type { Projector } from './projector.js';
 
 /** One way a live read model differs from the one its events give. */
@@ -53,16 +53,11 @@ export async function verifyProjections(
   scratch: DocumentStore,
   projectors: Projector[],
   log: EngineLogger,
+  onProgress?: (progress: ReplayProgress) => void,
 ): Promise<ProjectionDifference[]> {
   const head = await events.headPosition();
   const liveStatus = await new ProjectionEngine(events, live, projectors, log).storedStatus();
-  const replay = new ProjectionEngine(events, scratch, projectors, log);
-  await replay.start();
-  try {
-    await replay.catchUp();
-  } finally {
-    await replay.stop();
-  }
+  await new ProjectionEngine(events, scratch, projectors, log).replay(onProgress);
   const out: ProjectionDifference[] = [];
   for (const p of projectors) {
     const status = liveStatus.find((s) => s.name === p.name);

@@ -112,6 +112,13 @@ export interface DocumentStore {
    * do for a server database, whose own clean-up an operator runs (docs/events.md, "Deleting a stream").
    */
   flushDeletions(): Promise<void>;
+  /**
+   * Runs `work` with every write of it in one transaction, committed when it resolves and rolled back when it
+   * throws, where the adapter has such transactions (SQLite); without it the writes go one by one. Only for work that
+   * owns the store while it runs (a rebuild): other writes the process makes meanwhile join the transaction
+   * (docs/design.md, "Replay").
+   */
+  batch?<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 

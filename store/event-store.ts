@@ -130,6 +130,8 @@ export interface EventStore {
   flushDeletions(): Promise<void>;
   /** Position of the last event in the log, or null for an empty log. */
   headPosition(): Promise<Position | null>;
+  /** How many events follow `after` in the log; only where the store counts them cheaply (progress of a replay). */
+  countAfter?(after: Position | null): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -158,6 +158,9 @@ function isUniqueViolation(err: unknown): boolean {
 class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly updateTx: Database.Transaction<
+    (filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined) => UpdateResult
+  >;
 
   constructor(
     private readonly db: Database.Database,
@@ -166,6 +169,10 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid collection name: ${name}`);
     this.table = `doc_${name}`;
     db.exec(`CREATE TABLE IF NOT EXISTS ${this.table} (id TEXT PRIMARY KEY, body TEXT NOT NULL)`);
+    // Made once: building a transaction function per update cost a replay more than many small updates themselves.
+    this.updateTx = db.transaction((f: Filter, u: Update, o: UpdateOptions, l: number | undefined) =>
+      this.updateRows(f, u, o, l),
+    );
   }
 
   private prepare(sql: string): Database.Statement {
@@ -254,39 +261,41 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   /** Updates are applied in JS to the parsed documents, inside one transaction: the operators behave exactly as in MongoDB. */
   private update(filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined): UpdateResult {
-    const run = this.db.transaction((): UpdateResult => {
-      const w = where(filter);
-      const rows = this.prepare(`SELECT id, body FROM ${this.table} WHERE ${w.sql}${limit ? ' LIMIT 1' : ''}`).all(
-        ...w.params,
-      ) as Array<{ id: string; body: string }>;
-      const write = this.prepare(`UPDATE ${this.table} SET body = ? WHERE id = ?`);
-      let modified = 0;
-      for (const row of rows) {
-        const before = row.body;
-        const after = JSON.stringify(applyUpdate(JSON.parse(before) as Doc, update, false));
-        if (after !== before) {
-          write.run(after, row.id);
-          modified += 1;
-        }
-      }
-      if (rows.length === 0 && options.upsert) {
-        const base = documentFromFilter(filter);
-        const doc = applyUpdate(
-          { ...base, _id: typeof base._id === 'string' ? base._id : randomUUID() } as Doc,
-          update,
-          true,
-        );
-        this.prepare(`INSERT INTO ${this.table} (id, body) VALUES (?, ?)`).run(doc._id, JSON.stringify(doc));
-        return { matched: 0, modified: 0, upsertedId: doc._id };
-      }
-      return { matched: rows.length, modified, upsertedId: null };
-    });
     try {
-      return run.immediate();
+      return this.updateTx.immediate(filter, update, options, limit);
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError(this.name, 'a unique index rejected the update');
       throw err;
     }
+  }
+
+  /** The read and the write of an update, in the transaction `updateTx` gives them. */
+  private updateRows(filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined): UpdateResult {
+    const w = where(filter);
+    const rows = this.prepare(`SELECT id, body FROM ${this.table} WHERE ${w.sql}${limit ? ' LIMIT 1' : ''}`).all(
+      ...w.params,
+    ) as Array<{ id: string; body: string }>;
+    const write = this.prepare(`UPDATE ${this.table} SET body = ? WHERE id = ?`);
+    let modified = 0;
+    for (const row of rows) {
+      const before = row.body;
+      const after = JSON.stringify(applyUpdate(JSON.parse(before) as Doc, update, false));
+      if (after !== before) {
+        write.run(after, row.id);
+        modified += 1;
+      }
+    }
+    if (rows.length === 0 && options.upsert) {
+      const base = documentFromFilter(filter);
+      const doc = applyUpdate(
+        { ...base, _id: typeof base._id === 'string' ? base._id : randomUUID() } as Doc,
+        update,
+        true,
+      );
+      this.prepare(`INSERT INTO ${this.table} (id, body) VALUES (?, ?)`).run(doc._id, JSON.stringify(doc));
+      return { matched: 0, modified: 0, upsertedId: doc._id };
+    }
+    return { matched: rows.length, modified, upsertedId: null };
   }
 
   async deleteMany(filter: Filter): Promise<number> {
@@ -325,6 +334,20 @@ export class SqliteDocumentStore implements DocumentStore {
 
   async flushDeletions(): Promise<void> {
     this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  async batch<T>(work: () => Promise<T>): Promise<T> {
+    // Nested batches are part of the outer one; the collections' own transactions become savepoints inside it.
+    if (this.db.inTransaction) return work();
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = await work();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
   }
 
   async close(): Promise<void> {

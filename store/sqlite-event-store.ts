@@ -70,6 +70,7 @@ export class SqliteEventStore implements EventStore {
     insert: Database.Statement<[string, string, number, string, string, string]>;
     stream: Database.Statement<[string, number, number], Row>;
     head: Database.Statement<[], { p: number | null }>;
+    count: Database.Statement<[number], { n: number }>;
     all: Database.Statement<[number, number], Row>;
     isDeleted: Database.Statement<[string], { one: number }>;
   };
@@ -104,6 +105,7 @@ export class SqliteEventStore implements EventStore {
       ),
       stream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?'),
       head: this.db.prepare('SELECT max(position) AS p FROM events'),
+      count: this.db.prepare('SELECT count(*) AS n FROM events WHERE position > ?'),
       all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       isDeleted: this.db.prepare('SELECT 1 AS one FROM deleted_streams WHERE stream_id = ?'),
     };
@@ -272,6 +274,10 @@ export class SqliteEventStore implements EventStore {
 
   async flushDeletions(): Promise<void> {
     this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  async countAfter(after: Position | null): Promise<number> {
+    return this.stmt.count.get(fromPosition(after))!.n;
   }
 
   async close(): Promise<void> {
