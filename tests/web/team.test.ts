@@ -4,6 +4,10 @@ import type { BrowserContext, Page } from '@playwright/test';
 import { Client, startTestServer, type TestServer } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
 import { landedOnDashboard } from './job-fixture.js';
+import { randomUUID } from 'node:crypto';
+import { hashToken } from '../../adapters/keys.js';
+import { systemContext } from '../../app/commands.js';
+import { inviteDecider, inviteStreamId } from '../../domain/invite.js';
 
 /**
  * A team's door in a real browser against a real server with workspaces enabled: the workspace switcher, an invite
@@ -342,6 +346,37 @@ describe('a team in the web app', () => {
       await stranger.page.goto(`${t.url}/sign-in?next=${encodeURIComponent('/invite/some-token')}`);
       await stranger.page.waitForURL(`${t.url}/invite/some-token`);
       await stranger.page.getByRole('heading', { name: 'This invite link is not valid' }).waitFor();
+
+      // An invite past its expiry: made through the command bus with a clock eight days back (no route moves time).
+      const { id: ownerId, workspace } = (await (await apiOf(owner)).get('/api/users/me')).body;
+      const token = `expired-${randomUUID()}`;
+      const inviteId = randomUUID();
+      const { bus, engine } = t.server.services;
+      const made = await bus.execute(
+        inviteStreamId(workspace.id, inviteId),
+        inviteDecider,
+        {
+          type: 'CreateInvite',
+          inviteId,
+          workspaceId: workspace.id,
+          email: null,
+          role: 'member',
+          tokenHash: hashToken(token),
+          createdBy: ownerId,
+          expiresInDays: 7,
+          now: Date.now() - 8 * 86_400_000,
+        },
+        { ...systemContext, workspaceId: workspace.id },
+      );
+      await engine.waitFor(made.position, 10_000);
+      await stranger.page.goto(`${t.url}/invite/${token}`);
+      await stranger.page.getByText(/^This invite expired on /).waitFor();
+      assert.equal(await stranger.page.getByRole('button', { name: /^Accept/ }).count(), 0, 'nothing to accept');
+      assert.equal(
+        (await (await apiOf(owner)).post('/api/invites/accept', { token })).status,
+        401,
+        'and the server refuses it too',
+      );
     });
   });
 });

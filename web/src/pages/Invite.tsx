@@ -74,8 +74,7 @@ export function InvitePage() {
           )}
           <ErrorBox error={error} />
           <div className="form-actions">
-            {/* Accepting uses the invite up even for a member, so a member (its creator, checking the link) is not
-                offered it. */}
+            {/* A member (its creator, checking the link) has nothing to join; the server leaves the link unused. */}
             {!d.expired && !d.alreadyMember && (
               <button type="button" className="primary" disabled={busy} onClick={() => void accept()}>
                 Accept and join {d.workspaceName}
