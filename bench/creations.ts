@@ -1,27 +1,12 @@
 // Job creations through the API (issue: performance): POST /api/jobs at 50 connections against a served process on a
 // fresh embedded store, each answer the created job read back (read-your-writes). Results: docs/performance.md.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
-
-const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
-
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
-}
-
-async function serverUrl(dataDir: string, exited: () => boolean): Promise<string> {
-  const file = join(dataDir, 'server.json');
-  for (const deadline = Date.now() + 90_000; !existsSync(file);) {
-    if (Date.now() > deadline || exited()) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
-}
+import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
 
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
@@ -39,16 +24,8 @@ export async function creationsBenchmark(root: string, quick: boolean) {
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   });
   try {
-    const url = await serverUrl(dataDir, () => server.exitCode !== null);
-    const signIn = await fetch(url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const { token } = (await (
-      await fetch(`${url}/api/tokens`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/json' },
-        body: '{"name":"bench"}',
-      })
-    ).json()) as { token: string };
+    const url = await servedUrl(dataDir, server, 90_000);
+    const token = await apiTokenFromLink(url, link);
     const rssBeforeMb = rssMb(server.pid!);
     let n = 0;
     const result = await autocannon({
@@ -83,7 +60,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
   } finally {
     // A clean stop, so a profile asked for with NODE_OPTIONS=--cpu-prof is written.
     server.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 10_000).unref() && server.once('exit', r));
+    await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
     server.kill('SIGKILL');
   }
 }

@@ -1,6 +1,6 @@
 // npm run bench: machine-readable results on stdout (JSON) and in .bench/results.json. See docs/performance.md.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -16,6 +16,7 @@ import type { EventMetadata } from '../store/event-store.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
+import { apiTokenFromLink, cliArgs, rssMb, servedUrl, waitForFile } from './served.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
@@ -118,21 +119,6 @@ async function cannon(url: string, headers: Record<string, string>) {
   };
 }
 
-async function waitForFile(file: string, child: ChildProcess) {
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(file)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
-}
-
-const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
-
 async function serverRss() {
   const dataDir = join(root, 'rss');
   const child = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
@@ -184,18 +170,9 @@ async function listBenchmark() {
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   });
   try {
-    await waitForFile(join(dataDir, 'server.json'), server);
-    const { url } = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')) as { url: string };
-    const signIn = await fetch(url + link, { redirect: 'manual' });
-    const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
-    const created = (await (
-      await fetch(`${url}/api/tokens`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/json' },
-        body: '{"name":"bench"}',
-      })
-    ).json()) as { token: string };
-    const headers = { authorization: `Bearer ${created.token}` };
+    const url = await servedUrl(dataDir, server);
+    const token = await apiTokenFromLink(url, link);
+    const headers = { authorization: `Bearer ${token}` };
     const path = '/api/jobs?pageSize=25&sort=name';
     const body = await (await fetch(url + path, { headers })).text();
     const total = (JSON.parse(body) as { total: number }).total;

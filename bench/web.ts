@@ -1,7 +1,7 @@
 // The web app's budgets (docs/performance.md, "Web app budgets"), measured in Debian's chromium through Playwright against a
 // real `svc serve` whose data was made through the API: initial JavaScript of the jobs page, the jobs page of 2,000
 // jobs, and a run timeline of 10,000 entries opened and watched live.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -10,11 +10,11 @@ import { chromium, type Browser, type Page, type Response } from '@playwright/te
 import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
 import { summarize } from './stats.js';
+import { cliArgs, waitForFile } from './served.js';
 
 type Json = Record<string, any>;
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const chromiumPath = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
 
 /** The JavaScript the built index.html loads before any page code runs: its entry and what that imports statically. */
 export function initialJavaScript(webDir = 'dist/web'): { files: string[]; gzipBytes: number; rawBytes: number } {
@@ -39,14 +39,6 @@ export function initialJavaScript(webDir = 'dist/web'): { files: string[]; gzipB
     gzipBytes += gzipSync(body, { level: 6 }).length;
   }
   return { files: [...seen], gzipBytes, rawBytes };
-}
-
-async function waitForFile(file: string, child: ChildProcess) {
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(file)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function until<T>(what: string, check: () => Promise<T | false>, ms = 600_000): Promise<T> {

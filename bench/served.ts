@@ -1,0 +1,41 @@
+// What the benchmarks that start `svc serve` as a process of its own share.
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The built CLI when there is one, else the sources through tsx. */
+export const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
+
+export async function waitForFile(file: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(file)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The served process's address, once it has written its server.json. */
+export async function servedUrl(dataDir: string, child: ChildProcess, timeoutMs?: number): Promise<string> {
+  const file = join(dataDir, 'server.json');
+  await waitForFile(file, child, timeoutMs);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
+}
+
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
+}
+
+/** Uses a sign-in link and makes an API token with its session, as a person would before scripting the API. */
+export async function apiTokenFromLink(url: string, link: string): Promise<string> {
+  const signIn = await fetch(url + link, { redirect: 'manual' });
+  const cookie = /svc_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')![0];
+  const created = (await (
+    await fetch(`${url}/api/tokens`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: '{"name":"bench"}',
+    })
+  ).json()) as { token: string };
+  return created.token;
+}
