@@ -58,10 +58,11 @@ export interface ProjectionStatus {
  */
 export class ProjectionUnavailable extends Error {
   readonly code = 'projection_unavailable';
-  constructor(readonly projectors: string[]) {
-    super(
-      `The change was saved, but the ${projectors.join(', ')} read model${projectors.length === 1 ? ' is' : 's are'} failing and cannot show it yet; it is retried on its own (see GET /api/system/info)`,
-    );
+  constructor(
+    readonly projectors: string[],
+    message = `The change was saved, but the ${projectors.join(', ')} read model${projectors.length === 1 ? ' is' : 's are'} failing and cannot show it yet; it is retried on its own (see GET /api/system/info)`,
+  ) {
+    super(message);
   }
 }
 
@@ -70,14 +71,6 @@ export class ProjectionUnavailable extends Error {
  * reached during a projector takeover or on a machine that cannot keep up (docs/design.md, "Failure handling").
  */
 export const readYourWritesMs = 5_000;
-
-/** The write is stored, but the read models did not reach it within `readYourWritesMs`. */
-export class ProjectionLagging extends ProjectionUnavailable {
-  constructor() {
-    super([]);
-    this.message = `The change was saved, but the read models have not caught up with it within ${readYourWritesMs / 1000} s; read it again shortly instead of repeating the change`;
-  }
-}
 
 interface Lane {
   projector: Projector;
@@ -373,7 +366,11 @@ export class ProjectionEngine {
    * (a 404 for a job just created), but a 503 that says the change was saved.
    */
   async readYourWrites(position: Position | null): Promise<void> {
-    if (!(await this.waitFor(position, readYourWritesMs))) throw new ProjectionLagging();
+    if (!(await this.waitFor(position, readYourWritesMs)))
+      throw new ProjectionUnavailable(
+        [],
+        `The change was saved, but the read models have not caught up with it within ${readYourWritesMs / 1000} s; read it again shortly instead of repeating the change`,
+      );
   }
 
   /** Failing projectors that skipped an event of the stream written at `position`. */
