@@ -106,13 +106,13 @@ export class McpServers {
       userId,
       query,
     );
-    await this.engine.readYourWrites(position);
+    await this.engine.waitFor(position);
     return location;
   }
 
   async logout(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
     await this.get(workspaceId, id);
-    await this.engine.readYourWrites(await this.oauth.logout(ctx, id));
+    await this.engine.waitFor(await this.oauth.logout(ctx, id));
   }
 
   /** The runner role lends its sandbox backend, so stdio servers can be tested in a sandbox of their own. */
@@ -192,7 +192,7 @@ export class McpServers {
       { type: 'CreateMcpServer', serverId: id, workspaceId, config, now: Date.now() },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
     return id;
   }
 
@@ -225,7 +225,7 @@ export class McpServers {
       state.config.url !== config.url && this.oauthLogins
         ? await this.oauthLogins.logout(ctx, id, 'server_changed')
         : null;
-    await this.engine.readYourWrites(loggedOut ?? r.position);
+    await this.engine.waitFor(loggedOut ?? r.position);
   }
 
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
@@ -240,7 +240,7 @@ export class McpServers {
     );
     const name = (r.state as { config: McpServerConfig }).config.name;
     await this.bus.execute(mcpNameStreamId(workspaceId, name), mcpNameDecider, { type: 'Release', serverId: id }, ctx);
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
   }
 
   async get(workspaceId: string, id: string): Promise<McpServerDoc> {
@@ -366,7 +366,7 @@ export class McpServers {
       await sandbox?.destroy().catch(ignoreFailure('the test sandbox expires (ttlMs above) and is reaped'));
     }
     const r = await this.bus.execute(mcpServerStreamId(id), mcpServerDecider, { type: 'RecordMcpTest', result }, ctx);
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
     return { ...result, auth: this.auth(await this.get(workspaceId, id)) };
   }
 
@@ -395,7 +395,7 @@ export class McpServers {
       { type: 'SetJobMcpServers', jobId, grants: checked },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
   }
 
   /** Names of the workspace's servers, for compile. */

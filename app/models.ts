@@ -84,7 +84,7 @@ export class Models {
       { type: 'ChangeSettings', patch, usableModelIds, secretNames, now: Date.now() },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
     return this.settingsFor(workspaceId);
   }
 

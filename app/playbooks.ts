@@ -222,7 +222,7 @@ export class Playbooks {
       now: this.clock(),
     };
     const result = await this.bus.execute(playbookStreamId(jobId), playbookDecider, command, { ...ctx, workspaceId });
-    await this.engine.readYourWrites(result.position);
+    await this.engine.waitFor(result.position);
     await this.afterSave(ctx, workspaceId, jobId, request.content);
     return result.state.version;
   }

@@ -55,7 +55,7 @@ export class Secrets {
       },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
     return id;
   }
 
@@ -79,7 +79,7 @@ export class Secrets {
       },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
   }
 
   async delete(ctx: CommandContext, workspaceId: string, id: string): Promise<void> {
@@ -99,7 +99,7 @@ export class Secrets {
       { type: 'Release', secretId: id },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
   }
 
   /** A secret of the workspace by name, or null (for settings that name one, such as `notifySecret`). */
@@ -140,7 +140,7 @@ export class Secrets {
       { type: 'SetJobSecrets', jobId, mappings },
       ctx,
     );
-    await this.engine.readYourWrites(r.position);
+    await this.engine.waitFor(r.position);
   }
 
   /**
