@@ -7,7 +7,7 @@ import {
   type NewEvent,
   type Position,
 } from '../store/event-store.js';
-import { upcast } from '../domain/upcast.js';
+import { payloadVersion, upcast } from '../domain/upcast.js';
 
 /** Who is acting and why: becomes the metadata of every event the command appends. */
 export interface CommandContext {
@@ -96,7 +96,10 @@ export class CommandBus {
         ts,
         v: 1,
       };
-      const toAppend: NewEvent[] = events.map((e) => ({ type: e.type, data: e.data, metadata }));
+      const toAppend: NewEvent[] = events.map((e) => {
+        const v = payloadVersion(e.type);
+        return { type: e.type, data: e.data, metadata: v === 1 ? metadata : { ...metadata, v } };
+      });
       try {
         const result = await this.store.append(streamId, toAppend, revision === -1 ? 'no_stream' : revision);
         return { events, state: events.reduce(decider.evolve, state), position: result.position };

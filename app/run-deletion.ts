@@ -1,6 +1,7 @@
 import { DomainError } from '../domain/decider.js';
 import { jobRunsDecider, jobRunsStreamId } from '../domain/job-runs.js';
 import { foldFigures } from '../domain/run-figures.js';
+import { upcast } from '../domain/upcast.js';
 import { isLive, runDecider, runStreamId } from '../domain/run.js';
 import { runsCollection, type RunDoc } from '../projections/runs.js';
 import type { RunFiles } from '../adapters/run-files.js';
@@ -73,7 +74,7 @@ export class RunDeletion {
     if (state.status === 'none') return { skipped: 'not_found' };
     if (isLive(state.status)) return { skipped: 'unfinished' };
     if (state.reflection === 'pending') return { skipped: 'reflection_pending' };
-    const figures = foldFigures(await this.events.readStream(streamId));
+    const figures = foldFigures((await this.events.readStream(streamId)).map(upcast));
     if (!figures) return { skipped: 'not_found' };
     const recorded = await this.bus.execute(
       jobRunsStreamId(run.jobId),

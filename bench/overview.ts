@@ -62,6 +62,7 @@ function runEvents(i: number, runs: number, now: number, jobs: number): RunEvent
         tokOut: 300,
         fellBack: false,
         verifyCost: 0,
+        verifyTokens: 0,
         reflection: 'skipped',
         finishedAt: startedAt + msTotal,
         msTotal,

@@ -20,9 +20,11 @@ export interface RunFigures {
   /** micro-USD of every reflection of the run. */
   reflectionCost: number;
   verifyCost: number;
+  /** Tokens of the verifier's verdict (0 in a `RunDeleted` written before they were counted). */
+  verifyTokens: number;
   /** tokIn + tokOut of the run itself. */
   tokens: number;
-  /** Tokens of reflection and verification: not reported by either yet, so 0 (docs/design.md, "Stats"). */
+  /** Tokens of the verifier's verdict and of every reflection of the run (docs/design.md, "Stats"). */
   learningTokens: number;
   msTotal: number | null;
   turns: number;
@@ -56,9 +58,10 @@ export type FiguresEvent =
         tokOut: number;
         msTotal: number | null;
         turns: number;
+        verifyTokens: number;
       };
     }
-  | { type: 'RunReflected'; data: { totalCost: number } };
+  | { type: 'RunReflected'; data: { totalCost: number; totalTokens: number } };
 
 /** The figures after one more event; null until the run is queued or skipped. */
 export function nextFigures(figures: RunFigures | null, event: FiguresEvent): RunFigures | null {
@@ -77,6 +80,7 @@ export function nextFigures(figures: RunFigures | null, event: FiguresEvent): Ru
       cost: 0,
       reflectionCost: 0,
       verifyCost: 0,
+      verifyTokens: 0,
       tokens: 0,
       learningTokens: 0,
       msTotal: null,
@@ -102,10 +106,17 @@ export function nextFigures(figures: RunFigures | null, event: FiguresEvent): Ru
         tokens: o.tokIn + o.tokOut,
         msTotal: o.msTotal,
         turns: o.turns,
+        verifyTokens: o.verifyTokens,
+        // Reflection comes only after the run finished, so there are no reflection tokens yet.
+        learningTokens: o.verifyTokens,
       };
     }
     case 'RunReflected':
-      return { ...figures, reflectionCost: event.data.totalCost };
+      return {
+        ...figures,
+        reflectionCost: event.data.totalCost,
+        learningTokens: figures.verifyTokens + event.data.totalTokens,
+      };
   }
 }
 

@@ -40,6 +40,8 @@ export interface RunOutcome {
   tokOut: number;
   fellBack: boolean;
   verifyCost: number;
+  /** Input and output tokens of the verifier's verdict (payload version 2; 0 in upcast version 1 events). */
+  verifyTokens: number;
   reflection: Reflection;
   finishedAt: number;
 }
@@ -63,8 +65,11 @@ export type RunEvent =
       'RunReflectionStarted',
       { runId: string; jobId: string; key: string; attempt: number; startedAt: number; runnerId: string }
     >
-  /** `totalCost`: what every reflection of this run has cost so far, this one included. */
-  | DomainEvent<'RunReflected', ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number }>
+  /** `totalCost` and `totalTokens`: what every reflection of this run has spent so far, this one included. */
+  | DomainEvent<
+      'RunReflected',
+      ReflectionResult & { runId: string; jobId: string; key: string; totalCost: number; totalTokens: number }
+    >
   /** Retention removed the run's timeline and files; the run itself stays (docs/design.md, "Retention"). */
   | DomainEvent<'RunPurged', { runId: string; jobId: string; purgedAt: number; retentionDays: number }>;
 
@@ -76,6 +81,8 @@ export interface ReflectionResult {
   /** The playbook version it saved, or null when it applied nothing. */
   version: number | null;
   cost: number;
+  /** Input and output tokens of the reflection's model calls and of its shadow run's model calls. */
+  tokens: number;
 }
 
 /** Attempts of one reflection request before it is failed: a reflector that keeps dying must not keep it pending. */
@@ -93,6 +100,7 @@ export type RunState =
       reflectionKey: string | null;
       reflectionAttempts: number;
       reflectionCost: number;
+      reflectionTokens: number;
       purged: boolean;
     });
 
@@ -137,6 +145,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
           reflectionKey: null,
           reflectionAttempts: 0,
           reflectionCost: 0,
+          reflectionTokens: 0,
           purged: false,
         };
       case 'RunSkipped':
@@ -151,6 +160,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
           reflectionKey: null,
           reflectionAttempts: 0,
           reflectionCost: 0,
+          reflectionTokens: 0,
           purged: false,
         };
       default:
@@ -183,7 +193,13 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
       case 'RunReflectionStarted':
         return { ...state, reflectionAttempts: event.data.attempt };
       case 'RunReflected':
-        return { ...state, reflection: event.data.status, reflectionKey: null, reflectionCost: event.data.totalCost };
+        return {
+          ...state,
+          reflection: event.data.status,
+          reflectionKey: null,
+          reflectionCost: event.data.totalCost,
+          reflectionTokens: event.data.totalTokens,
+        };
       case 'RunPurged':
         return { ...state, purged: true };
       default:
@@ -289,6 +305,7 @@ export const runDecider: Decider<RunCommand, RunEvent, RunState> = {
               jobId: s.jobId,
               key: command.key,
               totalCost: s.reflectionCost + command.result.cost,
+              totalTokens: s.reflectionTokens + command.result.tokens,
             },
           },
         ];
@@ -325,6 +342,7 @@ export function emptyOutcome(now: number): RunOutcome {
     tokOut: 0,
     fellBack: false,
     verifyCost: 0,
+    verifyTokens: 0,
     reflection: 'skipped',
     finishedAt: now,
   };

@@ -35,7 +35,8 @@ export const bucketAgg = (doc: StatsBucketDoc): StatsAgg => doc.agg as unknown a
  */
 export const statsProjector: Projector = {
   name: 'stats',
-  version: 1,
+  // 2: learning tokens (the verifier's and the reflections').
+  version: 2,
   collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection],
   // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use.
   indexes: [
@@ -88,6 +89,9 @@ export const statsProjector: Projector = {
             status: o.status,
             cost: o.cost,
             verifyCost: o.verifyCost,
+            verifyTokens: o.verifyTokens,
+            // Reflection only follows a finished run: none has spent anything yet.
+            learningTokens: o.verifyTokens,
             tokens: o.tokIn + o.tokOut,
             msTotal: o.msTotal,
             turns: o.turns,
@@ -96,7 +100,11 @@ export const statsProjector: Projector = {
         ];
       }
       case 'RunReflected':
-        return [set(runId, { reflectionCost: event.data.totalCost }), rebucket(runId)];
+        return [
+          set(runId, { reflectionCost: event.data.totalCost }),
+          learningTokens(runId, event.data.totalTokens),
+          rebucket(runId),
+        ];
       default:
         return [];
     }
@@ -115,6 +123,18 @@ function upsert(runId: string, fields: Record<string, DocValue>): DocOp {
 
 function set(runId: string, fields: Record<string, DocValue>): DocOp {
   return { kind: 'update', collection: statsRunsCollection, filter: { _id: runId }, update: { $set: fields } };
+}
+
+/** The verifier's tokens, kept on the run's figures, and every reflection's so far. */
+function learningTokens(runId: string, reflectionTokens: number): DocOp {
+  return {
+    kind: 'derive',
+    collection: statsRunsCollection,
+    async derive(docs) {
+      const run = await docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ _id: runId });
+      return run ? [set(runId, { learningTokens: run.verifyTokens + reflectionTokens })] : [];
+    },
+  };
 }
 
 /** The bucket documents of a run's hour and day, recomputed from what they hold. */

@@ -33,7 +33,14 @@ import type { Runs } from '../runs.js';
 import { timelineStreamId } from '../timeline.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
-import { costOf, ModelError, type Message, type ModelClient, type Price } from '../../adapters/models/types.js';
+import {
+  costOf,
+  ModelError,
+  type Message,
+  type ModelClient,
+  type Price,
+  type Usage,
+} from '../../adapters/models/types.js';
 import { errorMessage } from '../../domain/error-message.js';
 
 export interface ReflectionModel {
@@ -145,6 +152,7 @@ export class Reflector {
           ops: null,
           version: null,
           cost: 0,
+          tokens: 0,
         },
         ctx,
       );
@@ -173,6 +181,7 @@ export class Reflector {
         ops: null,
         version: null,
         cost: 0,
+        tokens: 0,
       };
     }
     await this.finish(doc._id, key, result, ctx);
@@ -208,11 +217,17 @@ export class Reflector {
       const result = await this.verifyDockerfile(doc, facts.original, applyOps(facts.original, ops, opContext));
       const shadow = await this.verifyMain(doc, ready.job, facts.original, facts.baseVersion, result, shadowFacts);
       chat.cost += shadow.cost;
+      chat.tokens += shadow.tokens;
       return { ...result, content: shadow.content, results: shadow.results, shadowOutput: shadow.output };
     };
     const proposed = await propose(chat, attempt);
-    if ('error' in proposed) return failedReflection(proposed.error, chat.cost);
-    return this.keep(ctx, doc, proposed, { baseVersion: facts.baseVersion, opContext, cost: chat.cost });
+    if ('error' in proposed) return failedReflection(proposed.error, chat);
+    return this.keep(ctx, doc, proposed, {
+      baseVersion: facts.baseVersion,
+      opContext,
+      cost: chat.cost,
+      tokens: chat.tokens,
+    });
   }
 
   /** The job, the reflection model and the daily spend cap: what must hold before anything is spent. */
@@ -318,7 +333,7 @@ export class Reflector {
     ctx: CommandContext,
     doc: RunDoc,
     proposed: { answer: ReflectionAnswer; applied: Applied },
-    s: { baseVersion: number; opContext: Parameters<typeof applyOps>[2]; cost: number },
+    s: { baseVersion: number; opContext: Parameters<typeof applyOps>[2]; cost: number; tokens: number },
   ): Promise<ReflectionResult> {
     const { answer, applied } = proposed;
     const ws = doc.workspaceId;
@@ -333,6 +348,7 @@ export class Reflector {
       ops: applied.results,
       version,
       cost: s.cost,
+      tokens: s.tokens,
     });
     if (!applied.results.some((r) => r.status === 'applied')) return done(null);
     const version = await this.save(ctx, ws, doc, {
@@ -385,8 +401,8 @@ export class Reflector {
     baseVersion: number,
     applied: { content: PlaybookContent; results: AppliedOp[]; image?: string | null },
     facts: SkipFacts,
-  ): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number }> {
-    const unchanged = { content: applied.content, results: applied.results, output: null, cost: 0 };
+  ): Promise<{ content: PlaybookContent; results: AppliedOp[]; output: string | null; cost: number; tokens: number }> {
+    const unchanged = { content: applied.content, results: applied.results, output: null, cost: 0, tokens: 0 };
     if (!shadowDue(original, applied.content)) return unchanged;
     const isApplied = (r: AppliedOp, ops: readonly string[]) => r.status === 'applied' && ops.includes(r.op);
     let primary = applied.results.findIndex((r) => isApplied(r, ['propose_main', 'update_main']));
@@ -420,7 +436,7 @@ export class Reflector {
     });
     results[primary] = { ...results[primary]!, test: outcome.test };
     if (outcome.test.status !== 'failed')
-      return { content: applied.content, results, output: null, cost: outcome.cost };
+      return { content: applied.content, results, output: null, cost: outcome.cost, tokens: outcome.tokens };
     const reason = `main failed its shadow run: ${outcome.test.detail}`;
     for (let i = 0; i < results.length; i++)
       if (isApplied(results[i]!, mainRelatedOps)) results[i] = { ...results[i]!, status: 'rejected', reason };
@@ -432,7 +448,7 @@ export class Reflector {
       setup: original.setup,
       dockerfile: original.dockerfile,
     };
-    return { content, results, output: outcome.test.output ?? null, cost: outcome.cost };
+    return { content, results, output: outcome.test.output ?? null, cost: outcome.cost, tokens: outcome.tokens };
   }
 
   /**
@@ -520,10 +536,7 @@ export class Reflector {
   }
 
   /** One structured call; a transient model error is repeated after 5 s, 20 s and 60 s. */
-  private async call(
-    model: ReflectionModel,
-    messages: Message[],
-  ): Promise<{ text: string; cost: number } | { error: string; cost: number }> {
+  private async call(model: ReflectionModel, messages: Message[]): Promise<ModelAnswer> {
     const delays = this.ports.retryDelaysMs ?? [5000, 20_000, 60_000];
     for (let attempt = 0; ; attempt++) {
       try {
@@ -537,11 +550,11 @@ export class Reflector {
           jsonSchema: { name: reflectionSchemaName, schema: reflectionSchema },
           signal: AbortSignal.timeout(callTimeoutMs),
         });
-        return { text: res.text, cost: costOf(res.usage, model.price) };
+        return { text: res.text, cost: costOf(res.usage, model.price), tokens: tokensOf(res.usage) };
       } catch (err) {
         const transient = err instanceof ModelError && err.transient;
         if (!transient || attempt >= delays.length || this.stopped)
-          return { error: `the reflection model call failed: ${errorMessage(err)}`, cost: 0 };
+          return { error: `the reflection model call failed: ${errorMessage(err)}`, cost: 0, tokens: 0 };
         await new Promise((r) => setTimeout(r, delays[attempt]));
       }
     }
@@ -626,8 +639,8 @@ interface Applied {
   shadowOutput: string | null;
 }
 
-function failedReflection(error: string, cost = 0): ReflectionResult {
-  return { status: 'failed', error, summary: null, ops: null, version: null, cost };
+function failedReflection(error: string, spent = { cost: 0, tokens: 0 }): ReflectionResult {
+  return { status: 'failed', error, summary: null, ops: null, version: null, cost: spent.cost, tokens: spent.tokens };
 }
 
 const asPromptRun = (r: RunDoc): PromptRun => ({
@@ -668,15 +681,20 @@ function graduationOf(doc: RunDoc, f: ReflectionFacts): { blocker: string | null
   return { blocker, section: { kind: 'off', reason: `Graduation is not possible yet: ${blocker}` } };
 }
 
-/** The exchange with the reflection model: its messages and what it has cost so far (shadow runs included). */
+/** One reflection model call: its text or error, and what it spent. */
+type ModelAnswer = { text: string; cost: number; tokens: number } | { error: string; cost: number; tokens: number };
+
+/** Every token a call used, cached ones included, as a run's `tokIn + tokOut` counts them. */
+const tokensOf = (u: Usage) => u.input + u.output + u.cacheRead + u.cacheWrite;
+
+/** The exchange with the reflection model: its messages and what it has spent so far (shadow runs included). */
 class Conversation {
   readonly messages: Message[];
   cost = 0;
+  tokens = 0;
 
   constructor(
-    private readonly call: (
-      messages: Message[],
-    ) => Promise<{ text: string; cost: number } | { error: string; cost: number }>,
+    private readonly call: (messages: Message[]) => Promise<ModelAnswer>,
     prompt: string,
   ) {
     this.messages = [{ role: 'user', text: prompt }];
@@ -685,6 +703,7 @@ class Conversation {
   async ask(): Promise<ReflectionAnswer | { error: string }> {
     const answer = await this.call(this.messages);
     this.cost += answer.cost;
+    this.tokens += answer.tokens;
     if ('error' in answer) return answer;
     this.messages.push({ role: 'assistant', text: answer.text, toolCalls: [] });
     return parseReflectionAnswer(answer.text);

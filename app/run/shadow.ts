@@ -37,14 +37,23 @@ export interface ShadowRequest {
   };
 }
 
-export interface ShadowOutcome {
-  test: OpTest;
-  /** `svc llm` and verifier spend, which reflection adds to its cost. */
+/** `svc llm` and verifier spend (micro-USD) and tokens, which reflection adds to its own. */
+export interface Spent {
   cost: number;
+  tokens: number;
 }
 
+export interface ShadowOutcome extends Spent {
+  test: OpTest;
+}
+
+const nothingSpent: Spent = { cost: 0, tokens: 0 };
+
 const minutes = (ms: number) => `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
-const skipped = (detail: string, cost = 0): ShadowOutcome => ({ test: { status: 'skipped', detail }, cost });
+const skipped = (detail: string, spent = nothingSpent): ShadowOutcome => ({
+  test: { status: 'skipped', detail },
+  ...spent,
+});
 
 /** What a shadow run is given before it starts: the limits, main's time and the models. */
 interface ShadowPlan {
@@ -142,14 +151,19 @@ export class ShadowRunner {
     // (docs/security.md, "Reading back from sandboxes").
     await held.mcp?.close().catch(ignoreFailure(mcpGoesWithTheRun, this.log));
     await sandbox.stopProcesses();
-    const cost = opened.session.llmSpend + (result.kind === 'stopped' ? 0 : result.verifyCost);
+    const llm = opened.session.llmUsage;
+    const verified = result.kind === 'stopped' ? null : result;
+    const spent: Spent = {
+      cost: opened.session.llmSpend + (verified?.verifyCost ?? 0),
+      tokens: llm.input + llm.output + (verified ? verified.verifyUsage.input + verified.verifyUsage.output : 0),
+    };
     const refused = held.mcp?.refused ?? [];
     if (refused.length > 0)
       return skipped(
         `inconclusive: the main script called MCP tools with side effects (${refused.map((r) => `${r.server}.${r.tool}`).join(', ')}), which a shadow run refuses`,
-        cost,
+        spent,
       );
-    return this.judge(req, plan, result, cost);
+    return this.judge(req, plan, result, spent);
   }
 
   /** The base version's image when the Dockerfile did not change, else the one reflection built. */
@@ -238,9 +252,9 @@ export class ShadowRunner {
   }
 
   /** What the scripted path's result says of the proposal; a recent success's outputs must match where they should. */
-  private judge(req: ShadowRequest, plan: ShadowPlan, result: ScriptedResult, cost: number): ShadowOutcome {
-    if (result.kind === 'stopped') return skipped('inconclusive: the shadow run ran out of time', cost);
-    if (result.kind === 'fell_short') return fellShort(result, plan.main, cost);
+  private judge(req: ShadowRequest, plan: ShadowPlan, result: ScriptedResult, spent: Spent): ShadowOutcome {
+    if (result.kind === 'stopped') return skipped('inconclusive: the shadow run ran out of time', spent);
+    if (result.kind === 'fell_short') return fellShort(result, plan.main, spent);
     const declared = ((req.job.spec as { outputs?: Array<{ name: string }> }).outputs ?? []).map((o) => o.name);
     const { reflected } = req;
     const recent =
@@ -248,13 +262,13 @@ export class ShadowRunner {
       reflected.finishedAt !== null &&
       this.clock() - reflected.finishedAt <= 60 * 60_000;
     if (declared.length === 0 || !recent)
-      return { test: { status: 'passed', detail: 'main passed its shadow run (outputs not compared)' }, cost };
+      return { test: { status: 'passed', detail: 'main passed its shadow run (outputs not compared)' }, ...spent };
     const varies = req.proposed.verify?.varies ?? [];
     const earlier = { number: reflected.number, outputs: reflected.outputs };
     const mismatch = outputMismatch(declared, varies, earlier, result.outputs);
-    if (mismatch) return { test: { status: 'failed', detail: mismatch, output: '' }, cost };
+    if (mismatch) return { test: { status: 'failed', detail: mismatch, output: '' }, ...spent };
     const detail = `main passed its shadow run, and its outputs matched run #${reflected.number}`;
-    return { test: { status: 'passed', detail }, cost };
+    return { test: { status: 'passed', detail }, ...spent };
   }
 }
 
@@ -262,19 +276,19 @@ export class ShadowRunner {
 function fellShort(
   result: Extract<ScriptedResult, { kind: 'fell_short' }>,
   main: { ms: number; capped: boolean },
-  cost: number,
+  spent: Spent,
 ): ShadowOutcome {
   const output = result.output.slice(-3000);
   if (/did not finish within/.test(result.reason)) {
     if (main.capped)
-      return skipped(`inconclusive: main did not finish within ${minutes(main.ms)} a shadow run allows`, cost);
+      return skipped(`inconclusive: main did not finish within ${minutes(main.ms)} a shadow run allows`, spent);
     return {
       test: { status: 'failed', detail: "main did not finish within half of the run's time limit", output },
-      cost,
+      ...spent,
     };
   }
-  if (/^the verifier could not judge/.test(result.reason)) return skipped(`inconclusive: ${result.reason}`, cost);
-  return { test: { status: 'failed', detail: result.reason, output }, cost };
+  if (/^the verifier could not judge/.test(result.reason)) return skipped(`inconclusive: ${result.reason}`, spent);
+  return { test: { status: 'failed', detail: result.reason, output }, ...spent };
 }
 
 /** The files of a real run's sandbox, with the reflected run's input and the proposed playbook. */

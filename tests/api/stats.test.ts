@@ -156,8 +156,12 @@ async function allRuns(): Promise<Array<Record<string, any>>> {
   }
 }
 
-async function someFinishedRun(name: string, instruction = 'Say it: `echo ok`'): Promise<Record<string, any>> {
-  const id = (await api.post('/api/jobs', { name: `${name} ${Math.random()}`, instruction, selfImprove: false })).body
+async function someFinishedRun(
+  name: string,
+  instruction = 'Say it: `echo ok`',
+  selfImprove = false,
+): Promise<Record<string, any>> {
+  const id = (await api.post('/api/jobs', { name: `${name} ${Math.random()}`, instruction, selfImprove })).body
     .id as string;
   return finished((await api.post(`/api/jobs/${id}/runs`, {})).body.runId);
 }
@@ -165,6 +169,13 @@ async function someFinishedRun(name: string, instruction = 'Say it: `echo ok`'):
 describe('stats overview', () => {
   it('answers the (B) shape from the read model, agreeing with the runs the API lists', async () => {
     await someFinishedRun('overview');
+    // A run that reflects: its model's tokens count as learning tokens.
+    const learner = await someFinishedRun('overview learns', undefined, true);
+    const reflected = await waitFor('the reflection to end', async () => {
+      const r = (await api.get(`/api/runs/${learner.id}`)).body as Record<string, any>;
+      return r.reflection !== 'pending' && r;
+    });
+    assert.ok(reflected.reflectionCost > 0, JSON.stringify(reflected));
     const token = (await createToken(api)).client;
     const res = await token.get('/api/stats/overview');
     assert.equal(res.status, 200, res.text);
@@ -207,7 +218,8 @@ describe('stats overview', () => {
       runCost: runs.reduce((n, r) => n + r.cost, 0),
       learningCost: runs.reduce((n, r) => n + r.reflectionCost + r.verifyCost, 0),
       runTokens: runs.reduce((n, r) => n + r.tokIn + r.tokOut, 0),
-      learningTokens: 0,
+      // At one micro-USD a token (and no cached tokens from the fake provider), tokens and cost agree.
+      learningTokens: runs.reduce((n, r) => n + r.reflectionCost + r.verifyCost, 0),
     });
     const today = o.perDay[o.perDay.length - 1];
     assert.ok(today.skipped >= 1, 'skipped runs are counted in the buckets');

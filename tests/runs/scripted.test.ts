@@ -132,10 +132,17 @@ describe('scripted runs', () => {
         ],
         reset: true,
       });
+      const learningTokens = async () =>
+        (await server.api.get('/api/stats/overview?range=24h')).body.current.learningTokens as number;
+      const tokensBefore = await learningTokens();
       const good = await runOnce(id);
       assert.equal(good.run.status, 'succeeded', good.run.error);
       assert.equal(good.run.summary, 'Reported 42.');
       assert.equal(good.run.verifyCost, 120);
+      await waitFor(
+        'the verdict to count as learning tokens',
+        async () => (await learningTokens()) === tokensBefore + 120,
+      );
       assert.equal(good.run.cost, 0, "verification is not the run's own cost");
       assert.equal(good.events.find((e) => e.type === 'verify.result')!.payload.llm.pass, true);
 

@@ -30,6 +30,7 @@ function run(n: number, over: Partial<RunFigures> = {}): RunFigures {
     cost: 10,
     reflectionCost: 0,
     verifyCost: 0,
+    verifyTokens: 0,
     tokens: 100,
     learningTokens: 0,
     msTotal: 1000,

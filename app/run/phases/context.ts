@@ -54,6 +54,7 @@ export interface RunTally {
   usage: Usage;
   turns: number;
   verifyCost: number;
+  verifyTokens: number;
   /** Toolkit calls and failures per script, recorded beside the playbook when the run finishes. */
   scriptCalls: Map<string, { calls: number; failures: number }>;
   selfImprove: boolean;
@@ -159,6 +160,7 @@ export async function openRunContext(
       usage: zeroUsage(),
       turns: 0,
       verifyCost: 0,
+      verifyTokens: 0,
       scriptCalls: new Map(),
       selfImprove: false,
       mainRan: false,

@@ -58,6 +58,7 @@ function outcomeOf(ctx: RunContext, end: RunEnd, llmSpend: number): RunOutcome {
     tokOut: usage.output + llmUsage.output,
     fellBack: tally.fellBack,
     verifyCost: tally.verifyCost,
+    verifyTokens: tally.verifyTokens,
     reflection: wantsReflection({ ...tally, status: end.status, mode: ctx.run.mode }) ? 'pending' : 'skipped',
     finishedAt: ctx.services.clock(),
   };

@@ -37,6 +37,7 @@ export async function verify(ctx: PreparedRun): Promise<RunEnd | FellShort | nul
     main,
   );
   ctx.tally.verifyCost = result.verifyCost;
+  ctx.tally.verifyTokens = result.verifyUsage.input + result.verifyUsage.output;
   if (result.kind === 'passed') return new RunEnd('succeeded', null, result.summary, result.outputs);
   return new FellShort(result);
 }
