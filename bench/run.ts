@@ -21,6 +21,7 @@ import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from 
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
 import { mcpBenchmarks } from './mcp.js';
 import { creationsBenchmark } from './creations.js';
+import { memoryBenchmark } from './memory.js';
 import { overviewBenchmark } from './overview.js';
 import { rebuildBenchmark } from './rebuild.js';
 import { webBenchmarks } from './web.js';
@@ -221,6 +222,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['mcp', 'MCP', () => mcpBenchmarks(root, quick)],
   ['overview', 'stats overview', () => overviewBenchmark(root, quick)],
   ['rebuild', 'rebuild projections', () => rebuildBenchmark(root, quick)],
+  ['memory', 'memory through creations and runs', () => memoryBenchmark(root, quick)],
   ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
 ];
 for (const [key, label, step] of steps) {
@@ -238,6 +240,7 @@ const targets = {
   listP99: met('jobList', (v) => v.svc.latencyP99Ms <= 15),
   listThroughputHalfOfBare: met('jobList', (v) => v.throughputRatio >= 0.5),
   rssUnder150Mb: met('server', (v) => v.rssAfterStartMb < 150),
+  memoryPeakUnder150Mb: met('memory', (v) => v.peakMb < 150),
   creations4000PerSec: met('creations', (v) => v.creationsPerSec >= 4000 && v.latencyP99Ms <= 25),
   bwrapProvisionP50: met('sandbox', (v) => v.bwrapProvisionMs.p50 <= 30),
   svcRoundTripP50: met('sandbox', (v) => v.svcStateSetRoundTripMs.perCallIncludingProcessStart <= 5),

@@ -1,0 +1,111 @@
+// Memory through a long life (issue: performance): a served process on a fresh embedded store takes job creations
+// and then runs of a scripted job, and its RSS is sampled all along. Goal: under 150 MB through 100,000 creations and
+// 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory".
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { loadConfig } from '../app/config.js';
+import { createLogger, startServer } from '../server/start.js';
+import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
+
+const inFlight = 20;
+
+export async function memoryBenchmark(root: string, quick: boolean) {
+  const creations = Number(process.env.SVC_BENCH_MEMORY_CREATIONS ?? (quick ? 5_000 : 100_000));
+  const runs = Number(process.env.SVC_BENCH_MEMORY_RUNS ?? (quick ? 200 : 10_000));
+  const dataDir = join(root, 'memory');
+  const seeded = await startServer(
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
+  const link = await seeded.services.identity.issueSignInLink('bench@example.com');
+  await seeded.close();
+
+  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+    stdio: 'ignore',
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
+  });
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid!))), 250);
+  try {
+    const url = await servedUrl(dataDir, server, 90_000);
+    const token = await apiTokenFromLink(url, link);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(url + path, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    const afterStartMb = rssMb(server.pid!);
+    peak = afterStartMb;
+
+    const rssByCreations: Array<{ created: number; rssMb: number }> = [];
+    let created = 0;
+    const creator = async () => {
+      while (created < creations) {
+        const n = ++created;
+        await call('POST', '/api/jobs', { name: `Memory job ${n}`, instruction: 'Count the files in the workspace.' });
+        if (n % Math.max(1, Math.floor(creations / 10)) === 0)
+          rssByCreations.push({ created: n, rssMb: rssMb(server.pid!) });
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, creator));
+    const afterCreationsMb = rssMb(server.pid!);
+    const peakCreationsMb = peak;
+
+    // Scripted runs: the sandbox, the broker session, the timeline and the projections of each. A run needs a model
+    // to fall back to; the product's own fake provider serves, and is never called while main succeeds.
+    const provider = await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
+    const models = (await call('GET', '/api/models')).items as Array<{ id: string; providerId: string }>;
+    const model = models.find((m) => m.providerId === provider.id)!;
+    await call('PATCH', '/api/settings', { agentModelId: model.id });
+    const job = await call('POST', '/api/jobs', {
+      name: 'Memory scripted job',
+      instruction: 'Say ok.',
+      selfImprove: false,
+      concurrency: 'parallel',
+    });
+    await call('PUT', `/api/jobs/${String(job.id)}/playbook`, { content: { main: '#!/bin/sh\necho ok\n' } });
+    const rssByRuns: Array<{ finished: number; rssMb: number }> = [];
+    let triggered = 0;
+    const started = Date.now();
+    const runner = async () => {
+      while (triggered < runs) {
+        const n = ++triggered;
+        const { runId } = await call('POST', `/api/jobs/${String(job.id)}/runs`, {});
+        for (;;) {
+          const run = await call('GET', `/api/runs/${String(runId)}`);
+          if (!['queued', 'provisioning', 'running', 'verifying'].includes(String(run.status))) {
+            if (run.status !== 'succeeded')
+              throw new Error(`run ${String(runId)} ended ${String(run.status)}: ${String(run.error)}`);
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        if (n % Math.max(1, Math.floor(runs / 10)) === 0) rssByRuns.push({ finished: n, rssMb: rssMb(server.pid!) });
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, runner));
+    return {
+      creations,
+      runs,
+      runsPerSec: Math.round((runs / ((Date.now() - started) / 1000)) * 10) / 10,
+      afterStartMb,
+      afterCreationsMb,
+      peakCreationsMb,
+      afterRunsMb: rssMb(server.pid!),
+      peakMb: peak,
+      rssByCreations,
+      rssByRuns,
+    };
+  } finally {
+    clearInterval(sampler);
+    server.kill('SIGTERM');
+    await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    server.kill('SIGKILL');
+  }
+}
