@@ -23,7 +23,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   await seeded.close();
 
   const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
-    stdio: 'ignore',
+    stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   });
   let peak = 0;
