@@ -19,7 +19,10 @@ export async function creationsBenchmark(root: string, quick: boolean) {
   const link = await seeded.services.identity.issueSignInLink('bench@example.com');
   await seeded.close();
 
-  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the served process (Node refuses --cpu-prof in
+  // NODE_OPTIONS).
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const server = spawn(process.execPath, [...nodeArgs, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
     stdio: 'ignore',
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   });
@@ -58,7 +61,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       rssAfterMb: rssMb(server.pid!),
     };
   } finally {
-    // A clean stop, so a profile asked for with NODE_OPTIONS=--cpu-prof is written.
+    // A clean stop, so a profile asked for with BENCH_SERVER_NODE_ARGS is written.
     server.kill('SIGTERM');
     await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
     server.kill('SIGKILL');
