@@ -6,7 +6,17 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
+import { readFileSync } from 'node:fs';
 import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
+
+/**
+ * CPU time a process has used (user + system), from /proc: on a machine shared with other work the served process's
+ * CPU per creation compares across runs where creations per second do not.
+ */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
@@ -30,6 +40,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
     const url = await servedUrl(dataDir, server, 90_000);
     const token = await apiTokenFromLink(url, link);
     const rssBeforeMb = rssMb(server.pid!);
+    const cpuBefore = cpuMs(server.pid!);
     let n = 0;
     const result = await autocannon({
       url: `${url}/api/jobs`,
@@ -46,6 +57,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
         },
       ],
     });
+    const cpuUsed = cpuMs(server.pid!) - cpuBefore;
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
     const listed = (await (
@@ -57,6 +69,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       creationsPerSec: Math.round(result.requests.average),
       latencyP50Ms: result.latency.p50,
       latencyP99Ms: result.latency.p99,
+      serverCpuMsPerCreation: Math.round((cpuUsed / Math.max(1, listed.total)) * 1000) / 1000,
       rssBeforeMb,
       rssAfterMb: rssMb(server.pid!),
     };
