@@ -487,8 +487,8 @@ export class ProjectionEngine {
    * Applies queued events as one transaction of the document store (docs/design.md, "Events and read models"): one
    * commit for every projector's changes of every event of the batch, instead of one per change. Waiters are
    * answered once it is committed. A projector that throws fails alone, as ever; a transaction the store refuses
-   * or cannot commit leaves every projector that wrote in it failing from where it was before the batch, to catch up
-   * through its retries, so nothing of the batch is lost or shown as read that was rolled back.
+   * or cannot commit leaves every projector with events of the batch to apply failing from where it was before it, to
+   * catch up through its retries, so nothing of the batch is lost, and no write of it is answered as shown.
    */
   private async applyBatch(batch: RecordedEvent[]): Promise<void> {
     const before = [...this.lanes.values()].map((l) => [l, l.checkpoint, l.healthy] as const);
@@ -504,15 +504,20 @@ export class ProjectionEngine {
         }
       });
     } catch (err) {
+      // Nothing of the batch was kept: every projector that had any of it to apply starts failing from where it was
+      // before, and its retries read those events back from the log (up to `processed`, set below).
+      const end = batch[batch.length - 1]!.position;
       for (const [lane, checkpoint, healthy] of before) {
-        if (!healthy || lane.checkpoint === checkpoint) continue;
-        lane.checkpoint = checkpoint;
+        if (checkpoint !== null && this.events.comparePositions(checkpoint, end) >= 0) continue;
         // Which streams the rolled back events touched is not kept: every write counts as one it may miss.
         lane.missed = null;
+        if (!healthy) continue;
+        lane.checkpoint = checkpoint;
         if (lane.retryTimer) clearTimeout(lane.retryTimer);
         this.fail(lane, null, err);
       }
       if (changed.size > 0) for (const l of this.changeListeners) l(changed);
+      applied = batch.length;
     }
     // Events not applied (the lease was lost, the engine stopped) stay queued, first in line.
     if (applied < batch.length) this.queue.unshift(...batch.slice(applied));
