@@ -232,7 +232,7 @@ export class ProjectionEngine {
   /**
    * Brings every projector to the end of the log while the engine is stopped (a rebuild, a verification): the log is
    * read in pages of `replayBatch` events, and each page's writes and the checkpoints after it are one transaction
-   * of the document store, where the live feed commits every change on its own. Events of the same page are applied
+   * of the document store, where the live feed commits what arrives in one turn. Events of the same page are applied
    * in the same order, one projector after the other, so the read models are the ones the live feed gives
    * (docs/design.md, "Replay"). Stops with nothing of the page in hand written when `guardWrites` answers false.
    */
