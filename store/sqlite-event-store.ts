@@ -185,7 +185,7 @@ export class SqliteEventStore implements EventStore {
         metadata: JSON.stringify(e.metadata),
       }));
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise<AppendResult>((resolve, reject) => {
       this.pending.push({ streamId, events: serialised, expected, resolve, reject });
