@@ -6,7 +6,17 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { loadConfig } from '../app/config.js';
 import { createLogger, startServer } from '../server/start.js';
+import { readFileSync } from 'node:fs';
 import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
+
+/**
+ * CPU time a process has used (user + system), from /proc: on a machine shared with other work the served process's
+ * CPU per creation compares across runs where creations per second do not.
+ */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
@@ -19,7 +29,10 @@ export async function creationsBenchmark(root: string, quick: boolean) {
   const link = await seeded.services.identity.issueSignInLink('bench@example.com');
   await seeded.close();
 
-  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
+  // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the served process (Node refuses --cpu-prof in
+  // NODE_OPTIONS).
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const server = spawn(process.execPath, [...nodeArgs, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
     stdio: 'ignore',
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
   });
@@ -27,6 +40,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
     const url = await servedUrl(dataDir, server, 90_000);
     const token = await apiTokenFromLink(url, link);
     const rssBeforeMb = rssMb(server.pid!);
+    const cpuBefore = cpuMs(server.pid!);
     let n = 0;
     const result = await autocannon({
       url: `${url}/api/jobs`,
@@ -43,6 +57,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
         },
       ],
     });
+    const cpuUsed = cpuMs(server.pid!) - cpuBefore;
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
     const listed = (await (
@@ -54,11 +69,12 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       creationsPerSec: Math.round(result.requests.average),
       latencyP50Ms: result.latency.p50,
       latencyP99Ms: result.latency.p99,
+      serverCpuMsPerCreation: Math.round((cpuUsed / Math.max(1, listed.total)) * 1000) / 1000,
       rssBeforeMb,
       rssAfterMb: rssMb(server.pid!),
     };
   } finally {
-    // A clean stop, so a profile asked for with NODE_OPTIONS=--cpu-prof is written.
+    // A clean stop, so a profile asked for with BENCH_SERVER_NODE_ARGS is written.
     server.kill('SIGTERM');
     await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
     server.kill('SIGKILL');

@@ -21,8 +21,8 @@ const maxRetryMs = 30_000;
 const replayBatch = 1000;
 /** Events read per step when a recovering projector catches up on what it missed. */
 const catchUpBatch = 500;
-/** Events the drain loop applies between turns of the event loop. */
-const yieldEvery = 200;
+/** Events the drain loop applies in one transaction, between turns of the event loop. */
+const batchMax = 200;
 /** How many recent events' streams are remembered to tell whether a write concerns a failed read model. */
 const recentEventsKept = 4096;
 /** Streams remembered per failed projector; past this every write counts as one it may miss. */
@@ -232,7 +232,7 @@ export class ProjectionEngine {
   /**
    * Brings every projector to the end of the log while the engine is stopped (a rebuild, a verification): the log is
    * read in pages of `replayBatch` events, and each page's writes and the checkpoints after it are one transaction
-   * of the document store, where the live feed commits every change on its own. Events of the same page are applied
+   * of the document store, where the live feed commits what arrives in one turn. Events of the same page are applied
    * in the same order, one projector after the other, so the read models are the ones the live feed gives
    * (docs/design.md, "Replay"). Stops with nothing of the page in hand written when `guardWrites` answers false.
    */
@@ -458,12 +458,16 @@ export class ProjectionEngine {
     return false;
   }
 
+  /** Runs `work` in one transaction of the document store where it has them (SQLite), else as it is. */
+  private inOne<T>(work: () => Promise<T>): Promise<T> {
+    return this.docs.batch ? this.docs.batch(work) : work();
+  }
+
   private async drain(): Promise<void> {
-    // The store answers synchronously, so a long backlog would run as one chain of microtasks: no timer (the lease's
-    // renewal, a request's timeout) and no socket would be served until it ends. Every few hundred events the loop
-    // lets the event loop turn.
-    for (let applied = 0; ; applied++) {
-      if (applied % yieldEvery === yieldEvery - 1) await new Promise((resolve) => setImmediate(resolve));
+    // The subscription hands over what it read in one go (a group commit of the event store is one read): letting it
+    // finish first makes those events one batch below.
+    await Promise.resolve();
+    for (;;) {
       // Retries go first: a recovered projector then follows live events with the others.
       for (const lane of this.lanes.values()) {
         if (!lane.retryDue || !this.running || !this.mayWrite()) continue;
@@ -471,13 +475,70 @@ export class ProjectionEngine {
         await this.recover(lane);
       }
       if (this.queue.length === 0 || !this.running || !this.mayWrite()) return;
-      await this.apply(this.queue.shift()!);
+      await this.applyBatch(this.queue.splice(0, batchMax));
+      // The store answers synchronously, so a long backlog would run as one chain of microtasks: no timer (the lease's
+      // renewal, a request's timeout) and no socket would be served until it ends. Between batches the loop lets the
+      // event loop turn.
+      if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
-  private async apply(raw: RecordedEvent): Promise<void> {
-    const event = upcast(raw);
+  /**
+   * Applies queued events as one transaction of the document store (docs/design.md, "Events and read models"): one
+   * commit for every projector's changes of every event of the batch, instead of one per change. Waiters are
+   * answered once it is committed. A projector that throws fails alone, as ever; a transaction the store refuses
+   * or cannot commit leaves every projector with events of the batch to apply failing from where it was before it, to
+   * catch up through its retries, so nothing of the batch is lost, and no write of it is answered as shown.
+   */
+  private async applyBatch(batch: RecordedEvent[]): Promise<void> {
+    const before = [...this.lanes.values()].map((l) => [l, l.checkpoint, l.healthy] as const);
     const changed = new Set<string>();
+    let applied = 0;
+    try {
+      await this.inOne(async () => {
+        for (const raw of batch) {
+          // A lost lease stops the batch at the event in hand; what was applied while it was held is committed.
+          if (!this.running || !this.mayWrite()) break;
+          await this.apply(raw, changed);
+          applied++;
+        }
+      });
+    } catch (err) {
+      // Nothing of the batch was kept: every projector that had any of it to apply starts failing from where it was
+      // before, and its retries read those events back from the log (up to `processed`, set below).
+      const end = batch[batch.length - 1]!.position;
+      for (const [lane, checkpoint, healthy] of before) {
+        if (checkpoint !== null && this.events.comparePositions(checkpoint, end) >= 0) continue;
+        // Which streams the rolled back events touched is not kept: every write counts as one it may miss.
+        lane.missed = null;
+        if (!healthy) continue;
+        lane.checkpoint = checkpoint;
+        if (lane.retryTimer) clearTimeout(lane.retryTimer);
+        this.fail(lane, null, err);
+      }
+      if (changed.size > 0) for (const l of this.changeListeners) l(changed);
+      applied = batch.length;
+    }
+    // Events not applied (the lease was lost, the engine stopped) stay queued, first in line.
+    if (applied < batch.length) this.queue.unshift(...batch.slice(applied));
+    if (applied === 0) return;
+    const last = batch[applied - 1]!.position;
+    this.processed = last;
+    this.scheduleFlush();
+    if (this.waiters.length > 0) {
+      this.waiters = this.waiters.filter((w) => {
+        if (this.events.comparePositions(last, w.position) < 0) return true;
+        clearTimeout(w.timer);
+        w.resolve(true);
+        return false;
+      });
+    }
+  }
+
+  /** One event to every projector, inside the batch's transaction; `changed` gathers the collections written. */
+  private async apply(raw: RecordedEvent, changed: Set<string>): Promise<void> {
+    const event = upcast(raw);
+    const mine = new Set<string>();
     for (const lane of this.lanes.values()) {
       if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
       if (!lane.healthy) {
@@ -485,7 +546,7 @@ export class ProjectionEngine {
         continue;
       }
       try {
-        await this.applyTo(lane.projector, event, changed);
+        await this.applyTo(lane.projector, event, mine);
         lane.checkpoint = event.position;
       } catch (err) {
         this.fail(lane, event, err);
@@ -494,16 +555,9 @@ export class ProjectionEngine {
     }
     this.recent.set(event.position, event.streamId);
     if (this.recent.size > recentEventsKept) this.recent.delete(this.recent.keys().next().value!);
-    if (changed.size > 0) for (const l of this.changeListeners) l(changed);
-    this.processed = event.position;
-    this.scheduleFlush();
-    if (this.waiters.length > 0) {
-      this.waiters = this.waiters.filter((w) => {
-        if (this.events.comparePositions(event.position, w.position) < 0) return true;
-        clearTimeout(w.timer);
-        w.resolve(true);
-        return false;
-      });
+    if (mine.size > 0) {
+      for (const c of mine) changed.add(c);
+      for (const l of this.changeListeners) l(mine);
     }
   }
 
@@ -621,7 +675,7 @@ export class ProjectionEngine {
     }
     if (!this.dirty) return;
     this.dirty = false;
-    await this.flushAll();
+    await this.inOne(() => this.flushAll());
   }
 
   private async flushAll(): Promise<void> {

@@ -115,8 +115,8 @@ export interface DocumentStore {
   /**
    * Runs `work` with every write of it in one transaction, committed when it resolves and rolled back when it
    * throws, where the adapter has such transactions (SQLite); without it the writes go one by one. Only for work that
-   * owns the store while it runs (a rebuild): other writes the process makes meanwhile join the transaction
-   * (docs/design.md, "Replay").
+   * owns the store while it runs (a rebuild, a batch of the live projection): other writes the process makes
+   * meanwhile join the transaction (docs/design.md, "Replay" and "Events and read models").
    */
   batch?<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;

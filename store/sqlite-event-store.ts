@@ -52,9 +52,25 @@ function matches(filter: AllFilter | undefined, e: { streamId: string; type: str
   return true;
 }
 
+/** An append waiting for the group commit, its events already serialised (later changes to them do not count). */
+interface PendingAppend {
+  streamId: string;
+  events: Array<{ id: string; type: string; data: string; metadata: string }>;
+  expected: ExpectedRevision;
+  resolve: (result: AppendResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** How many appends one transaction takes at most, so a flood of them does not hold the write lock for long. */
+const maxGroup = 500;
+
 /**
- * The embedded event store: one table, a global autoincrement position, a unique (stream, revision). Appends run
- * in an IMMEDIATE transaction, so the expected-revision check and the insert are atomic even across processes.
+ * The embedded event store: one table, a global autoincrement position, a unique (stream, revision). Appends made in
+ * the same turn of the event loop are written together (group commit): one IMMEDIATE transaction for all of them,
+ * each append in a savepoint of its own with its own expected-revision check, so a conflict or a failure refuses that
+ * append alone. The check and the insert stay atomic even across processes, an append is acknowledged only once its
+ * transaction is committed, and a process killed before that loses the whole group, never part of one append
+ * (docs/design.md, "Events and read models").
  */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
@@ -74,8 +90,12 @@ export class SqliteEventStore implements EventStore {
     all: Database.Statement<[number, number], Row>;
     isDeleted: Database.Statement<[string], { one: number }>;
   };
-  private readonly appendTx: (streamId: string, events: NewEvent[], expected: ExpectedRevision) => AppendResult;
+  /** One append, in a savepoint when it runs inside the group's transaction. */
+  private readonly appendOne: Database.Transaction<(a: PendingAppend) => AppendResult>;
+  private readonly groupTx: Database.Transaction<(group: PendingAppend[]) => Array<AppendResult | { failed: unknown }>>;
   private readonly deleteTx: (streamId: string) => void;
+  private pending: PendingAppend[] = [];
+  private flushQueued: NodeJS.Immediate | null = null;
 
   constructor(file: string) {
     this.db = new Database(file);
@@ -109,7 +129,7 @@ export class SqliteEventStore implements EventStore {
       all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       isDeleted: this.db.prepare('SELECT 1 AS one FROM deleted_streams WHERE stream_id = ?'),
     };
-    const tx = this.db.transaction((streamId: string, events: NewEvent[], expected: ExpectedRevision): AppendResult => {
+    this.appendOne = this.db.transaction(({ streamId, events, expected }: PendingAppend): AppendResult => {
       if (this.stmt.isDeleted.get(streamId)) throw new StreamDeletedError(streamId);
       const last = this.stmt.last.get(streamId)?.revision;
       const actual = last === null || last === undefined ? -1 : last;
@@ -120,19 +140,22 @@ export class SqliteEventStore implements EventStore {
       let position = 0;
       for (const e of events) {
         revision += 1;
-        const info = this.stmt.insert.run(
-          e.id ?? randomUUID(),
-          streamId,
-          revision,
-          e.type,
-          JSON.stringify(e.data),
-          JSON.stringify(e.metadata),
-        );
-        position = Number(info.lastInsertRowid);
+        position = Number(this.stmt.insert.run(e.id, streamId, revision, e.type, e.data, e.metadata).lastInsertRowid);
       }
       return { revision, position: toPosition(position) };
     });
-    this.appendTx = (s, e, x) => tx.immediate(s, e, x);
+    this.groupTx = this.db.transaction((group: PendingAppend[]) =>
+      group.map((a) => {
+        try {
+          return this.appendOne(a);
+        } catch (failed) {
+          // The append's savepoint was rolled back and the group goes on, unless SQLite ended the transaction itself
+          // (a full disk, an I/O error): then nothing of the group may be acknowledged.
+          if (!this.db.inTransaction) throw failed;
+          return { failed };
+        }
+      }),
+    );
     const removeEvents = this.db.prepare<[string]>('DELETE FROM events WHERE stream_id = ?');
     const closeId = this.db.prepare<[string, number]>(
       'INSERT OR IGNORE INTO deleted_streams (stream_id, deleted_at) VALUES (?, ?)',
@@ -145,12 +168,59 @@ export class SqliteEventStore implements EventStore {
     this.lastSeen = this.stmt.head.get()?.p ?? 0;
   }
 
-  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (events.length === 0) throw new Error('append needs at least one event');
-    const result = this.appendTx(streamId, events, expected);
-    this.lastSeen = Math.max(this.lastSeen, Number(result.position));
+  /**
+   * Queued for the group commit at the end of this turn of the event loop (`setImmediate`): requests read from the
+   * sockets in one turn append together. The events are serialised now, so a payload that cannot be fails its own
+   * append at once and a caller changing its objects afterwards changes nothing written.
+   */
+  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
+    if (!this.db.open) return Promise.reject(new Error('the event store is closed'));
+    let serialised: PendingAppend['events'];
+    try {
+      serialised = events.map((e) => ({
+        id: e.id ?? randomUUID(),
+        type: e.type,
+        data: JSON.stringify(e.data),
+        metadata: JSON.stringify(e.metadata),
+      }));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.pending.push({ streamId, events: serialised, expected, resolve, reject });
+      this.flushQueued ??= setImmediate(() => this.commitPending());
+    });
+  }
+
+  /** Writes every queued append, `maxGroup` to a transaction, then answers each caller and wakes the subscribers. */
+  private commitPending(): void {
+    if (this.flushQueued) clearImmediate(this.flushQueued);
+    this.flushQueued = null;
+    const queued = this.pending;
+    this.pending = [];
+    const answers: Array<() => void> = [];
+    for (let i = 0; i < queued.length; i += maxGroup) {
+      const group = queued.slice(i, i + maxGroup);
+      let results: Array<AppendResult | { failed: unknown }>;
+      try {
+        results = this.groupTx.immediate(group);
+      } catch (err) {
+        // Nothing of this group was written (the lock was not had within busy_timeout, the commit failed).
+        for (const a of group) answers.push(() => a.reject(err));
+        continue;
+      }
+      group.forEach((a, k) => {
+        const r = results[k]!;
+        if ('failed' in r) answers.push(() => a.reject(r.failed));
+        else {
+          this.lastSeen = Math.max(this.lastSeen, Number(r.position));
+          answers.push(() => a.resolve(r));
+        }
+      });
+    }
+    for (const answer of answers) answer();
     this.appended.next();
-    return result;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -174,6 +244,8 @@ export class SqliteEventStore implements EventStore {
   }
 
   async deleteStream(streamId: string): Promise<void> {
+    // Appends asked for before the deletion are written before it, as they would have been one by one.
+    if (this.pending.length > 0) this.commitPending();
     this.deleteTx(streamId);
   }
 
@@ -282,6 +354,8 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    // Appends still queued are written: their callers are owed an answer.
+    if (this.pending.length > 0) this.commitPending();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
     this.closed.next();

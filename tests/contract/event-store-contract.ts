@@ -9,6 +9,7 @@ import {
   type EventMetadata,
   type EventStore,
   type NewEvent,
+  type Position,
   type RecordedEvent,
 } from '../../store/event-store.js';
 
@@ -104,6 +105,83 @@ export function eventStoreContract(
         assert.ok(rejected.reason instanceof WrongExpectedRevisionError);
         assert.equal((await store.readStream(s)).length, 2);
       }
+    });
+
+    it('lets exactly one of many concurrent appends with the same expected revision win; the others write nothing', async () => {
+      const s = unique('crowd');
+      await store.append(s, [ev('Queued', 0)], 'no_stream');
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => store.append(s, [ev('Claimed', i + 1), ev('Started', i + 1)], 0)),
+      );
+      const won = results.filter((r) => r.status === 'fulfilled');
+      assert.equal(won.length, 1);
+      for (const r of results)
+        if (r.status === 'rejected')
+          assert.ok(r.reason instanceof WrongExpectedRevisionError && r.reason.actual === 2, String(r.reason));
+      const written = await store.readStream(s);
+      assert.deepEqual(
+        written.map((e) => e.type),
+        ['Queued', 'Claimed', 'Started'],
+      );
+      // The winner's two events are its own, not one of each from different appends.
+      assert.equal((written[1]!.data as { n: number }).n, (written[2]!.data as { n: number }).n);
+    });
+
+    it('refuses a failing append alone when appends run concurrently', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const deleted = `closed${tag}-1`;
+      await store.deleteStream(deleted);
+      const taken = `taken${tag}-1`;
+      await store.append(taken, [ev('First', 0)], 'no_stream');
+      const fresh = Array.from({ length: 10 }, (_, i) => `fresh${tag}-${i}`);
+      const results = await Promise.allSettled([
+        ...fresh.slice(0, 5).map((f, i) => store.append(f, [ev('Made', i)], 'no_stream')),
+        store.append(deleted, [ev('Again', 0)], 'any'),
+        store.append(taken, [ev('Again', 0)], 'no_stream'),
+        store.append(taken, [ev('Again', 0)], 7),
+        ...fresh.slice(5).map((f, i) => store.append(f, [ev('Made', i + 5)], 'no_stream')),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [...Array(5).fill('fulfilled'), 'rejected', 'rejected', 'rejected', ...Array(5).fill('fulfilled')],
+      );
+      assert.ok((results[5] as PromiseRejectedResult).reason instanceof StreamDeletedError);
+      assert.ok((results[6] as PromiseRejectedResult).reason instanceof WrongExpectedRevisionError);
+      assert.ok((results[7] as PromiseRejectedResult).reason instanceof WrongExpectedRevisionError);
+      for (const f of fresh) assert.equal((await store.readStream(f)).length, 1, f);
+      assert.equal((await store.readStream(taken)).length, 1);
+      const positions = results
+        .filter((r): r is PromiseFulfilledResult<{ revision: number; position: Position }> => r.status === 'fulfilled')
+        .map((r) => r.value.position);
+      assert.equal(new Set(positions).size, positions.length, 'every append has a position of its own');
+    });
+
+    it('takes a flood of concurrent appends: every one written once, whole, in a total order', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const n = 1200;
+      const results = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          store.append(`flood${tag}-${i}`, [ev('One', i), ev('Two', i), ev('Three', i)], 'no_stream'),
+        ),
+      );
+      assert.ok(results.every((r) => r.revision === 2));
+      const log = await store.readAll({ filter: { streamPrefixes: [`flood${tag}`] } });
+      assert.equal(log.length, n * 3);
+      for (let i = 1; i < log.length; i++)
+        assert.ok(store.comparePositions(log[i - 1]!.position, log[i]!.position) < 0);
+      // An append's events follow each other in the log: no other append's event comes between them.
+      for (let i = 0; i < log.length; i += 3) {
+        assert.deepEqual(
+          log.slice(i, i + 3).map((e) => [e.streamId, e.type]),
+          [
+            [log[i]!.streamId, 'One'],
+            [log[i]!.streamId, 'Two'],
+            [log[i]!.streamId, 'Three'],
+          ],
+        );
+      }
+      const byStream = new Map(results.map((r, i) => [`flood${tag}-${i}`, r.position]));
+      for (const e of log.filter((x) => x.type === 'Three')) assert.equal(e.position, byStream.get(e.streamId));
     });
 
     if (openSecond) {

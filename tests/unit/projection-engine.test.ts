@@ -1,5 +1,9 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { ProjectionEngine, readYourWritesMs } from '../../projections/engine.js';
 import type { DocOp, Projector } from '../../projections/projector.js';
 import type { EventMetadata, EventStore } from '../../store/event-store.js';
@@ -303,6 +307,90 @@ describe('projection engine failures', () => {
     await until('three retries', () => engine.status()[0]!.retries >= 3);
     // 100 + 200 + 400 ms of backoff at least; under load it only takes longer.
     assert.ok(Date.now() - started >= 650, `three retries took ${Date.now() - started} ms`);
+  });
+});
+
+describe('projection engine batches (docs/design.md, "Events and read models")', () => {
+  it('projects a burst of concurrent writes together, each shown once its wait is answered', async () => {
+    const { events, docs, engine } = setup([counter('a'), counter('b')]);
+    await engine.start();
+    const written = await Promise.all(
+      Array.from({ length: 450 }, (_, i) =>
+        events.append(`s${i}`, [{ type: 'Counted', data: { n: i }, metadata: meta }], 'no_stream'),
+      ),
+    );
+    await Promise.all(
+      written.map(async (w, i) => {
+        assert.equal(await engine.waitFor(w.position, 10_000), true);
+        // Answered only once its own write is there to be read.
+        assert.deepEqual((await docs.collection('b').findOne({ _id: `s${i}` }))?.seen, [i]);
+      }),
+    );
+    assert.equal(await docs.collection('a').count({}), 450);
+  });
+
+  it('fails one projector alone on an event in the middle of a batch; the others apply all of it', async () => {
+    const { events, docs, engine } = setup([counter('a'), slotted('b')]);
+    await engine.start();
+    await docs.collection('b').updateOne({ _id: 'blocker' }, { $set: { slot: 5 } }, { upsert: true });
+    const [written, unrelated] = await Promise.all([
+      Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          events.append(`s${i}`, [{ type: 'Counted', data: { n: i }, metadata: meta }], 'no_stream'),
+        ),
+      ),
+      events.append('other', [{ type: 'Other', data: {}, metadata: meta }], 'no_stream'),
+    ]);
+    await assert.rejects(engine.waitFor(written[5]!.position, 5000), /b read model/);
+    await assert.rejects(engine.waitFor(written[9]!.position, 5000), /b read model/);
+    assert.equal(await engine.waitFor(unrelated.position, 5000), true, 'a write b has nothing to do with is answered');
+    assert.equal(await docs.collection('a').count({}), 10);
+    assert.equal((await docs.collection('b').findOne({ _id: 's4' }))?.slot, 4, 'b kept what came before');
+    assert.equal(await docs.collection('b').findOne({ _id: 's6' }), null, 'b stopped at the event it failed on');
+    await docs.collection('b').deleteMany({ _id: 'blocker' });
+    await until('b to recover', () => engine.status().find((x) => x.name === 'b')!.healthy);
+    assert.equal(await docs.collection('b').count({}), 10);
+  });
+
+  it('leaves every projector failing, and writes answered as saved but not shown, when the store refuses a batch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-engine-batch-'));
+    const file = join(dir, 'read.db');
+    const { events, docs, engine } = setup(
+      [counter('a'), counter('b')],
+      openSqliteEventStore(':memory:'),
+      openSqliteDocumentStore(file),
+    );
+    const other = new Database(file);
+    try {
+      await engine.start();
+      const before = await events.append('s', [{ type: 'Counted', data: { n: 1 }, metadata: meta }], 'no_stream');
+      assert.equal(await engine.waitFor(before.position, 5000), true);
+      // Another process holds the write lock past the store's busy timeout: the batch's transaction cannot begin.
+      other.exec('BEGIN IMMEDIATE');
+      const written = await Promise.all(
+        [2, 3, 4].map((n) => events.append('s', [{ type: 'Counted', data: { n }, metadata: meta }], 'any')),
+      );
+      await assert.rejects(engine.waitFor(written[2]!.position, 30_000), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'projection_unavailable');
+        assert.match(err.message, /\ba, b read models\b/);
+        return true;
+      });
+      assert.deepEqual(
+        engine.status().map((x) => [x.name, x.healthy, x.position]),
+        [
+          ['a', false, before.position],
+          ['b', false, before.position],
+        ],
+      );
+      other.exec('ROLLBACK');
+      await until('both to recover', () => engine.status().every((x) => x.healthy), { timeoutMs: 60_000 });
+      for (const name of ['a', 'b'])
+        assert.deepEqual((await docs.collection(name).findOne({ _id: 's' }))?.seen, [1, 2, 3, 4], name);
+      assert.equal(await engine.waitFor(written[2]!.position, 5000), true);
+    } finally {
+      other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
