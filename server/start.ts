@@ -72,7 +72,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const images = new Images(
     bus,
     stores.docs,
-    new ImageLogs(config.dataDir),
+    new ImageLogs(stores.blobs),
     async (ws, jobId, version) =>
       (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ??
       null,
@@ -147,7 +147,7 @@ export function appDeps(
       allowPrivateNetworkTargets,
     },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
-    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
+    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.stores.blobs)),
     engine: s.engine,
     identity: s.identity,
     signIn: new SignIn(
@@ -170,7 +170,7 @@ export function appDeps(
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),
     version,
     runs: s.runs,
-    runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.config.dataDir)),
+    runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.stores.blobs)),
     sandbox,
     secrets: s.secrets,
     mcp: s.mcp,
@@ -221,7 +221,10 @@ export async function startServer(
         services.stores.docs,
         services.bus,
         services.jobState,
-        new RunFiles(config.dataDir),
+        {
+          removeRun: (runId) => new RunFiles(services.stores.blobs).removeRun(runId),
+          removeImageLog: (imageId) => services.images.logs.remove(imageId),
+        },
         log,
         (position) => services.engine.waitFor(position, 10_000),
       )
@@ -300,7 +303,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
-  const images = new Images(bus, stores.docs, new ImageLogs(''));
+  const images = new Images(bus, stores.docs, new ImageLogs(stores.blobs));
   const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
   const notifications = new NotificationSender(
     { settings: (ws) => models.settingsFor(ws), secretValue: (ws, name) => secrets.valueOf(ws, name) },

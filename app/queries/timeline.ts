@@ -21,8 +21,8 @@ export class RunTimeline {
 
   /** The whole payload of an entry whose inline payload was shortened, or null when it was not (or is gone). */
   async wholePayload(entry: RecordedEvent): Promise<unknown> {
-    const stored = (entry.data as TimelineData).stored;
-    return stored ? this.files.readPayload(this.run._id, stored) : null;
+    const { stored, storedSha256 } = entry.data as TimelineData;
+    return stored ? this.files.readPayload(this.run._id, stored, storedSha256) : null;
   }
 
   /** Entries from `fromRevision` (= the last seq the caller has), oldest first. */

@@ -275,8 +275,17 @@ describe('workspace erasure', () => {
         },
       });
       const quiet = { info: () => {}, error: () => {} };
-      const eraser = new WorkspaceEraser(crashing, s.stores.docs, s.bus, s.jobState, new RunFiles(dataDir), quiet, () =>
-        Promise.resolve(),
+      const eraser = new WorkspaceEraser(
+        crashing,
+        s.stores.docs,
+        s.bus,
+        s.jobState,
+        {
+          removeRun: (id) => new RunFiles(s.stores.blobs).removeRun(id),
+          removeImageLog: (id) => s.images.logs.remove(id),
+        },
+        quiet,
+        () => Promise.resolve(),
       );
       await assert.rejects(eraser.erase(victim), /the process died/);
       assert.equal((await s.stores.events.readStream(workspaceErasureStreamId(victim))).length, 0, 'not recorded');
