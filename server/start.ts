@@ -37,6 +37,7 @@ import { PlaybookEditor } from '../app/playbook-edits.js';
 import { WorkspaceSettings } from '../app/workspace-settings.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
+import { localDeltas, SharedDeltas } from '../app/live-deltas.js';
 import { fakeScripts } from '../adapters/models/fake.js';
 import { startRetention, startRunner, startScheduler } from './runner-role.js';
 import type { Services } from './services.js';
@@ -109,6 +110,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     notifications,
     appUrl: () => config.publicUrl,
     runner: null,
+    deltas: new SharedDeltas(stores.live, liveDeltas, log),
     log,
   };
 }
@@ -132,6 +134,7 @@ export function appDeps(
     | 'playbooks'
     | 'runner'
     | 'notifications'
+    | 'deltas'
     | 'log'
   >,
 ): AppDeps {
@@ -147,7 +150,7 @@ export function appDeps(
       allowPrivateNetworkTargets,
     },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
-    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.stores.blobs)),
+    queries: new Queries(s.stores.docs, s.stores.events, s.cache, s.deltas, new RunFiles(s.stores.blobs)),
     engine: s.engine,
     identity: s.identity,
     signIn: new SignIn(
@@ -277,6 +280,7 @@ export async function startServer(
       await projector?.stop();
       await services.engine.stop();
       await eraser?.idle();
+      await services.deltas.close();
       await closeStores(services.stores);
     },
   };
@@ -327,6 +331,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
       playbooks,
       runner: null,
       notifications,
+      deltas: { ...localDeltas(liveDeltas), close: async () => {} },
       log,
     }),
   );

@@ -14,6 +14,11 @@ export interface Stores {
   events: EventStore;
   docs: DocumentStore;
   blobs: BlobStore;
+  /**
+   * Where live deltas pass between replicas (docs/design.md, "Live deltas across replicas"): `live.db` in the data
+   * directory, kept apart from the read models so their writes never wait on each other; MongoDB's database when set.
+   */
+  live: DocumentStore;
 }
 
 export interface StoreConfig {
@@ -38,19 +43,22 @@ export async function openStores(config: StoreConfig): Promise<Stores> {
   const blobs = config.mongoUrl
     ? await (await import('./blob-store-gridfs.js')).openGridFsBlobStore(config.mongoUrl)
     : new FileBlobStore(config.dataDir);
-  return { events: new BlobBackedEventStore(log, blobs), docs, blobs };
+  const live = config.mongoUrl ? docs : openSqliteDocumentStore(join(config.dataDir, 'live.db'));
+  return { events: new BlobBackedEventStore(log, blobs), docs, blobs, live };
 }
 
 /** In-memory stores: used to describe the API offline (`svc openapi`) where no data may be touched. */
 export function openMemoryStores(): Stores {
   const blobs = new MemoryBlobStore();
-  return {
-    events: new BlobBackedEventStore(openSqliteEventStore(':memory:'), blobs),
-    docs: openSqliteDocumentStore(':memory:'),
-    blobs,
-  };
+  const docs = openSqliteDocumentStore(':memory:');
+  return { events: new BlobBackedEventStore(openSqliteEventStore(':memory:'), blobs), docs, blobs, live: docs };
 }
 
 export async function closeStores(stores: Stores): Promise<void> {
-  await Promise.allSettled([stores.events.close(), stores.docs.close(), stores.blobs.close()]);
+  await Promise.allSettled([
+    stores.events.close(),
+    stores.docs.close(),
+    stores.blobs.close(),
+    ...(stores.live === stores.docs ? [] : [stores.live.close()]),
+  ]);
 }

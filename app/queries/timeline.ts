@@ -1,4 +1,5 @@
-import { filter, map, type Observable } from 'rxjs';
+import { filter, type Observable } from 'rxjs';
+import type { DeltaSource } from '../live-deltas.js';
 import { runStreamId } from '../../domain/run.js';
 import type { RunDoc } from '../../projections/runs.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
@@ -14,7 +15,7 @@ export class RunTimeline {
   constructor(
     private readonly events: EventStore,
     private readonly feeds: StreamFeeds,
-    private readonly deltas: Observable<LiveDelta>,
+    private readonly deltas: DeltaSource,
     private readonly files: RunFiles,
     readonly run: RunDoc,
   ) {}
@@ -51,11 +52,7 @@ export class RunTimeline {
 
   /** Fragments of model and command output, never stored: only for whoever watches now. */
   liveDeltas(): Observable<LiveDelta['delta']> {
-    const runId = this.run._id;
-    return this.deltas.pipe(
-      filter((d) => d.runId === runId),
-      map((d) => d.delta),
-    );
+    return this.deltas.forRun(this.run._id);
   }
 }
 
