@@ -73,7 +73,9 @@ export class SharedDeltas implements DeltaSource {
   ) {
     this.subscription = local.subscribe((d) => this.publish(d));
     this.pruneTimer = setInterval(
-      () => this.prune().catch(ignoreFailure('old live output is removed again at the next prune', log)),
+      () => {
+        this.prune().catch(ignoreFailure('old live output is removed again at the next prune', log));
+      },
       Math.max(1000, options.keepMs / 6),
     );
     this.pruneTimer.unref();
@@ -97,35 +99,40 @@ export class SharedDeltas implements DeltaSource {
     const list = this.pending.get(d.runId) ?? [];
     list.push(d.delta);
     this.pending.set(d.runId, list);
-    this.flushTimer ??= setTimeout(() => this.flush(), this.options.batchMs);
+    this.flushTimer ??= setTimeout(() => {
+      this.flush().catch(ignoreFailure('flush never rejects: its failures are logged where they happen', this.log));
+    }, this.options.batchMs);
   }
 
-  /** Writes what gathered; writes never overlap, so one writer's batches land in order. */
+  /** Writes what gathered; writes never overlap, so one writer's batches land in order. Never rejects. */
   private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     const taken = [...this.pending];
     this.pending.clear();
     if (taken.length === 0) return this.writing;
-    this.writing = this.writing.then(async () => {
-      await this.ready();
-      const at = this.clock();
-      for (const [runId, deltas] of taken) {
-        const seq = ++this.seq;
-        await this.batches
-          .insertOne({ _id: `${this.writer}:${seq}`, runId, writer: this.writer, at, seq, deltas })
-          .catch((err: unknown) =>
-            // Live output is a convenience: the timeline keeps the record, and the next batch is written as usual.
-            this.log.warn({ err, runId }, 'could not share live output with other replicas'),
-          );
-      }
-    });
+    this.writing = this.writing
+      .then(async () => {
+        await this.ready();
+        const at = this.clock();
+        for (const [runId, deltas] of taken) {
+          const seq = ++this.seq;
+          await this.batches
+            .insertOne({ _id: `${this.writer}:${seq}`, runId, writer: this.writer, at, seq, deltas })
+            .catch((err: unknown) =>
+              // Live output is a convenience: the timeline keeps the record, and the next batch is written as usual.
+              this.log.warn({ err, runId }, 'could not share live output with other replicas'),
+            );
+        }
+      })
+      .catch((err: unknown) => this.log.warn({ err }, 'could not share live output with other replicas'));
     return this.writing;
   }
 
   private async prune(): Promise<void> {
     await this.ready();
-    await this.batches.deleteMany({ writer: this.writer, at: { $lt: this.clock() - this.options.keepMs } });
+    // Every writer's: a runner that died leaves batches nobody else would remove.
+    await this.batches.deleteMany({ at: { $lt: this.clock() - this.options.keepMs } });
   }
 
   /**
