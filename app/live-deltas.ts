@@ -40,8 +40,21 @@ export interface SharedDeltaOptions {
   pollMs: number;
   /** Batches older than this are removed (ms): deltas are for whoever watches now. */
   keepMs: number;
+  /** Characters of one run's batch; past them, other replicas see a note instead of the rest. */
+  batchChars: number;
+  /** A watcher gets batches written from this long before it subscribed (ms). */
+  graceMs: number;
 }
-export const sharedDeltaDefaults: SharedDeltaOptions = { batchMs: 100, pollMs: 150, keepMs: 60_000 };
+export const sharedDeltaDefaults: SharedDeltaOptions = {
+  batchMs: 100,
+  pollMs: 150,
+  keepMs: 60_000,
+  batchChars: 128 * 1024,
+  graceMs: 1000,
+};
+
+/** What other replicas see in place of output that came faster than the cap. */
+export const cutNote = '\n[… live output too fast to share with other replicas; the timeline keeps the result …]\n';
 
 interface Logger {
   warn(obj: object, msg: string): void;
@@ -56,7 +69,7 @@ interface Logger {
  */
 export class SharedDeltas implements DeltaSource {
   private readonly writer = randomUUID();
-  private readonly pending = new Map<string, Array<LiveDelta['delta']>>();
+  private readonly pending = new Map<string, { deltas: Array<LiveDelta['delta']>; chars: number; cut: boolean }>();
   private seq = 0;
   private flushTimer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
@@ -96,9 +109,17 @@ export class SharedDeltas implements DeltaSource {
   }
 
   private publish(d: LiveDelta): void {
-    const list = this.pending.get(d.runId) ?? [];
-    list.push(d.delta);
-    this.pending.set(d.runId, list);
+    const batch = this.pending.get(d.runId) ?? { deltas: [], chars: 0, cut: false };
+    this.pending.set(d.runId, batch);
+    // A sandbox flooding its output must not flood the shared store: past the cap the batch says so and drops the
+    // rest; the timeline keeps the command's whole result.
+    if (batch.chars + d.delta.text.length > this.options.batchChars) {
+      if (!batch.cut) batch.deltas.push({ ...d.delta, text: cutNote });
+      batch.cut = true;
+    } else {
+      batch.deltas.push(d.delta);
+      batch.chars += d.delta.text.length;
+    }
     this.flushTimer ??= setTimeout(() => {
       this.flush().catch(ignoreFailure('flush never rejects: its failures are logged where they happen', this.log));
     }, this.options.batchMs);
@@ -115,7 +136,7 @@ export class SharedDeltas implements DeltaSource {
       .then(async () => {
         await this.ready();
         const at = this.clock();
-        for (const [runId, deltas] of taken) {
+        for (const [runId, { deltas }] of taken) {
           const seq = ++this.seq;
           await this.batches
             .insertOne({ _id: `${this.writer}:${seq}`, runId, writer: this.writer, at, seq, deltas })
@@ -136,8 +157,8 @@ export class SharedDeltas implements DeltaSource {
   }
 
   /**
-   * This process's deltas of the run at once, and other processes' batches written from now on, polled while
-   * someone watches. A batch is delivered once: each writer's batches are followed by their `seq`.
+   * This process's deltas of the run at once, and other processes' batches written from a second before now on,
+   * polled while someone watches. A batch is delivered once: each writer's batches are followed by their `seq`.
    */
   forRun(runId: string): Observable<LiveDelta['delta']> {
     const own = this.local.pipe(
@@ -146,26 +167,29 @@ export class SharedDeltas implements DeltaSource {
     );
     const others = new Observable<LiveDelta['delta']>((subscriber) => {
       const seen = new Map<string, number>();
-      let since: number | null = null;
+      // From a little before the subscription: covers the first poll's round trip and small clock differences.
+      let since = this.clock() - this.options.graceMs;
       let stopped = false;
       let timer: NodeJS.Timeout | null = null;
       const poll = async () => {
         await this.ready();
-        const found = await this.batches.find(since === null ? { runId } : { runId, at: { $gte: since } }, {
-          sort: [
-            ['at', 1],
-            ['seq', 1],
-          ],
-        });
+        const found = await this.batches.find(
+          { runId, at: { $gte: since } },
+          {
+            sort: [
+              ['at', 1],
+              ['seq', 1],
+            ],
+          },
+        );
         for (const b of found) {
           if (b.writer === this.writer || b.seq <= (seen.get(b.writer) ?? 0)) continue;
           seen.set(b.writer, b.seq);
-          // The first poll only marks where "now" is: earlier output was for earlier watchers.
-          if (since !== null) for (const delta of b.deltas) subscriber.next(delta);
+          for (const delta of b.deltas) subscriber.next(delta);
         }
-        // A writer's clock only moves forward for its own batches; a margin covers batches written in the same ms.
+        // Batches of the same ms as the latest are read again next time and skipped by their seq.
         const latest = found.at(-1)?.at;
-        since = latest !== undefined ? latest : (since ?? this.clock() - this.options.keepMs);
+        if (latest !== undefined && latest > since) since = latest;
       };
       const loop = () => {
         if (stopped) return;
