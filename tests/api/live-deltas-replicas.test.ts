@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { liveDeltas } from '../../app/timeline.js';
 import { waitFor } from '../wait.js';
 import { Client, spawnServer, startTestServer, useSignInLink, type TestServer } from './harness.js';
 
@@ -49,6 +50,8 @@ after(async () => {
 interface Message {
   event: string;
   data: unknown;
+  /** performance.now() when it arrived. */
+  at: number;
 }
 
 /** Reads a server-sent-event answer to its end, keeping each message as it comes. */
@@ -69,7 +72,11 @@ async function follow(url: string, seen: Message[]): Promise<void> {
           .split('\n')
           .find((l) => l.startsWith(`${name}: `))
           ?.slice(name.length + 2) ?? null;
-      seen.push({ event: field('event') ?? 'message', data: JSON.parse(field('data') ?? 'null') as unknown });
+      seen.push({
+        event: field('event') ?? 'message',
+        data: JSON.parse(field('data') ?? 'null') as unknown,
+        at: performance.now(),
+      });
     }
   }
 }
@@ -85,7 +92,13 @@ describe('live deltas across replicas', () => {
     const run = await admin.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {});
     assert.equal(run.status, 201, run.text);
     const seen: Message[] = [];
+    // The runner role runs in this process: when its sandbox's output was made, to print the delay to the client.
+    let madeAt: number | null = null;
+    const made = liveDeltas.subscribe((d) => {
+      if (d.runId === run.body.runId && d.delta.text.includes(marker)) madeAt ??= performance.now();
+    });
     await follow(`${apiUrl}/api/runs/${run.body.runId}/stream`, seen);
+    made.unsubscribe();
 
     const kinds = seen.map((m) => m.event);
     assert.equal(kinds.at(-1), 'end');
@@ -100,6 +113,9 @@ describe('live deltas across replicas', () => {
     const final = seen.findIndex((m) => m.event === 'status' && (m.data as { status: string }).status === 'succeeded');
     assert.ok(output[0]!.i < final, `the delta came at ${output[0]!.i}, the final status at ${final}`);
     // Each batch once: the output is not repeated.
+    const arrived = seen[output[0]!.i]!.at;
+    if (madeAt !== null)
+      console.log(`[live deltas] runner process to a client of the api process: ${Math.round(arrived - madeAt)} ms`);
     const outputText = deltas
       .filter((d) => d.delta.type === 'tool_output')
       .map((d) => d.delta.text)
