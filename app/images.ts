@@ -1,5 +1,3 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import { Subject } from 'rxjs';
 import { DomainError } from '../domain/decider.js';
 import {
@@ -11,6 +9,7 @@ import {
   type ImageRow,
 } from '../domain/image.js';
 import { jobsCollection, type JobDoc } from '../projections/jobs.js';
+import type { BlobStore } from '../store/blob-store.js';
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { Position } from '../store/event-store.js';
 import type { CommandBus, CommandContext } from './commands.js';
@@ -27,29 +26,30 @@ export type DockerfileSource = (
 ) => Promise<string | null>;
 export const noDockerfiles: DockerfileSource = async () => null;
 
-/** A build log on the host: `images/<id>/build.log` under the data directory, beside `runs/`. */
+/**
+ * Build logs in the blob store at `images/<id>/build.log` (with the embedded store, that file under the data
+ * directory, beside `runs/`), so any api replica shows a log another process's runner is writing.
+ */
 export class ImageLogs {
-  constructor(private readonly root: string) {}
+  constructor(private readonly blobs: BlobStore) {}
 
-  path(imageId: string): string {
+  key(imageId: string): string {
     if (!/^[0-9a-zA-Z-]{1,100}$/.test(imageId)) throw new Error(`not an image id: ${imageId}`);
-    return resolve(this.root, 'images', imageId, 'build.log');
+    return `images/${imageId}/build.log`;
   }
 
-  /** Replaces the whole log (through a rename, so a reader never sees half a write). */
+  /** Replaces the whole log; a reader sees the old text or the new one, never half a write. */
   async save(imageId: string, text: string): Promise<void> {
-    const file = this.path(imageId);
-    await mkdir(join(file, '..'), { recursive: true });
-    await writeFile(`${file}.tmp`, text);
-    await rename(`${file}.tmp`, file);
+    await this.blobs.put(this.key(imageId), text);
   }
 
   async read(imageId: string): Promise<string> {
-    try {
-      return await readFile(this.path(imageId), 'utf8');
-    } catch {
-      return '';
-    }
+    return (await this.blobs.get(this.key(imageId)))?.toString('utf8') ?? '';
+  }
+
+  /** Removes an image's log (workspace erasure). */
+  async remove(imageId: string): Promise<void> {
+    await this.blobs.deletePrefix(`${this.key(imageId).slice(0, -'build.log'.length)}`);
   }
 }
 

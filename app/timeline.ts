@@ -9,8 +9,10 @@ export const timelineStreamId = (runId: string) => `timeline-${runId}`;
 
 export interface TimelineData {
   payload: unknown;
-  /** The whole payload's file name under the run's events, when `payload` is shortened. */
+  /** The whole payload's name under the run's events in the blob store, when `payload` is shortened. */
   stored?: string;
+  /** The SHA-256 of the stored payload (entries written before the blob store have the name alone). */
+  storedSha256?: string;
   spanId: string | null;
   parentSpanId: string | null;
   ms: number | null;
@@ -94,7 +96,11 @@ export class TimelineWriter {
     const actor: Actor = { type: 'run', id: this.runId };
     const next = this.chain.then(async () => {
       // Without storage (tests of the broker alone) the shortened payload is all there is.
-      if (big && this.files) data.stored = await this.files.savePayload(this.runId, json);
+      if (big && this.files) {
+        const stored = await this.files.savePayload(this.runId, json);
+        data.stored = stored.name;
+        data.storedSha256 = stored.sha256;
+      }
       return this.events.append(
         timelineStreamId(this.runId),
         [

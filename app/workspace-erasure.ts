@@ -1,4 +1,5 @@
 import { erasedWith, scopeOf } from '../domain/workspace-scope.js';
+import { jobImagesStream } from '../domain/image.js';
 import {
   workspaceErasureDecider,
   workspaceErasureStreamId,
@@ -48,7 +49,7 @@ export class WorkspaceEraser {
     private readonly docs: DocumentStore,
     private readonly bus: CommandBus,
     private readonly jobState: Pick<JobStateStore, 'eraseWorkspace'>,
-    private readonly files: Pick<RunFiles, 'removeRun'>,
+    private readonly files: ErasedFiles,
     private readonly log: EraserLog,
     /** Resolves once the read models have applied the log up to a position. */
     private readonly projected: (position: Position | null) => Promise<unknown>,
@@ -151,13 +152,24 @@ export class WorkspaceEraser {
     for (const id of ids) {
       if (erased.has(id)) continue;
       erased.add(id);
-      if ((await this.events.readStream(id, { limit: 1 })).length > 0) held++;
+      // A job's image builds keep their logs in the blob store by image id: read them before the stream goes.
+      const builds = jobImagesStream.keyOf(id) !== null;
+      const head = await this.events.readStream(id, builds ? {} : { limit: 1 });
+      if (head.length > 0) held++;
+      const imageIds = new Set(head.map((e) => jobImagesStream.decode(e)?.event.data.imageId));
+      for (const imageId of imageIds) if (imageId) await this.files.removeImageLog(imageId);
       await this.events.deleteStream(id);
       this.bus.forget(id);
     }
     if (scope === 'run' && key !== null) await this.files.removeRun(key);
     return held;
   }
+}
+
+/** What erasure removes from the blob store besides the streams (whose out-of-line payloads go with them). */
+export interface ErasedFiles {
+  removeRun: RunFiles['removeRun'];
+  removeImageLog(imageId: string): Promise<void>;
 }
 
 /**

@@ -58,7 +58,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       ? new ImageBuilder(s.bus, s.stores.docs, s.images, backend.images, newId(), s.log)
       : null;
   const ports = executorPorts(s, base, imageBuilder);
-  const runFiles = new RunFiles(s.config.dataDir);
+  const runFiles = new RunFiles(s.stores.blobs);
   const executor = new RunExecutor(s.bus, s.stores.events, s.runs, ports, runFiles, s.log);
   const maxRuns = Number(process.env.SVC_MAX_RUNS ?? 3);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, maxRuns);
@@ -222,7 +222,7 @@ export function retentionOf(s: Pick<Services, 'bus' | 'stores' | 'config' | 'mod
     s.bus,
     s.stores.events,
     s.stores.docs,
-    new RunFiles(s.config.dataDir),
+    new RunFiles(s.stores.blobs),
     async (ws) => (await s.models.settingsFor(ws)).retentionDays,
   );
 }

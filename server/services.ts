@@ -1,3 +1,4 @@
+import type { DeltaSource } from '../app/live-deltas.js';
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import type { Config } from '../app/config.js';
@@ -48,6 +49,8 @@ export interface Services {
   appUrl: () => string;
   /** Set when this process has the runner role. */
   runner: RunnerRole | null;
+  /** Live deltas of runs executed by this process or another (docs/design.md, "Live deltas across replicas"). */
+  deltas: DeltaSource & { close(): Promise<void> };
   log: Logger;
 }
 

@@ -37,6 +37,7 @@ import { PlaybookEditor } from '../app/playbook-edits.js';
 import { WorkspaceSettings } from '../app/workspace-settings.js';
 import { Providers } from '../app/providers.js';
 import { liveDeltas } from '../app/timeline.js';
+import { localDeltas, SharedDeltas } from '../app/live-deltas.js';
 import { fakeScripts } from '../adapters/models/fake.js';
 import { startRetention, startRunner, startScheduler } from './runner-role.js';
 import type { Services } from './services.js';
@@ -72,7 +73,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
   const images = new Images(
     bus,
     stores.docs,
-    new ImageLogs(config.dataDir),
+    new ImageLogs(stores.blobs),
     async (ws, jobId, version) =>
       (await versionContent(stores.events, ws, jobId, version ?? (await playbooks.latestVersion(jobId))))?.dockerfile ??
       null,
@@ -109,6 +110,7 @@ export async function openServices(config: Config, log: Logger): Promise<Service
     notifications,
     appUrl: () => config.publicUrl,
     runner: null,
+    deltas: new SharedDeltas(stores.live, liveDeltas, log),
     log,
   };
 }
@@ -132,6 +134,7 @@ export function appDeps(
     | 'playbooks'
     | 'runner'
     | 'notifications'
+    | 'deltas'
     | 'log'
   >,
 ): AppDeps {
@@ -147,7 +150,7 @@ export function appDeps(
       allowPrivateNetworkTargets,
     },
     // The API reads through the query layer only; it is handed no store (docs/api.md).
-    queries: new Queries(s.stores.docs, s.stores.events, s.cache, liveDeltas, new RunFiles(s.config.dataDir)),
+    queries: new Queries(s.stores.docs, s.stores.events, s.cache, s.deltas, new RunFiles(s.stores.blobs)),
     engine: s.engine,
     identity: s.identity,
     signIn: new SignIn(
@@ -170,7 +173,7 @@ export function appDeps(
     providers: new Providers(s.bus, s.stores.docs, s.keys, s.models, fakeScripts, projected),
     version,
     runs: s.runs,
-    runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.config.dataDir)),
+    runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.stores.blobs)),
     sandbox,
     secrets: s.secrets,
     mcp: s.mcp,
@@ -221,7 +224,10 @@ export async function startServer(
         services.stores.docs,
         services.bus,
         services.jobState,
-        new RunFiles(config.dataDir),
+        {
+          removeRun: (runId) => new RunFiles(services.stores.blobs).removeRun(runId),
+          removeImageLog: (imageId) => services.images.logs.remove(imageId),
+        },
         log,
         (position) => services.engine.waitFor(position, 10_000),
       )
@@ -274,6 +280,7 @@ export async function startServer(
       await projector?.stop();
       await services.engine.stop();
       await eraser?.idle();
+      await services.deltas.close();
       await closeStores(services.stores);
     },
   };
@@ -300,7 +307,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
   const mcp = new McpServers(bus, stores.docs, engine, secrets, { allowPrivateTargets: false, publicUrl: '' });
-  const images = new Images(bus, stores.docs, new ImageLogs(''));
+  const images = new Images(bus, stores.docs, new ImageLogs(stores.blobs));
   const playbooks = new Playbooks(bus, stores.events, stores.docs, engine);
   const notifications = new NotificationSender(
     { settings: (ws) => models.settingsFor(ws), secretValue: (ws, name) => secrets.valueOf(ws, name) },
@@ -324,6 +331,7 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
       playbooks,
       runner: null,
       notifications,
+      deltas: { ...localDeltas(liveDeltas), close: async () => {} },
       log,
     }),
   );

@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { createReadStream } from 'node:fs';
-import { basename } from 'node:path';
 import type { Subscription } from 'rxjs';
 import { DomainError } from '../../domain/decider.js';
 import { streams } from '../../domain/streams.js';
@@ -449,13 +447,13 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
     },
     async (request, reply) => {
       const artifacts = await deps.queries.forPrincipal(principalOf(request)).artifacts(request.params.id);
-      const file = artifacts.file(request.query.path);
-      const name = basename(file.path).replace(/["\\\r\n]/g, '_');
+      const file = await artifacts.file(request.query.path);
+      const name = file.name.replace(/["\\\r\n]/g, '_');
       return reply
         .type(contentTypeOf(name))
         .header('Content-Disposition', `attachment; filename="${name}"`)
         .header('Content-Length', file.size)
-        .send(createReadStream(file.path));
+        .send(file.stream);
     },
   );
 }

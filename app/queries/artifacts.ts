@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
 import { DomainError } from '../../domain/decider.js';
 import type { RunDoc } from '../../projections/runs.js';
 import type { RunFiles } from '../../adapters/run-files.js';
@@ -18,31 +18,17 @@ export class RunArtifacts {
   ) {}
 
   /** Every file, depth first, each folder's entries by name. */
-  list(): ArtifactEntry[] {
-    const root = this.files.artifactsDir(this.run._id);
-    if (!existsSync(root)) return [];
-    const out: ArtifactEntry[] = [];
-    const walk = (dir: string) => {
-      for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        const full = join(dir, entry.name);
-        if (entry.isDirectory()) walk(full);
-        else if (entry.isFile())
-          out.push({ name: relative(root, full).split(sep).join('/'), size: statSync(full).size });
-      }
-    };
-    walk(root);
-    return out;
+  list(): Promise<ArtifactEntry[]> {
+    return this.files.artifacts(this.run._id);
   }
 
   /**
-   * One file on disk, or `not_found` ("Artifact not found"). Confined to the run's own folder: a leading `/` is
-   * dropped, and `..` or an absolute path never leaves it.
+   * One file from the blob store, or `not_found` ("Artifact not found"). Confined to the run's own artifacts: a
+   * leading `/` is dropped, and `..` or an absolute path never leaves them.
    */
-  file(path: string): { path: string; size: number } {
-    const file = this.files.artifactPath(this.run._id, path.replace(/^\/+/, ''));
-    if (!file || !existsSync(file)) throw DomainError.notFound('Artifact');
-    const stat = statSync(file);
-    if (!stat.isFile()) throw DomainError.notFound('Artifact');
-    return { path: file, size: stat.size };
+  async file(path: string): Promise<{ name: string; size: number; stream: Readable }> {
+    const opened = await this.files.openArtifact(this.run._id, path);
+    if (!opened) throw DomainError.notFound('Artifact');
+    return { name: posix.basename(path), size: opened.bytes, stream: opened.stream };
   }
 }

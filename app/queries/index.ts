@@ -11,7 +11,7 @@ import type { RunFiles } from '../../adapters/run-files.js';
 import { RunArtifacts } from './artifacts.js';
 import { AuditQueries } from './audit.js';
 import type { Principal } from '../principal.js';
-import type { LiveDelta } from '../timeline.js';
+import type { DeltaSource } from '../live-deltas.js';
 import { IdentityQueries } from './identity.js';
 import { ImageQueries } from './images.js';
 import { JobQueries } from './jobs.js';
@@ -39,7 +39,7 @@ export class Queries {
     private readonly events: EventStore,
     private readonly cache: ReadCache,
     /** Live output fragments of the runs this process executes (never stored). */
-    private readonly deltas: Observable<LiveDelta>,
+    private readonly deltas: DeltaSource,
     /** Run outputs and whole timeline payloads on disk. */
     private readonly files: RunFiles,
   ) {
@@ -85,7 +85,7 @@ export class WorkspaceQueries {
     private readonly events: EventStore,
     cache: ReadCache,
     private readonly feeds: StreamFeeds,
-    private readonly deltas: Observable<LiveDelta>,
+    private readonly deltas: DeltaSource,
     private readonly files: RunFiles,
     private readonly principal: Principal,
   ) {

@@ -1,4 +1,5 @@
-import { filter, map, type Observable } from 'rxjs';
+import { filter, type Observable } from 'rxjs';
+import type { DeltaSource } from '../live-deltas.js';
 import { runStreamId } from '../../domain/run.js';
 import type { RunDoc } from '../../projections/runs.js';
 import type { EventStore, RecordedEvent } from '../../store/event-store.js';
@@ -14,15 +15,15 @@ export class RunTimeline {
   constructor(
     private readonly events: EventStore,
     private readonly feeds: StreamFeeds,
-    private readonly deltas: Observable<LiveDelta>,
+    private readonly deltas: DeltaSource,
     private readonly files: RunFiles,
     readonly run: RunDoc,
   ) {}
 
   /** The whole payload of an entry whose inline payload was shortened, or null when it was not (or is gone). */
   async wholePayload(entry: RecordedEvent): Promise<unknown> {
-    const stored = (entry.data as TimelineData).stored;
-    return stored ? this.files.readPayload(this.run._id, stored) : null;
+    const { stored, storedSha256 } = entry.data as TimelineData;
+    return stored ? this.files.readPayload(this.run._id, stored, storedSha256) : null;
   }
 
   /** Entries from `fromRevision` (= the last seq the caller has), oldest first. */
@@ -51,11 +52,7 @@ export class RunTimeline {
 
   /** Fragments of model and command output, never stored: only for whoever watches now. */
   liveDeltas(): Observable<LiveDelta['delta']> {
-    const runId = this.run._id;
-    return this.deltas.pipe(
-      filter((d) => d.runId === runId),
-      map((d) => d.delta),
-    );
+    return this.deltas.forRun(this.run._id);
   }
 }
 

@@ -1,6 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, type Dirent } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { erasureProgressCollection, WorkspaceEraser } from '../../app/workspace-erasure.js';
@@ -44,6 +44,15 @@ function mentions(log: RecordedEvent[], workspaceId: string): string[] {
     .filter((e) => JSON.stringify(e).includes(workspaceId))
     .map((e) => `${e.streamId} ${e.type}`);
 }
+
+/** Files of the data directory outside the databases that hold `text`: blobs left behind. */
+function filesHolding(text: string): string[] {
+  return (readdirSync(dataDir, { recursive: true, withFileTypes: true }) as Dirent[])
+    .filter((d) => d.isFile() && !d.name.startsWith('events.db') && !d.name.startsWith('read.db'))
+    .map((d) => join(d.parentPath ?? d.path, d.name))
+    .filter((f) => readFileSync(f).includes(text));
+}
+const stateCanary = 'state-canary-9d2f4e1a';
 
 /** The database files' bytes, write-ahead logs included: what someone with the disk would read. */
 function diskBytes(): Buffer {
@@ -130,6 +139,14 @@ describe('workspace erasure', () => {
         (await owner.request('PUT', `/api/jobs/${doomed.jobId}/state/cursor`, { value: 'doomed-state' })).status,
         200,
       );
+      // Over the inline limit: the event keeps a reference and the value is a blob (docs/design.md, "Large payloads
+      // out of line"), which must go with the workspace.
+      const bigState = `${stateCanary}${'s'.repeat(200_000)}`;
+      assert.equal(
+        (await owner.request('PUT', `/api/jobs/${doomed.jobId}/state/big`, { value: bigState })).status,
+        200,
+      );
+      assert.equal((await owner.get(`/api/jobs/${doomed.jobId}/state/big`)).body.value, bigState);
       const mcp = await owner.post('/api/mcp-servers', {
         name: 'doomed-mcp',
         transport: 'http',
@@ -145,6 +162,7 @@ describe('workspace erasure', () => {
       const runDir = join(dataDir, 'runs', doomed.runId);
 
       const events = t.server.services.stores.events;
+      assert.ok(filesHolding(stateCanary).length > 0, 'the large state value is a blob on disk');
       sealed = await sealedValues(events, doomed.id);
       assert.equal(sealed.length, 2, 'both secrets were written sealed');
       const before = diskBytes();
@@ -176,6 +194,7 @@ describe('workspace erasure', () => {
       for (const s of sealed) assert.ok(!after.includes(s), 'a secret of the workspace is still on disk');
       assert.ok(!after.includes(doomed.name), 'the workspace name is still on disk');
       assert.equal(existsSync(runDir), false, "the run's files are gone");
+      assert.deepEqual(filesHolding(stateCanary), [], 'a blob of the workspace is still on disk');
       const record = await events.readStream(workspaceErasureStreamId(doomed.id));
       assert.equal(record[0]!.metadata.actor.type, 'user', 'the erasure record keeps who deleted it');
       assert.ok((record[0]!.data as { streams: number }).streams > 10);
@@ -275,8 +294,17 @@ describe('workspace erasure', () => {
         },
       });
       const quiet = { info: () => {}, error: () => {} };
-      const eraser = new WorkspaceEraser(crashing, s.stores.docs, s.bus, s.jobState, new RunFiles(dataDir), quiet, () =>
-        Promise.resolve(),
+      const eraser = new WorkspaceEraser(
+        crashing,
+        s.stores.docs,
+        s.bus,
+        s.jobState,
+        {
+          removeRun: (id) => new RunFiles(s.stores.blobs).removeRun(id),
+          removeImageLog: (id) => s.images.logs.remove(id),
+        },
+        quiet,
+        () => Promise.resolve(),
       );
       await assert.rejects(eraser.erase(victim), /the process died/);
       assert.equal((await s.stores.events.readStream(workspaceErasureStreamId(victim))).length, 0, 'not recorded');

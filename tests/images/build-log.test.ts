@@ -1,10 +1,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuildLog } from '../../runner/image-builder.js';
 import { ImageLogs } from '../../app/images.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
 import { waitFor } from '../wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-build-log-'));
@@ -14,7 +15,7 @@ describe('build log', () => {
   it('is saved under images/<id>/build.log while the build runs', async (t) => {
     // The save timer's 2 s pass on a mocked interval; the save itself is real file I/O, waited for.
     t.mock.timers.enable({ apis: ['setInterval'] });
-    const logs = new ImageLogs(dir);
+    const logs = new ImageLogs(new FileBlobStore(dir));
     const log = new BuildLog(logs, 'img-1');
     log.start();
     log.line('Step 1/2 : FROM svc-base:bookworm');
@@ -26,13 +27,13 @@ describe('build log', () => {
     log.line('done');
     await log.close();
     assert.equal(await logs.read('img-1'), 'Step 1/2 : FROM svc-base:bookworm\ndone\n');
-    assert.equal(logs.path('img-1'), join(dir, 'images', 'img-1', 'build.log'));
+    assert.equal(readFileSync(join(dir, 'images', 'img-1', 'build.log'), 'utf8'), await logs.read('img-1'));
     assert.equal(await logs.read('missing'), '');
-    assert.throws(() => logs.path('../escape'));
+    await assert.rejects(logs.read('../escape'), /not an image id/);
   });
 
   it('keeps only the last 2 MiB once it passes 4 MiB', async () => {
-    const logs = new ImageLogs(dir);
+    const logs = new ImageLogs(new FileBlobStore(dir));
     const log = new BuildLog(logs, 'img-2');
     const line = `${'x'.repeat(1023)}\n`;
     for (let i = 0; i < 4 * 1024 + 1; i++) log.append(line);

@@ -9,6 +9,7 @@ import { Runs } from '../../app/runs.js';
 import { openRunContext, type RunContext, type RunServices } from '../../app/run/phases/context.js';
 import type { AgentModel, ExecutorPorts } from '../../app/run/ports.js';
 import { RunFiles } from '../../adapters/run-files.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
 import { FakeClient, FakeScripts, type FakeResponse } from '../../adapters/models/fake.js';
 import { BwrapBackend, sandboxHostUid } from '../../adapters/sandbox/bwrap.js';
 import { svcBinaryPath } from '../../adapters/sandbox/select.js';
@@ -51,6 +52,8 @@ export interface PhaseWorld {
   backend: BwrapBackend;
   services: RunServices;
   files: RunFiles;
+  /** Where the run files are kept (the blob store's files). */
+  dataDir: string;
   /** What the phases logged as errors. */
   errors: Array<{ obj: object; msg: string }>;
   /** A claimed run of a fresh job, and its context, as the executor would open it. */
@@ -86,7 +89,8 @@ export function phaseWorld(name: string): PhaseWorld {
     w.backend = new BwrapBackend(join(root, 'sandboxes'), svcBinaryPath());
     await w.backend.prepare();
     await broker.start(join(root, 'broker.sock'));
-    w.files = new RunFiles(join(root, 'data'));
+    w.dataDir = join(root, 'data');
+    w.files = new RunFiles(new FileBlobStore(w.dataDir));
     const jobState = new JobStateStore(w.stores.docs, w.stores.events);
     const socketOwner = process.getuid?.() === 0 ? sandboxHostUid : null;
     const ports: ExecutorPorts = {

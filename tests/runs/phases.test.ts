@@ -257,7 +257,7 @@ describe('run phases on a bwrap sandbox', () => {
         assert.equal(ctx.tally.turns, 2);
         assert.ok(ctx.tally.agentCost > 0);
         assert.equal(ctx.tally.collected, true);
-        const saved = readFileSync(join(w.files.artifactsDir(ctx.runId), 'note.txt'), 'utf8');
+        const saved = readFileSync(join(w.dataDir, 'runs', ctx.runId, 'artifacts', 'note.txt'), 'utf8');
         assert.equal(saved, 'hi\n');
       },
     );
@@ -308,7 +308,7 @@ describe('run phases on a bwrap sandbox', () => {
           cmd: ['sh', '-c', 'echo a > /svc/outputs/a.txt; echo "#!/bin/sh" > /svc/candidates/fetch.sh'],
         });
         // The run's directory on the host is a plain file: no artifact of it can be written.
-        const runDir = dirname(w.files.artifactsDir(ctx.runId));
+        const runDir = join(w.dataDir, 'runs', ctx.runId);
         mkdirSync(dirname(runDir), { recursive: true });
         writeFileSync(runDir, 'not a directory\n');
         await collect(ctx);

@@ -13,6 +13,7 @@ import { emptyOutcome, runDecider, runStreamId, type ReflectionResult, type RunP
 import { ProjectionEngine } from '../../projections/engine.js';
 import { allProjectors } from '../../projections/index.js';
 import { ReadCache } from '../../projections/read-cache.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 
@@ -136,7 +137,7 @@ describe('learning tokens', () => {
   });
 
   it('stay in the statistics after the run is deleted, and a rebuild gives the same', async () => {
-    const deletion = new RunDeletion(bus, events, docs, new RunFiles(dir), () => now);
+    const deletion = new RunDeletion(bus, events, docs, new RunFiles(new FileBlobStore(dir)), () => now);
     assert.deepEqual((await deletion.deleteMany('w1', ['run-a'], admin)).deleted, ['run-a']);
     await settled();
     const fact = (await events.readStream(jobRunsStreamId('job'))).find((e) => e.type === 'RunDeleted')!;

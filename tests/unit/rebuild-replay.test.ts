@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RunFiles } from '../../adapters/run-files.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
 import { CommandBus, type CommandContext } from '../../app/commands.js';
 import { RunDeletion } from '../../app/run-deletion.js';
 import { TimelineWriter } from '../../app/timeline.js';
@@ -179,7 +180,7 @@ before(async () => {
   await bus.execute(jobStreamId('j3'), jobDecider, { type: 'ArchiveJob', now }, user);
   assert.equal(await engine.waitFor(await events.headPosition(), 30_000), true, 'the live feed caught up');
   // A deleted run: the rebuild meets its fact and nothing of its streams.
-  const deletion = new RunDeletion(bus, events, docs, new RunFiles(dir), () => now);
+  const deletion = new RunDeletion(bus, events, docs, new RunFiles(new FileBlobStore(dir)), () => now);
   assert.deepEqual((await deletion.deleteMany('w1', ['run-6'], user)).deleted, ['run-6']);
   assert.equal(await engine.waitFor(await events.headPosition(), 30_000), true, 'the live feed caught up');
   await engine.stop();

@@ -12,6 +12,7 @@ import { RunStopSignal } from '../../app/run/phases/stop-signal.js';
 import { noModelMessage, type ExecutorPorts } from '../../app/run/ports.js';
 import { timelineStreamId } from '../../app/timeline.js';
 import { RunFiles } from '../../adapters/run-files.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
 import { BwrapBackend } from '../../adapters/sandbox/bwrap.js';
 import { svcBinaryPath } from '../../adapters/sandbox/select.js';
 import { jobDecider, jobStreamId } from '../../domain/job.js';
@@ -154,7 +155,10 @@ describe('the executor sequences the phases and finishes a run exactly once', ()
       debug: () => undefined,
     };
     const runs = { finish: (_job: string, _run: string, outcome: RunOutcome) => finish(outcome) };
-    return { errors, executor: new RunExecutor(bus, stores.events, runs, ports, new RunFiles(dir), log) };
+    return {
+      errors,
+      executor: new RunExecutor(bus, stores.events, runs, ports, new RunFiles(new FileBlobStore(dir)), log),
+    };
   }
 
   it('ends a run whose phase fails with that failure, the final status on its timeline', async () => {

@@ -4,6 +4,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RunFiles } from '../../adapters/run-files.js';
+import { FileBlobStore } from '../../store/blob-store-files.js';
+import { BlobBackedEventStore, eventBlobPrefix } from '../../store/blob-store-events.js';
 import { CommandBus, type CommandContext } from '../../app/commands.js';
 import { JobQueries } from '../../app/queries/jobs.js';
 import { StatsQueries } from '../../app/queries/stats.js';
@@ -29,11 +31,15 @@ const at = (day: number, hour: number, minute = 0) => Date.UTC(2026, 0, day, hou
 const quiet = { error: () => {}, info: () => {} };
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-stats-'));
-const events = openSqliteEventStore(':memory:');
+// The log keeps large payloads in the blob store, as `openStores` wires it: deletion and retention must remove them.
+const blobs = new FileBlobStore(dir);
+const events = new BlobBackedEventStore(openSqliteEventStore(':memory:'), blobs);
 const docs = openSqliteDocumentStore(':memory:');
 const engine = new ProjectionEngine(events, docs, allProjectors, quiet);
 const bus = new CommandBus(events, () => now);
-const files = new RunFiles(dir);
+const files = new RunFiles(blobs);
+/** A timeline payload over both limits: its whole copy is a run file, its shortened entry an out-of-line event. */
+const bulky = { items: Array.from({ length: 40 }, (_, i) => `${'x'.repeat(2000)}${i}`) };
 const admin: CommandContext = { workspaceId: 'w1', actor: { type: 'user', id: 'u-admin' }, requestId: 'req-1' };
 const ids: Record<string, string> = {};
 let counter = 0;
@@ -265,9 +271,12 @@ describe('stats overview from the read model', () => {
 describe('run deletion and retention in the read models', () => {
   it('deletes a finished run for good, keeps its figures, and a rebuild gives the same read models', async () => {
     const runId = ids.failed!;
-    await new TimelineWriter(events, runId, 'w1').append('run.status', { status: 'failed' });
+    const timeline = new TimelineWriter(events, runId, 'w1', undefined, undefined, files);
+    await timeline.append('run.status', { status: 'failed' });
+    await timeline.append('log', bulky);
     await files.saveArtifact(runId, 'out/report.txt', Buffer.from('x'));
-    await files.savePayload(runId, '{"big":true}');
+    assert.equal((await blobs.list(eventBlobPrefix(timelineStreamId(runId)))).length, 1, 'an entry out of line');
+    assert.equal((await blobs.list(`runs/${runId}/events/`)).length, 1, 'a whole payload stored');
     const before7d = await stats().overview('7d', now);
     const deletion = new RunDeletion(bus, events, docs, files, () => now);
 
@@ -287,6 +296,8 @@ describe('run deletion and retention in the read models', () => {
     assert.deepEqual(await events.readStream(runStreamId(runId)), []);
     assert.deepEqual(await events.readStream(timelineStreamId(runId)), []);
     assert.equal(existsSync(join(dir, 'runs', runId)), false, 'artifacts and payloads removed');
+    assert.deepEqual(await blobs.list(`runs/${runId}/`), []);
+    assert.deepEqual(await blobs.list(eventBlobPrefix(timelineStreamId(runId))), [], 'the out-of-line entry went too');
     const fact = (await events.readStream(jobRunsStreamId('alpha'))).find((e) => e.type === 'RunDeleted')!;
     assert.deepEqual(fact.metadata.actor, { type: 'user', id: 'u-admin' });
     assert.equal((fact.data as { figures: { cost: number } }).figures.cost, 5);
@@ -314,7 +325,9 @@ describe('run deletion and retention in the read models', () => {
     const old = ids.prevIn!;
     const recent = ids.a0!;
     for (const id of [old, recent]) {
-      await new TimelineWriter(events, id, 'w1').append('run.status', { status: 'succeeded' });
+      const timeline = new TimelineWriter(events, id, 'w1', undefined, undefined, files);
+      await timeline.append('run.status', { status: 'succeeded' });
+      await timeline.append('log', bulky);
       await files.saveArtifact(id, 'a.txt', Buffer.from('x'));
     }
     const before7d = await stats().overview('7d', now);
@@ -335,7 +348,13 @@ describe('run deletion and retention in the read models', () => {
     assert.equal(purged, 5 + 6);
     assert.deepEqual(await events.readStream(timelineStreamId(old)), []);
     assert.equal(existsSync(join(dir, 'runs', old)), false);
-    assert.equal((await events.readStream(timelineStreamId(recent))).length, 1);
+    assert.deepEqual(await blobs.list(eventBlobPrefix(timelineStreamId(old))), [], 'its out-of-line entry went too');
+    assert.equal((await events.readStream(timelineStreamId(recent))).length, 2);
+    assert.deepEqual((await events.readStream(timelineStreamId(recent)))[1]?.data, {
+      ...((await events.readStream(timelineStreamId(recent)))[1]?.data as object),
+      payload: bulky,
+    });
+    assert.equal((await blobs.list(eventBlobPrefix(timelineStreamId(recent)))).length, 1, 'a recent run keeps it');
     assert.equal(existsSync(join(dir, 'runs', recent, 'artifacts', 'a.txt')), true);
     const kept = await docs.collection('runs').findOne({ _id: old });
     assert.equal(kept?.purgedAt, now);

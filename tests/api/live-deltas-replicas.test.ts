@@ -1,0 +1,125 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { liveDeltas } from '../../app/timeline.js';
+import { waitFor } from '../wait.js';
+import { Client, spawnServer, startTestServer, useSignInLink, type TestServer } from './harness.js';
+
+/**
+ * Live deltas across replicas (docs/design.md, "Live deltas across replicas"): two real processes on one data
+ * directory, an api-only `svc serve` and this test's process with the projector and runner roles. A client of the
+ * api process follows a run the other process executes and sees its output as `delta` messages while the run is
+ * live, before its end.
+ */
+const dataDir = mkdtempSync(join(tmpdir(), 'svc-live-deltas-'));
+let runner: TestServer;
+let apiChild: ChildProcess;
+let apiUrl = '';
+let admin: Client;
+let cookie = '';
+
+before(async () => {
+  runner = await startTestServer({ SVC_ROLES: 'projector,runner,scheduler' }, dataDir);
+  const spawned = await spawnServer(dataDir, ['--roles', 'api']);
+  apiChild = spawned.child;
+  apiUrl = spawned.url;
+  cookie = await useSignInLink(apiUrl + (await runner.server.services.identity.issueSignInLink('admin@example.com')));
+  admin = new Client(apiUrl, { cookie });
+  const provider = await admin.post<{ id: string }>('/api/providers', { name: 'Fake', kind: 'fake' });
+  assert.equal(provider.status, 201, provider.text);
+  const model = await waitFor('the fake model to be listed by the api process', async () => {
+    const models = await admin.get<{ items: Array<{ id: string; model: string }> }>('/api/models');
+    return models.body.items?.find((m) => m.model === 'fake-model');
+  });
+  assert.equal((await admin.patch('/api/settings', { agentModelId: model.id })).status, 200);
+});
+
+after(async () => {
+  if (apiChild && apiChild.exitCode === null) {
+    const exited = new Promise((resolve) => apiChild.once('exit', resolve));
+    apiChild.kill('SIGTERM');
+    await exited;
+  }
+  await runner?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface Message {
+  event: string;
+  data: unknown;
+  /** performance.now() when it arrived. */
+  at: number;
+}
+
+/** Reads a server-sent-event answer to its end, keeping each message as it comes. */
+async function follow(url: string, seen: Message[]): Promise<void> {
+  const res = await fetch(url, { headers: { cookie } });
+  assert.equal(res.status, 200);
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of res.body!) {
+    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    let cut: number;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      if (block.startsWith(':')) continue;
+      const field = (name: string) =>
+        block
+          .split('\n')
+          .find((l) => l.startsWith(`${name}: `))
+          ?.slice(name.length + 2) ?? null;
+      seen.push({
+        event: field('event') ?? 'message',
+        data: JSON.parse(field('data') ?? 'null') as unknown,
+        at: performance.now(),
+      });
+    }
+  }
+}
+
+describe('live deltas across replicas', () => {
+  it("reach a client of an api-only process from the runner process's sandbox, while the run is live", async () => {
+    const marker = `delta-marker-${Math.random().toString(36).slice(2)}`;
+    const job = await admin.post<{ id: string }>('/api/jobs', {
+      name: 'Talks',
+      instruction: `Say it with \`echo ${marker}\` and finish.`,
+    });
+    assert.equal(job.status, 201, job.text);
+    const run = await admin.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {});
+    assert.equal(run.status, 201, run.text);
+    const seen: Message[] = [];
+    // The runner role runs in this process: when its sandbox's output was made, to print the delay to the client.
+    let madeAt: number | null = null;
+    const made = liveDeltas.subscribe((d) => {
+      if (d.runId === run.body.runId && d.delta.text.includes(marker)) madeAt ??= performance.now();
+    });
+    await follow(`${apiUrl}/api/runs/${run.body.runId}/stream`, seen);
+    made.unsubscribe();
+
+    const kinds = seen.map((m) => m.event);
+    assert.equal(kinds.at(-1), 'end');
+    assert.deepEqual(seen.at(-1)!.data, { status: 'succeeded' });
+    const deltas = seen
+      .map((m, i) => ({ ...m, i }))
+      .filter((m) => m.event === 'delta')
+      .map((m) => ({ i: m.i, delta: m.data as { type: string; callId?: string; text: string } }));
+    const output = deltas.filter((d) => d.delta.type === 'tool_output' && d.delta.text.includes(marker));
+    assert.ok(output.length > 0, `the command's output came live: ${JSON.stringify(kinds)}`);
+    // Live, not replayed: before the run's final status reached this client.
+    const final = seen.findIndex((m) => m.event === 'status' && (m.data as { status: string }).status === 'succeeded');
+    assert.ok(output[0]!.i < final, `the delta came at ${output[0]!.i}, the final status at ${final}`);
+    // Each batch once: the output is not repeated.
+    const arrived = seen[output[0]!.i]!.at;
+    if (madeAt !== null)
+      console.log(`[live deltas] runner process to a client of the api process: ${Math.round(arrived - madeAt)} ms`);
+    const outputText = deltas
+      .filter((d) => d.delta.type === 'tool_output')
+      .map((d) => d.delta.text)
+      .join('');
+    assert.equal(outputText.split(marker).length - 1, 1, `once: ${outputText}`);
+  });
+});
