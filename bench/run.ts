@@ -23,6 +23,7 @@ import { mcpBenchmarks } from './mcp.js';
 import { creationsBenchmark } from './creations.js';
 import { overviewBenchmark } from './overview.js';
 import { rebuildBenchmark } from './rebuild.js';
+import { scalingBenchmark } from './scaling.js';
 import { webBenchmarks } from './web.js';
 
 const quick = process.argv.includes('--quick');
@@ -222,6 +223,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['overview', 'stats overview', () => overviewBenchmark(root, quick)],
   ['rebuild', 'rebuild projections', () => rebuildBenchmark(root, quick)],
   ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
+  ['scaling', 'runs per second with 1, 2 and 4 runner processes', () => scalingBenchmark(root, quick)],
 ];
 for (const [key, label, step] of steps) {
   if (only && !only.has(key)) continue;
