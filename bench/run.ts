@@ -24,6 +24,7 @@ import { creationsBenchmark } from './creations.js';
 import { memoryBenchmark } from './memory.js';
 import { overviewBenchmark } from './overview.js';
 import { rebuildBenchmark } from './rebuild.js';
+import { scalingBenchmark } from './scaling.js';
 import { webBenchmarks } from './web.js';
 
 const quick = process.argv.includes('--quick');
@@ -224,6 +225,7 @@ const steps: Array<[string, string, () => Promise<unknown>]> = [
   ['rebuild', 'rebuild projections', () => rebuildBenchmark(root, quick)],
   ['memory', 'memory through creations and runs', () => memoryBenchmark(root, quick)],
   ['web', 'web app in chromium', () => webBenchmarks(root, quick)],
+  ['scaling', 'runs per second with 1, 2 and 4 runner processes', () => scalingBenchmark(root, quick)],
 ];
 for (const [key, label, step] of steps) {
   if (only && !only.has(key)) continue;

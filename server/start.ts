@@ -14,7 +14,8 @@ import { workspacesCollection } from '../projections/identity.js';
 import { ReadCache } from '../projections/read-cache.js';
 import { ProjectionLease } from '../projections/lease.js';
 import { ProjectorRole } from './projector-role.js';
-import { closeStores, openMemoryStores, openStores } from '../store/open.js';
+import { closeStores, openMemoryStores, openStores, type Stores } from '../store/open.js';
+import { ResilientEventStore } from '../store/resilient-event-store.js';
 import { CommandBus, systemContext } from '../app/commands.js';
 import type { Config } from '../app/config.js';
 import { Identity } from '../app/identity.js';
@@ -51,8 +52,14 @@ export function createLogger(level: string): Logger {
   return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
 }
 
-export async function openServices(config: Config, log: Logger): Promise<Services> {
-  const stores = await openStores(config);
+/**
+ * The stores are the config's unless `opened` hands others (another adapter of the ports); either way the event
+ * store's subscriptions are made to survive a lost connection here, once for every consumer (docs/design.md,
+ * "Failure handling").
+ */
+export async function openServices(config: Config, log: Logger, opened?: Stores): Promise<Services> {
+  const raw = opened ?? (await openStores(config));
+  const stores: Stores = { ...raw, events: new ResilientEventStore(raw.events, log) };
   const keys = Keys.load(config.dataDir, config.masterKey);
   const bus = new CommandBus(stores.events);
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
@@ -205,8 +212,9 @@ export async function startServer(
   config: Config,
   log: Logger = createLogger(config.logLevel),
   announce: (text: string) => void = (text) => process.stdout.write(text),
+  opened?: Stores,
 ): Promise<RunningServer> {
-  const services = await openServices(config, log);
+  const services = await openServices(config, log, opened);
   await services.bus.execute(
     workspaceStreamId(defaultWorkspaceId),
     workspaceDecider,
