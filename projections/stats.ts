@@ -54,6 +54,8 @@ export const statsProjector: Projector = {
         ['queuedAt', 1],
         ['_id', 1],
       ],
+      // Only the API reads it; the first one serves the buckets' recomputation, during a replay too.
+      afterReplay: true,
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
@@ -117,11 +119,16 @@ function set(runId: string, fields: Record<string, DocValue>): DocOp {
   return { kind: 'update', collection: statsRunsCollection, filter: { _id: runId }, update: { $set: fields } };
 }
 
-/** The bucket documents of a run's hour and day, recomputed from what they hold. */
+/**
+ * The bucket documents of a run's hour and day, recomputed from what they hold. A replay runs it once per page and
+ * run (`key`): the run events that do not issue it change only a live status, which every bucket counts the same,
+ * and the last one run for an hour or a day is the one the live feed ran last (docs/design.md, "Replay").
+ */
 function rebucket(runId: string): DocOp {
   return {
     kind: 'derive',
     collection: statsHoursCollection,
+    key: `stats:buckets:${runId}`,
     async derive(docs) {
       const run = await docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ _id: runId });
       if (!run) return [];
