@@ -233,6 +233,15 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    // A document by its id, the most common read of projectors and of a replay's write-back cache: one prepared
+    // statement, without building the query.
+    const keys = Object.keys(filter);
+    if (keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string' && !options.search && !options.skip) {
+      const row = this.prepare(`SELECT body FROM ${this.table} WHERE id = ?`).get(filter._id) as
+        | { body: string }
+        | undefined;
+      return row && options.limit !== 0 ? [JSON.parse(row.body) as T] : [];
+    }
     const q = this.select(filter, options);
     return (this.prepare(q.sql).all(...q.params) as Array<{ body: string }>).map((r) => JSON.parse(r.body) as T);
   }
