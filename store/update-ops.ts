@@ -29,11 +29,41 @@ function get(doc: Obj, path: string): DocValue | undefined {
 
 const clone = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
 
-/** `clone` without the round trip for scalars, which JSON changes only by turning -0 into 0 and NaN, ±∞ into null. */
-function cloneValue(v: DocValue | undefined): DocValue | undefined {
-  if (typeof v === 'string' || typeof v === 'boolean' || v === null || v === undefined) return v;
-  if (typeof v === 'number') return Number.isFinite(v) ? v + 0 : null;
-  return clone(v);
+/**
+ * What `clone` gives, without the JSON text in between: scalars as JSON keeps them (-0 is 0; NaN and ±∞ are null),
+ * plain objects without their undefined fields, arrays with null for what JSON cannot hold. Anything else (a Date, a
+ * class instance) takes the JSON round trip itself.
+ */
+function cloneValue(v: unknown): DocValue | undefined {
+  if (v === null) return null;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? v + 0 : null;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+    case 'object': {
+      if (Array.isArray(v)) {
+        const out: DocValue[] = new Array<DocValue>(v.length);
+        for (let i = 0; i < v.length; i++) out[i] = cloneValue(v[i]) ?? null;
+        return out;
+      }
+      const proto = Object.getPrototypeOf(v) as unknown;
+      if ((proto !== Object.prototype && proto !== null) || 'toJSON' in v) return clone(v as DocValue);
+      const out: Obj = {};
+      for (const k of Object.keys(v)) {
+        const x = cloneValue((v as Record<string, unknown>)[k]);
+        if (x !== undefined) out[k] = x;
+      }
+      return out;
+    }
+    default:
+      return clone(v as DocValue);
+  }
 }
 
 /** Applies MongoDB update operators to a copy of a document. `inserting` enables `$setOnInsert`. */

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DocumentStore, DocValue, Filter, Update } from '../../store/document-store.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
+import { applyUpdate, applyUpdateShared } from '../../store/update-ops.js';
 import { WriteBackDocuments } from '../../store/write-back-documents.js';
 
 /**
@@ -143,5 +144,30 @@ describe('the write-back cache of a replay page', () => {
     assert.equal((await cached.collection('one').findOne({ _id: 'a' }))?.n, 1);
     assert.equal((await base.collection('one').findOne({ _id: 'a' }))?.n, 1);
     await base.close();
+  });
+
+  it('copies updated values as the JSON round trip of the store does, without changing the document it started from', () => {
+    const odd: unknown[] = [
+      -0,
+      NaN,
+      Infinity,
+      [1, undefined, () => 1, NaN, [-0]],
+      { a: undefined, b: { c: NaN, d: [undefined] }, '2': 1, '1': 2, at: new Date(0) },
+      new Date(5),
+      { toJSON: () => 'j' },
+      // eslint-disable-next-line no-sparse-arrays
+      [, 3],
+    ];
+    const start = { _id: 'x', keep: { deep: [1, 2] }, v: 'old' };
+    const before = JSON.stringify(start);
+    for (const v of odd) {
+      for (const update of [{ $set: { v } }, { $push: { list: v } }, { $set: { 'keep.v': v } }] as Update[]) {
+        const viaJson = applyUpdate(start, update, false);
+        const shared = applyUpdateShared(start, update, false);
+        assert.deepEqual(shared, viaJson, `${JSON.stringify(update)}`);
+        assert.equal(JSON.stringify(shared), JSON.stringify(viaJson));
+      }
+    }
+    assert.equal(JSON.stringify(start), before, 'the held document is never changed in place');
   });
 });
