@@ -238,8 +238,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const keys = Object.keys(filter);
     if (keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string' && !options.search && !options.skip) {
       const row = this.prepare(`SELECT body FROM ${this.table} WHERE id = ?`).get(filter._id) as
-        | { body: string }
-        | undefined;
+        { body: string } | undefined;
       return row && options.limit !== 0 ? [JSON.parse(row.body) as T] : [];
     }
     const q = this.select(filter, options);
