@@ -704,8 +704,9 @@ export class ProjectionEngine {
   private async reset(p: Projector, deferred = false): Promise<void> {
     for (const name of p.collections) {
       const c = this.docs.collection(name);
-      await c.drop();
+      // Indexes first: emptying a collection under its fifteen indexes costs more than the rest of a small rebuild.
       if (deferred) await c.dropIndexes();
+      await c.drop();
     }
     await this.createIndexes(p, deferred);
   }
