@@ -6,17 +6,24 @@ import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../app/config.js';
 import { ProjectionLease } from '../projections/lease.js';
+import { ProjectionEngine } from '../projections/engine.js';
 import { ignoreFailure } from '../domain/ignore-failure.js';
-import { createLogger, describeApi, openServices, serverInfoFile, startServer } from '../server/start.js';
+import pino from 'pino';
 import { closeStores, openStores } from '../store/open.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { allProjectors } from '../projections/index.js';
 import { verifyProjections } from '../projections/verify.js';
 import { replayProgressLines } from './progress.js';
 import { exportAuditTrail } from '../app/audit-export.js';
-import { guardProcess } from '../server/process-guards.js';
-import { retentionOf } from '../server/runner-role.js';
 import { errorMessage } from '../domain/error-message.js';
+
+/**
+ * The server's modules (the HTTP API, its schemas' validators, MCP) are loaded by the commands that use them only:
+ * loading them costs a command like `admin rebuild-projections` a second or two of CPU before it starts.
+ */
+const serverModule = () => import('../server/start.js');
+/** The CLI commands' own logger: warnings and errors only, on stdout like the server's. */
+const warnLogger = () => pino({ level: 'warn', base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
 
 const usage = `svc: self-hosted job automation
 
@@ -67,7 +74,8 @@ async function serve(args: string[]): Promise<void> {
     dataDir: v['data-dir'] as string | undefined,
     roles: v.roles as string | undefined,
   });
-  const server = await startServer(config);
+  const server = await (await serverModule()).startServer(config);
+  const { guardProcess } = await import('../server/process-guards.js');
   guardProcess(server.services.log, () => server.close());
   let stopping = false;
   const stop = (signal: string) => {
@@ -86,9 +94,9 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-function baseUrl(dataDir: string): string {
+async function baseUrl(dataDir: string): Promise<string> {
   if (process.env.SVC_PUBLIC_URL) return process.env.SVC_PUBLIC_URL.replace(/\/+$/, '');
-  const file = serverInfoFile(dataDir);
+  const file = (await serverModule()).serverInfoFile(dataDir);
   if (existsSync(file)) {
     try {
       return (JSON.parse(readFileSync(file, 'utf8')) as { url: string }).url;
@@ -106,10 +114,10 @@ async function admin(args: string[]): Promise<void> {
     const email = (v.email as string | undefined) ?? 'admin@localhost';
     if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 320) throw new UsageError(`not an email address: ${email}`);
     const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
-    const services = await openServices(config, createLogger('warn'));
+    const services = await (await serverModule()).openServices(config, warnLogger());
     try {
       const path = await services.identity.issueSignInLink(email);
-      process.stdout.write(`${baseUrl(config.dataDir)}${path}\n`);
+      process.stdout.write(`${await baseUrl(config.dataDir)}${path}\n`);
     } finally {
       await closeStores(services.stores);
     }
@@ -118,9 +126,10 @@ async function admin(args: string[]): Promise<void> {
   if (sub === 'rebuild-projections') {
     const v = flags(rest, { 'data-dir': { type: 'string' }, projector: { type: 'string', multiple: true } });
     const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
-    const services = await openServices(config, createLogger('warn'));
+    const stores = await openStores(config);
+    const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, warnLogger());
     // The rebuild writes the read models, so it needs the lease every projector process takes before writing them.
-    const lease = new ProjectionLease(services.stores.docs);
+    const lease = new ProjectionLease(stores.docs);
     try {
       // A killed server's lease runs out within its ttl; a running one renews it and the rebuild gives up.
       const deadline = Date.now() + lease.times.ttlMs + 5000;
@@ -133,19 +142,19 @@ async function admin(args: string[]): Promise<void> {
         }
         await new Promise((r) => setTimeout(r, lease.times.pollMs));
       }
-      services.engine.guardWrites(() => lease.held);
+      engine.guardWrites(() => lease.held);
       const renew = setInterval(() => void lease.acquire().catch(ignoreFailure('the next renewal tries again')), 2000);
       try {
         const started = Date.now();
-        const names = await services.engine.rebuild((v.projector as string[] | undefined) ?? []);
-        await services.engine.replay(replayProgressLines((line) => process.stderr.write(line), 'rebuild-projections'));
+        const names = await engine.rebuild((v.projector as string[] | undefined) ?? []);
+        await engine.replay(replayProgressLines((line) => process.stderr.write(line), 'rebuild-projections'));
         process.stdout.write(`rebuilt ${names.join(', ')} in ${Date.now() - started} ms\n`);
       } finally {
         clearInterval(renew);
         await lease.release();
       }
     } finally {
-      await closeStores(services.stores);
+      await closeStores(stores);
     }
     return;
   }
@@ -163,7 +172,7 @@ async function admin(args: string[]): Promise<void> {
         stores.docs,
         scratch,
         allProjectors,
-        createLogger('warn'),
+        warnLogger(),
         replayProgressLines((line) => process.stderr.write(line), 'verify-projections'),
       );
       for (const d of differences)
@@ -185,8 +194,9 @@ async function admin(args: string[]): Promise<void> {
   if (sub === 'apply-retention') {
     const v = flags(rest, { 'data-dir': { type: 'string' } });
     const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
-    const services = await openServices(config, createLogger('warn'));
+    const services = await (await serverModule()).openServices(config, warnLogger());
     try {
+      const { retentionOf } = await import('../server/runner-role.js');
       const report = await retentionOf(services).pass();
       process.stdout.write(`retention: ${report.purged} run(s) purged in ${report.workspaces} workspace(s)\n`);
     } finally {
@@ -241,7 +251,7 @@ async function main(argv: string[]): Promise<void> {
       return serve(rest);
     case 'openapi': {
       const v = flags(rest, { yaml: { type: 'boolean' } });
-      process.stdout.write(await describeApi(v.yaml ? 'yaml' : 'json'));
+      process.stdout.write(await (await serverModule()).describeApi(v.yaml ? 'yaml' : 'json'));
       return;
     }
     case 'admin':

@@ -55,6 +55,7 @@ export const auditProjector: Projector = {
   version: 3,
   collections: [auditCollection, auditActorsCollection],
   // Newest first is how the trail is read: descending indexes serve `-at` pages without sorting the workspace's log.
+  // Only the API reads them, so a replay builds them at its end.
   indexes: [
     {
       collection: auditCollection,
@@ -62,6 +63,7 @@ export const auditProjector: Projector = {
         ['workspaceId', 1],
         ['at', -1],
       ],
+      afterReplay: true,
     },
     {
       collection: auditCollection,
@@ -70,6 +72,7 @@ export const auditProjector: Projector = {
         ['jobId', 1],
         ['at', -1],
       ],
+      afterReplay: true,
     },
     {
       collection: auditCollection,
@@ -78,6 +81,7 @@ export const auditProjector: Projector = {
         ['actorType', 1],
         ['at', -1],
       ],
+      afterReplay: true,
     },
   ],
   project(e: RecordedEvent): DocOp[] {

@@ -2,6 +2,7 @@ import type { Subscription } from 'rxjs';
 import type { Doc, DocumentStore } from '../store/document-store.js';
 import type { EventStore, Position, RecordedEvent } from '../store/event-store.js';
 import { upcast } from '../domain/upcast.js';
+import { WriteBackDocuments } from '../store/write-back-documents.js';
 import type { DocOp, Projector } from './projector.js';
 
 interface CheckpointDoc extends Doc {
@@ -145,13 +146,14 @@ export class ProjectionEngine {
     this.subscribe();
   }
 
-  /** Indexes and stored checkpoints; a projector whose version changed starts over from an empty read model. */
-  private async loadLanes(): Promise<void> {
+  /**
+   * Indexes and stored checkpoints; a projector whose version changed starts over from an empty read model. For a
+   * replay (`forReplay`), a read model that starts empty gets only the indexes its projectors read; the replay builds
+   * the others at its end.
+   */
+  private async loadLanes(forReplay = false): Promise<void> {
     const stored = this.docs.collection<CheckpointDoc>(checkpointCollection);
     for (const p of this.projectors) {
-      for (const index of p.indexes) {
-        await this.docs.collection(index.collection).createIndex(index.keys, { unique: index.unique ?? false });
-      }
       const cp = await stored.findOne({ _id: p.name });
       const lane = freshLane(p);
       this.lanes.set(p.name, lane);
@@ -160,10 +162,19 @@ export class ProjectionEngine {
           { projector: p.name, from: cp.version, to: p.version },
           'projector changed, rebuilding its read model',
         );
-        await this.reset(p);
+        await this.reset(p, forReplay);
       } else {
         lane.checkpoint = (cp?.position as Position | null | undefined) ?? null;
+        await this.createIndexes(p, forReplay && lane.checkpoint === null);
       }
+    }
+  }
+
+  /** A projector's indexes; `deferred` leaves out those built after a replay (`IndexSpec.afterReplay`). */
+  private async createIndexes(p: Projector, deferred: boolean): Promise<void> {
+    for (const index of p.indexes) {
+      if (deferred && index.afterReplay) continue;
+      await this.docs.collection(index.collection).createIndex(index.keys, { unique: index.unique ?? false });
     }
   }
 
@@ -218,8 +229,9 @@ export class ProjectionEngine {
     if (wasRunning) await this.stop();
     // The others keep their stored checkpoints, which are written back below with the chosen ones' reset.
     else await this.loadLanes();
+    // Their indexes but those a replay reads come back with the next replay or start (docs/design.md, "Replay").
     for (const p of chosen) {
-      await this.reset(p);
+      await this.reset(p, true);
       this.lanes.set(p.name, freshLane(p));
     }
     const dropped = new Set(chosen.flatMap((p) => p.collections));
@@ -238,50 +250,102 @@ export class ProjectionEngine {
    */
   async replay(onProgress?: (progress: ReplayProgress) => void): Promise<void> {
     if (this.running) throw new Error('replay needs a stopped engine');
-    await this.loadLanes();
+    await this.loadLanes(true);
     let after = this.oldestCheckpoint();
     const total = this.events.countAfter ? await this.events.countAfter(after) : null;
     const started = Date.now();
     const changed = new Set<string>();
     const inOne = <T>(work: () => Promise<T>): Promise<T> => (this.docs.batch ? this.docs.batch(work) : work());
+    const page = new WriteBackDocuments(this.docs, writeBackCollections(this.projectors));
     let done = 0;
     for (;;) {
-      const page = await this.events.readAll({ after, limit: replayBatch });
-      if (page.length === 0) break;
+      const events = await this.events.readAll({ after, limit: replayBatch });
+      if (events.length === 0) break;
       const before = [...this.lanes.values()].map((l) => [l, l.checkpoint, l.healthy, l.lastError] as const);
-      try {
-        await inOne(async () => {
-          for (const raw of page) {
-            if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
-            await this.replayOne(upcast(raw), changed);
-          }
-          await this.flushAll();
-        });
-      } catch (err) {
-        // The page's writes were rolled back: so are the checkpoints this process holds.
+      const undo = () => {
         for (const [lane, checkpoint, healthy, lastError] of before)
           Object.assign(lane, { checkpoint, healthy, lastError });
-        throw err;
+        page.discard();
+      };
+      try {
+        await inOne(() => this.replayPage(events, changed, page, true));
+      } catch (err) {
+        // The page's writes were rolled back: so are the checkpoints this process holds, and what the page held.
+        undo();
+        if (!(err instanceof ExactReplayNeeded)) throw err;
+        // A projector failed in the page: it is applied again event by event, so the failing one stops exactly where
+        // the live feed would have stopped it.
+        try {
+          await inOne(() => this.replayPage(events, changed, page, false));
+        } catch (again) {
+          undo();
+          throw again;
+        }
       }
-      after = page[page.length - 1]!.position;
-      done += page.length;
+      page.discard();
+      after = events[events.length - 1]!.position;
+      done += events.length;
       onProgress?.({ done, total, elapsedMs: Date.now() - started });
       // A page is one long chain of resolved promises: timers (the lease's renewal) run only between pages.
       await new Promise((resolve) => setImmediate(resolve));
     }
+    for (const p of this.projectors) await this.createIndexes(p, false);
     if (changed.size > 0) for (const l of this.changeListeners) l(changed);
     const failing = this.status().filter((s) => !s.healthy);
     if (failing.length > 0)
       throw new Error(`projection failed: ${failing.map((s) => `${s.name}: ${s.lastError}`).join('; ')}`);
   }
 
+  /**
+   * One page of a replay, through the page's write-back cache. With `defer`, keyed derives run once each at the end
+   * of the page; a projector failing in the page, or a deferred derive failing, asks for the page again without
+   * (`ExactReplayNeeded`), so that a failing projector stops exactly where the live feed would have stopped it.
+   */
+  private async replayPage(
+    events: RecordedEvent[],
+    changed: Set<string>,
+    page: WriteBackDocuments,
+    defer: boolean,
+  ): Promise<void> {
+    const deferred = defer ? new Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }>() : null;
+    const healthy = [...this.lanes.values()].filter((l) => l.healthy);
+    for (const raw of events) {
+      if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
+      await this.replayOne(upcast(raw), changed, page, deferred);
+    }
+    if (deferred) {
+      if (healthy.some((l) => !l.healthy)) throw new ExactReplayNeeded();
+      for (const { op } of deferred.values()) {
+        try {
+          await this.applyOp(op, page);
+        } catch {
+          throw new ExactReplayNeeded();
+        }
+      }
+    }
+    await page.flush();
+    await this.flushAll();
+  }
+
   /** One event of a replay: a projector that fails stops there (its error is stored with its checkpoint). */
-  private async replayOne(event: RecordedEvent, changed: Set<string>): Promise<void> {
+  private async replayOne(
+    event: RecordedEvent,
+    changed: Set<string>,
+    docs: DocumentStore,
+    deferred: Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }> | null,
+  ): Promise<void> {
     for (const lane of this.lanes.values()) {
       if (!lane.healthy) continue;
       if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
       try {
-        await this.applyTo(lane.projector, event, changed);
+        for (const op of lane.projector.project(event)) {
+          changed.add(op.collection);
+          if (deferred && op.kind === 'derive' && op.key !== undefined) {
+            // Moved to the end: deferred derives run in the order of their last issue, as the live feed last ran them.
+            deferred.delete(op.key);
+            deferred.set(op.key, { lane, op });
+          } else await this.applyOp(op, docs);
+        }
         lane.checkpoint = event.position;
       } catch (err) {
         lane.healthy = false;
@@ -563,7 +627,7 @@ export class ProjectionEngine {
 
   private async applyTo(p: Projector, event: RecordedEvent, changed: Set<string>): Promise<void> {
     for (const op of p.project(event)) {
-      await this.applyOp(op);
+      await this.applyOp(op, this.docs);
       changed.add(op.collection);
     }
   }
@@ -649,10 +713,10 @@ export class ProjectionEngine {
     this.scheduleFlush();
   }
 
-  private async applyOp(op: DocOp): Promise<void> {
-    const c = this.docs.collection(op.collection);
+  private async applyOp(op: DocOp, docs: DocumentStore): Promise<void> {
+    const c = docs.collection(op.collection);
     if (op.kind === 'derive') {
-      for (const derived of await op.derive(this.docs)) await this.applyOp(derived);
+      for (const derived of await op.derive(docs)) await this.applyOp(derived, docs);
     } else if (op.kind === 'delete') await c.deleteMany(op.filter);
     else if (op.many) await c.updateMany(op.filter, op.update, { upsert: op.upsert ?? false });
     else await c.updateOne(op.filter, op.update, { upsert: op.upsert ?? false });
@@ -690,11 +754,31 @@ export class ProjectionEngine {
     }
   }
 
-  private async reset(p: Projector): Promise<void> {
-    for (const name of p.collections) await this.docs.collection(name).drop();
-    for (const index of p.indexes) {
-      await this.docs.collection(index.collection).createIndex(index.keys, { unique: index.unique ?? false });
+  /** Empties a projector's read model; `deferred` leaves out the indexes built after a replay. */
+  private async reset(p: Projector, deferred = false): Promise<void> {
+    for (const name of p.collections) {
+      const c = this.docs.collection(name);
+      // Indexes first: emptying a collection under its fifteen indexes costs more than the rest of a small rebuild.
+      if (deferred) await c.dropIndexes();
+      await c.drop();
     }
+    await this.createIndexes(p, deferred);
+  }
+}
+
+/**
+ * The collections a replay page holds in its write-back cache: all the projectors', but those with a unique index
+ * besides `_id`, whose duplicates must be refused at the write that makes them.
+ */
+function writeBackCollections(projectors: Projector[]): Set<string> {
+  const unique = new Set(projectors.flatMap((p) => p.indexes.filter((i) => i.unique).map((i) => i.collection)));
+  return new Set(projectors.flatMap((p) => p.collections).filter((c) => !unique.has(c)));
+}
+
+/** A replay page has to be applied again event by event (`ProjectionEngine.replayPage`). */
+class ExactReplayNeeded extends Error {
+  constructor() {
+    super('a projector failed in the page; it is applied again without deferred derives');
   }
 }
 

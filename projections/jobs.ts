@@ -44,6 +44,7 @@ export const jobsProjector: Projector = {
   name: 'jobs',
   version: 5,
   collections: [jobsCollection],
+  // For the API's lists only: the projector reads jobs by `_id`, so a replay builds them at its end.
   indexes: [
     {
       collection: jobsCollection,
@@ -52,6 +53,7 @@ export const jobsProjector: Projector = {
         ['archived', 1],
         ['sortName', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: jobsCollection,
@@ -60,6 +62,7 @@ export const jobsProjector: Projector = {
         ['archived', 1],
         ['createdAt', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: jobsCollection,
@@ -68,6 +71,7 @@ export const jobsProjector: Projector = {
         ['archived', 1],
         ['updatedAt', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: jobsCollection,
@@ -76,6 +80,7 @@ export const jobsProjector: Projector = {
         ['archived', 1],
         ['nextRunAt', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: jobsCollection,
@@ -84,6 +89,7 @@ export const jobsProjector: Projector = {
         ['archived', 1],
         ['runCount', 1],
       ],
+      afterReplay: true,
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
@@ -189,17 +195,24 @@ function playbookFields(event: PlaybookEvent): DocOp[] {
     playbookEmpty: isEmptyPlaybook(content),
     playbookHasMain: content.main !== null,
   };
-  // A graduation starts the demotion count again: no scripted run is at or after the new version yet.
+  // A graduation starts the demotion count again: no scripted run is at or after the new version yet. The run
+  // fields read the graduated version, so they are derived again too (what a replay's deferred derive relies on).
   if (graduated) Object.assign(fields, { graduatedVersion: version, demoted: false });
-  return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
+  const op: DocOp = { kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } };
+  return graduated ? [op, ...runFields(jobId)] : [op];
 }
 
-/** A run changed: the job's run fields are recomputed from the runs read model (projected just before). */
+/**
+ * A run changed: the job's run fields are recomputed from the runs read model (projected just before). Every event
+ * that changes a run's number, status, mode or version, or the job's graduated version, issues it, so a replay runs
+ * it once per page and job (`key`, docs/design.md, "Replay").
+ */
 function runFields(jobId: string): DocOp[] {
   return [
     {
       kind: 'derive',
       collection: jobsCollection,
+      key: `jobs:run-fields:${jobId}`,
       async derive(docs) {
         const runs = docs.collection<RunDoc>(runsCollection);
         const [recent, runCount, job] = await Promise.all([

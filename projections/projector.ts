@@ -9,12 +9,29 @@ export type DocOp =
    * Changes computed from other read models, for values one event cannot carry (a job's ten latest runs). It must
    * only read collections of projectors listed before it, and recompute from them, so a replay gives the same result.
    */
-  | { kind: 'derive'; collection: string; derive: (docs: DocumentStore) => Promise<DocOp[]> };
+  | {
+      kind: 'derive';
+      collection: string;
+      derive: (docs: DocumentStore) => Promise<DocOp[]>;
+      /**
+       * Names what the derive recomputes (a job's run fields), for a replay to run it once per page instead of once
+       * per event: the last one issued with the key runs when the page's events are applied, in the order of their
+       * last issue (docs/design.md, "Replay"). Only for a derive that gives the same result run anywhere later in
+       * the page: every event that changes what it reads, in a way that changes its result, must issue it again.
+       */
+      key?: string;
+    };
 
 export interface IndexSpec {
   collection: string;
   keys: Array<[string, 1 | -1]>;
   unique?: boolean;
+  /**
+   * Built once a replay that started from an empty read model ends, instead of kept up to date by every write of it
+   * (docs/design.md, "Replay"). Only for indexes no projector's own filter (a `derive`'s query, a many-document update
+   * or delete) reads, and never for a unique one: those must hold while the replay writes.
+   */
+  afterReplay?: boolean;
 }
 
 /**

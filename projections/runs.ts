@@ -59,6 +59,7 @@ export const runsProjector: Projector = {
   version: 3,
   collections: [runsCollection],
   indexes: [
+    // Read by the jobs projector's run fields and by the updates of a job's runs.
     {
       collection: runsCollection,
       keys: [
@@ -66,6 +67,7 @@ export const runsProjector: Projector = {
         ['number', 1],
       ],
     },
+    // The others serve the API's lists and the runners' queues, not a projector: a replay builds them at its end.
     {
       collection: runsCollection,
       keys: [
@@ -73,6 +75,7 @@ export const runsProjector: Projector = {
         ['submitted', 1],
         ['queuedAt', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: runsCollection,
@@ -80,6 +83,7 @@ export const runsProjector: Projector = {
         ['reflection', 1],
         ['reflectionRequestedAt', 1],
       ],
+      afterReplay: true,
     },
     // The overview's live runs and latest failures: one status at a time, in queue order (docs/design.md, "Stats").
     {
@@ -89,6 +93,7 @@ export const runsProjector: Projector = {
         ['status', 1],
         ['queuedAt', 1],
       ],
+      afterReplay: true,
     },
     ...listKeys.map((k) => ({
       collection: runsCollection,
@@ -96,6 +101,7 @@ export const runsProjector: Projector = {
         ['workspaceId', 1],
         [k, 1],
       ] as Array<[string, 1 | -1]>,
+      afterReplay: true,
     })),
   ],
   project(recorded: RecordedEvent): DocOp[] {

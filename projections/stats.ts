@@ -55,6 +55,8 @@ export const statsProjector: Projector = {
         ['queuedAt', 1],
         ['_id', 1],
       ],
+      // Only the API reads it; the first one serves the buckets' recomputation, during a replay too.
+      afterReplay: true,
     },
   ],
   project(recorded: RecordedEvent): DocOp[] {
@@ -137,11 +139,16 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
   };
 }
 
-/** The bucket documents of a run's hour and day, recomputed from what they hold. */
+/**
+ * The bucket documents of a run's hour and day, recomputed from what they hold. A replay runs it once per page and
+ * run (`key`): the run events that do not issue it change only a live status, which every bucket counts the same,
+ * and the last one run for an hour or a day is the one the live feed ran last (docs/design.md, "Replay").
+ */
 function rebucket(runId: string): DocOp {
   return {
     kind: 'derive',
     collection: statsHoursCollection,
+    key: `stats:buckets:${runId}`,
     async derive(docs) {
       const run = await docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ _id: runId });
       if (!run) return [];

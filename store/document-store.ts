@@ -98,8 +98,15 @@ export interface Collection<T extends Doc = Doc> {
   updateOne(filter: Filter, update: Update, options?: UpdateOptions): Promise<UpdateResult>;
   updateMany(filter: Filter, update: Update, options?: UpdateOptions): Promise<UpdateResult>;
   deleteMany(filter: Filter): Promise<number>;
+  /**
+   * Writes whole documents by `_id`, inserting the missing ones and replacing the others, as a write-back cache
+   * flushes them (docs/design.md, "Replay"). Throws `DuplicateKeyError` when a unique index other than `_id` collides.
+   */
+  saveMany(docs: T[]): Promise<void>;
   /** Removes every document (used by projection rebuilds). */
   drop(): Promise<void>;
+  /** Removes every index but the one on `_id`: a rebuild builds the others after its replay. */
+  dropIndexes(): Promise<void>;
 }
 
 export interface DocumentStore {

@@ -113,8 +113,33 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
     return (await this.c.deleteMany(filter as Document)).deletedCount;
   }
 
+  async saveMany(docs: T[]): Promise<void> {
+    if (docs.length === 0) return;
+    try {
+      await this.c.bulkWrite(
+        docs.map((doc) => ({
+          replaceOne: { filter: { _id: doc._id } as Document, replacement: doc as Document, upsert: true },
+        })),
+        { ordered: true },
+      );
+    } catch (err) {
+      if (isDuplicate(err)) throw new DuplicateKeyError(this.name, 'a unique index rejected a document');
+      throw err;
+    }
+  }
+
   async drop(): Promise<void> {
     await this.c.deleteMany({});
+  }
+
+  async dropIndexes(): Promise<void> {
+    try {
+      await this.c.dropIndexes();
+    } catch (err) {
+      // A collection never written has no indexes to drop ("ns not found").
+      if (err instanceof MongoServerError && err.code === 26) return;
+      throw err;
+    }
   }
 }
 

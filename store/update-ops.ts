@@ -29,6 +29,43 @@ function get(doc: Obj, path: string): DocValue | undefined {
 
 const clone = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
 
+/**
+ * What `clone` gives, without the JSON text in between: scalars as JSON keeps them (-0 is 0; NaN and ±∞ are null),
+ * plain objects without their undefined fields, arrays with null for what JSON cannot hold. Anything else (a Date, a
+ * class instance) takes the JSON round trip itself.
+ */
+function cloneValue(v: unknown): DocValue | undefined {
+  if (v === null) return null;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? v + 0 : null;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+    case 'object': {
+      if (Array.isArray(v)) {
+        const out: DocValue[] = new Array<DocValue>(v.length);
+        for (let i = 0; i < v.length; i++) out[i] = cloneValue(v[i]) ?? null;
+        return out;
+      }
+      const proto = Object.getPrototypeOf(v) as unknown;
+      if ((proto !== Object.prototype && proto !== null) || 'toJSON' in v) return clone(v as DocValue);
+      const out: Obj = {};
+      for (const k of Object.keys(v)) {
+        const x = cloneValue((v as Record<string, unknown>)[k]);
+        if (x !== undefined) out[k] = x;
+      }
+      return out;
+    }
+    default:
+      return clone(v as DocValue);
+  }
+}
+
 /** Applies MongoDB update operators to a copy of a document. `inserting` enables `$setOnInsert`. */
 export function applyUpdate(doc: Doc, update: Update, inserting: boolean): Doc {
   const out = clone(doc) as Obj;
@@ -73,4 +110,58 @@ export function documentFromFilter(filter: Filter): Obj {
     at.parent[at.key] = clone(v as DocValue);
   }
   return out;
+}
+
+/** The parent object of `path` in `doc`, copying every object on the way so that nothing `doc` shares is changed. */
+function ownParentOf(doc: Obj, path: string, create: boolean): { parent: Obj; key: string } | null {
+  const parts = path.split('.');
+  let cur: Obj = doc;
+  for (let i = 0; i < parts.length - 1; i++) {
+    const p = parts[i]!;
+    const next = cur[p];
+    if (next === undefined || next === null) {
+      if (!create) return null;
+      cur[p] = {};
+    } else if (typeof next !== 'object' || Array.isArray(next)) {
+      throw new Error(`cannot set ${path}: ${p} is not an object`);
+    } else cur[p] = { ...next };
+    cur = cur[p] as Obj;
+  }
+  return { parent: cur, key: parts[parts.length - 1]! };
+}
+
+/**
+ * `applyUpdate` without the deep copy of the whole document: the result shares every value the update leaves alone
+ * with `doc`, which is left as it was, and its fields are in the same order. For a cache whose documents are never
+ * changed in place (`store/write-back-documents.ts`).
+ */
+export function applyUpdateShared(doc: Doc, update: Update, inserting: boolean): Doc {
+  const out: Obj = { ...doc };
+  const sets = inserting ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
+  for (const k in sets) {
+    const v = sets[k];
+    const at = ownParentOf(out, k, true)!;
+    // Serialised, an undefined value is no field at all: a later $set of it then goes last, as after the store's round trip.
+    if (v === undefined) delete at.parent[at.key];
+    else at.parent[at.key] = cloneValue(v)!;
+  }
+  for (const k in update.$unset ?? {}) {
+    const at = ownParentOf(out, k, false);
+    if (at) delete at.parent[at.key];
+  }
+  const inc = update.$inc ?? {};
+  for (const k in inc) {
+    const current = get(out, k);
+    if (current !== undefined && typeof current !== 'number') throw new Error(`cannot $inc ${k}: not a number`);
+    const at = ownParentOf(out, k, true)!;
+    at.parent[at.key] = (current ?? 0) + inc[k]!;
+  }
+  const push = update.$push ?? {};
+  for (const k in push) {
+    const current = get(out, k);
+    if (current !== undefined && !Array.isArray(current)) throw new Error(`cannot $push to ${k}: not an array`);
+    const at = ownParentOf(out, k, true)!;
+    at.parent[at.key] = [...(current ?? []), cloneValue(push[k]) ?? null];
+  }
+  return out as Doc;
 }

@@ -207,6 +207,36 @@ export function documentStoreContract(name: string, open: () => Promise<Document
       assert.equal(await c.count({}), 1);
     });
 
+    it('saves whole documents by id, inserting or replacing them, and refuses a unique index violation', async () => {
+      const c = await seeded();
+      await c.saveMany([
+        { _id: 'a', name: 'Alpha again' },
+        { _id: 'new', name: 'New', n: 7, nested: { level: 9 } },
+      ]);
+      assert.deepEqual(await c.findOne({ _id: 'a' }), { _id: 'a', name: 'Alpha again' }, 'replaced whole');
+      assert.deepEqual(await c.findOne({ _id: 'new' }), { _id: 'new', name: 'New', n: 7, nested: { level: 9 } });
+      assert.deepEqual(await ids(c, { n: 7 }), ['new'], 'a saved document is found by its fields');
+      assert.equal(await c.count({}), 7);
+      await c.saveMany([]);
+      await c.createIndex([['name', 1]], { unique: true });
+      await assert.rejects(c.saveMany([{ _id: 'b', name: 'New' }]), DuplicateKeyError);
+      assert.equal((await c.findOne({ _id: 'b' }))?.name, 'bravo', 'a refused save changes nothing');
+    });
+
+    it('drops every index but the one on _id', async () => {
+      await store.collection(`never_${randomUUID().slice(0, 8)}`).dropIndexes();
+      const c = await seeded();
+      await c.createIndex([['name', 1]], { unique: true });
+      await assert.rejects(c.insertOne({ _id: 'z', name: 'Alpha' }), DuplicateKeyError);
+      await c.dropIndexes();
+      await c.insertOne({ _id: 'z', name: 'Alpha' });
+      await assert.rejects(c.insertOne({ _id: 'z', name: 'other' }), DuplicateKeyError, '_id stays unique');
+      assert.deepEqual(await ids(c, { name: 'Alpha' }), ['a', 'z']);
+      await assert.rejects(c.createIndex([['name', 1]], { unique: true }), DuplicateKeyError);
+      await c.deleteMany({ _id: 'z' });
+      await c.createIndex([['name', 1]], { unique: true });
+    });
+
     it('refuses duplicate ids and unique index violations with DuplicateKeyError', async () => {
       const c = await seeded();
       await assert.rejects(c.insertOne({ _id: 'a', name: 'dup' }), DuplicateKeyError);

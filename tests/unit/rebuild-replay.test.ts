@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RunFiles } from '../../adapters/run-files.js';
@@ -134,7 +135,24 @@ async function run(jobId: string, workspaceId: string, i: number, scripted: bool
 }
 
 let live: Record<string, unknown[]>;
+let liveIndexes: string[] = [];
 let eventCount = 0;
+
+/** The read models' indexes, as SQLite lists them: a rebuild builds some after its replay, and must leave them all. */
+function indexes(): string[] {
+  const db = new Database(join(dir, 'read.db'), { readonly: true });
+  try {
+    return (
+      db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`)
+        .all() as Array<{
+        name: string;
+      }>
+    ).map((r) => r.name);
+  } finally {
+    db.close();
+  }
+}
 
 before(async () => {
   const engine = new ProjectionEngine(events, docs, allProjectors, quiet);
@@ -185,6 +203,7 @@ before(async () => {
   assert.equal(await engine.waitFor(await events.headPosition(), 30_000), true, 'the live feed caught up');
   await engine.stop();
   live = await snapshot(docs);
+  liveIndexes = indexes();
   eventCount = await events.countAfter(null);
 });
 
@@ -208,6 +227,8 @@ describe('rebuild by replay', () => {
     const progress: ReplayProgress[] = [];
     await engine.replay((p) => progress.push(p));
     assert.deepEqual(await snapshot(docs), live, 'every read model equals the live one');
+    assert.ok(liveIndexes.includes('ix_runs_workspaceId__cost'), `the list indexes exist (${liveIndexes.length})`);
+    assert.deepEqual(indexes(), liveIndexes, 'the indexes built after the replay are the live ones');
     assert.deepEqual(
       progress.map((p) => [p.done, p.total]),
       Array.from({ length: Math.ceil(eventCount / 1000) }, (_, i) => [
@@ -253,10 +274,27 @@ describe('rebuild by replay', () => {
     const firstPage = await events.readAll({ limit: 1000 });
     assert.equal(runs.position, firstPage[999]!.position, 'the checkpoint of the last whole page');
     const count = (await docs.collection('runs').find({})).length;
+    assert.ok(!indexes().includes('ix_runs_workspaceId__cost'), 'a list index is built only once the replay ends');
     e.guardWrites(() => true);
     await e.replay();
     assert.ok(count < (live.runs ?? []).length, 'the second page was rolled back');
     assert.deepEqual((await snapshot(docs)).runs, live.runs);
+    assert.deepEqual(indexes(), liveIndexes);
+  });
+
+  it('leaves an interrupted rebuild for the next start to finish, indexes included', async () => {
+    const e = engine();
+    await e.rebuild(['runs', 'jobs', 'stats', 'audit']);
+    let allowed = 1500;
+    e.guardWrites(() => allowed-- > 0);
+    await assert.rejects(e.replay(), /lease was lost/);
+    assert.notDeepEqual(indexes(), liveIndexes, 'the interrupted rebuild left the list indexes to build');
+    const started = engine();
+    await started.start();
+    await started.catchUp(60_000);
+    await started.stop();
+    assert.deepEqual(await snapshot(docs), live, 'the live feed finished what the rebuild left');
+    assert.deepEqual(indexes(), liveIndexes);
   });
 });
 

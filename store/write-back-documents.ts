@@ -1,0 +1,243 @@
+import {
+  DuplicateKeyError,
+  type Collection,
+  type CountOptions,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+  type IndexOptions,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './document-store.js';
+import { applyUpdateShared, documentFromFilter } from './update-ops.js';
+
+/** The `_id` a filter names when it names nothing else. */
+function idOf(filter: Filter): string | null {
+  let id: string | null = null;
+  for (const key in filter) {
+    if (key !== '_id') return null;
+    const v = filter[key];
+    if (typeof v !== 'string') return null;
+    id = v;
+  }
+  return id;
+}
+
+/** The `_id`s of a `{ _id: { $in: [...] } }` filter, when that is the whole filter. */
+function idsOf(filter: Filter): string[] | null {
+  const keys = Object.keys(filter);
+  if (keys.length !== 1 || keys[0] !== '_id') return null;
+  const c = filter._id;
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) return null;
+  const ops = Object.keys(c);
+  if (ops.length !== 1 || ops[0] !== '$in') return null;
+  const ids = (c as { $in: unknown }).$in;
+  return Array.isArray(ids) && ids.every((x) => typeof x === 'string') ? (ids as string[]) : null;
+}
+
+const plainFind = (o: FindOptions) =>
+  o.skip === undefined && o.limit === undefined && o.search === undefined && (o.sort ?? []).length === 0;
+
+const byId = (a: Doc, b: Doc) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
+
+/**
+ * One collection's unit of work. Documents read or written by `_id` are held in memory (null: known missing) and
+ * written back together; a query of any other shape first writes back what is pending, then asks the store, so it
+ * sees exactly the store the same writes would have left.
+ */
+class WriteBackCollection<T extends Doc> implements Collection<T> {
+  private readonly held = new Map<string, T | null>();
+  private readonly dirty = new Set<string>();
+  private writing: Promise<void> | null = null;
+
+  constructor(private readonly inner: Collection<T>) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  private async load(id: string): Promise<T | null> {
+    if (this.held.has(id)) return this.held.get(id)!;
+    const doc = await this.inner.findOne({ _id: id });
+    // A write-back of the same id may have happened meanwhile: what is held wins.
+    if (this.held.has(id)) return this.held.get(id)!;
+    this.held.set(id, doc);
+    return doc;
+  }
+
+  private put(id: string, doc: T | null): void {
+    this.held.set(id, doc);
+    this.dirty.add(id);
+  }
+
+  /** Writes back every pending change of this collection; the documents stay held, now as the store has them. */
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+    if (this.dirty.size === 0) return;
+    const saves: T[] = [];
+    const deletes: string[] = [];
+    for (const id of this.dirty) {
+      const doc = this.held.get(id);
+      if (doc) saves.push(doc);
+      else deletes.push(id);
+    }
+    this.dirty.clear();
+    this.writing = (async () => {
+      if (deletes.length > 0) await this.inner.deleteMany({ _id: { $in: deletes } });
+      await this.inner.saveMany(saves);
+    })();
+    try {
+      await this.writing;
+    } finally {
+      this.writing = null;
+    }
+  }
+
+  discard(): void {
+    this.held.clear();
+    this.dirty.clear();
+  }
+
+  /** For a write the store makes itself (many documents, a filter of another shape): nothing held stays true. */
+  private async through<R>(write: () => Promise<R>): Promise<R> {
+    await this.flush();
+    try {
+      return await write();
+    } finally {
+      this.held.clear();
+    }
+  }
+
+  async createIndex(keys: Array<[string, 1 | -1]>, options?: IndexOptions): Promise<void> {
+    await this.inner.createIndex(keys, options);
+  }
+
+  async findOne(filter: Filter, options: Omit<FindOptions, 'limit'> = {}): Promise<T | null> {
+    const id = idOf(filter);
+    if (id !== null && plainFind(options)) return this.load(id);
+    await this.flush();
+    return this.inner.findOne(filter, options);
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const ids = idsOf(filter);
+    const sortsById = (options.sort ?? []).every(([f, d]) => f === '_id' && d === 1);
+    if (ids !== null && sortsById && plainFind({ ...options, sort: [] })) {
+      const missing = ids.filter((id) => !this.held.has(id));
+      if (missing.length > 0) {
+        const found = new Map((await this.inner.find({ _id: { $in: missing } })).map((d) => [d._id, d]));
+        for (const id of missing) if (!this.held.has(id)) this.held.set(id, found.get(id) ?? null);
+      }
+      // The order the SQLite store gives an `_id` list: its primary key's.
+      const out: T[] = [];
+      for (const id of new Set(ids)) {
+        const doc = this.held.get(id);
+        if (doc) out.push(doc);
+      }
+      return out.sort(byId);
+    }
+    await this.flush();
+    return this.inner.find(filter, options);
+  }
+
+  async count(filter: Filter, options?: CountOptions): Promise<number> {
+    await this.flush();
+    return this.inner.count(filter, options);
+  }
+
+  async insertOne(doc: T): Promise<void> {
+    if ((await this.load(doc._id)) !== null) throw new DuplicateKeyError(this.name, `_id ${doc._id}`);
+    this.put(doc._id, JSON.parse(JSON.stringify(doc)) as T);
+  }
+
+  async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    const id = idOf(filter);
+    if (id === null) return this.through(() => this.inner.updateOne(filter, update, options));
+    const doc = await this.load(id);
+    if (doc) {
+      this.put(id, applyUpdateShared(doc, update, false) as T);
+      return { matched: 1, modified: 1, upsertedId: null };
+    }
+    if (!options.upsert) return { matched: 0, modified: 0, upsertedId: null };
+    this.put(id, applyUpdateShared({ ...documentFromFilter(filter), _id: id }, update, true) as T);
+    return { matched: 0, modified: 0, upsertedId: id };
+  }
+
+  async updateMany(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    if (idOf(filter) !== null) return this.updateOne(filter, update, options);
+    return this.through(() => this.inner.updateMany(filter, update, options));
+  }
+
+  async deleteMany(filter: Filter): Promise<number> {
+    const id = idOf(filter);
+    if (id === null) return this.through(() => this.inner.deleteMany(filter));
+    const existed = (await this.load(id)) !== null;
+    if (existed) this.put(id, null);
+    return existed ? 1 : 0;
+  }
+
+  async saveMany(docs: T[]): Promise<void> {
+    for (const doc of docs) this.put(doc._id, JSON.parse(JSON.stringify(doc)) as T);
+  }
+
+  async drop(): Promise<void> {
+    await this.through(() => this.inner.drop());
+  }
+
+  async dropIndexes(): Promise<void> {
+    await this.inner.dropIndexes();
+  }
+}
+
+/**
+ * A write-back cache over a document store, the unit of work of a replay page (docs/design.md, "Replay"): each
+ * document a page reads or changes by `_id` is read from the store once and written back once, at `flush()`, instead
+ * of once per event, while every answer stays the one the store would give. Documents it returns are shared with the
+ * cache: callers must not change them (projectors do not; updates replace a held document, never change it).
+ * Only the named collections are held; collections with a unique index besides `_id` must not be, since a write-back
+ * cannot refuse a duplicate at the write that made it.
+ */
+export class WriteBackDocuments implements DocumentStore {
+  private readonly held = new Map<string, WriteBackCollection<Doc>>();
+
+  constructor(
+    private readonly inner: DocumentStore,
+    private readonly cached: ReadonlySet<string>,
+  ) {}
+
+  get kind(): string {
+    return this.inner.kind;
+  }
+
+  collection<T extends Doc = Doc>(name: string): Collection<T> {
+    if (!this.cached.has(name)) return this.inner.collection<T>(name);
+    let c = this.held.get(name);
+    if (!c) {
+      c = new WriteBackCollection<Doc>(this.inner.collection(name));
+      this.held.set(name, c);
+    }
+    return c as unknown as Collection<T>;
+  }
+
+  /** Writes back every pending change. */
+  async flush(): Promise<void> {
+    for (const c of this.held.values()) await c.flush();
+  }
+
+  /** Forgets everything held, written back or not: the store's transaction that held the writes was rolled back. */
+  discard(): void {
+    for (const c of this.held.values()) c.discard();
+  }
+
+  async flushDeletions(): Promise<void> {
+    await this.flush();
+    await this.inner.flushDeletions();
+  }
+
+  /** The cache is the caller's, not the store's: closing it writes back what it holds and leaves the store open. */
+  async close(): Promise<void> {
+    await this.flush();
+  }
+}
