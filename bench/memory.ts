@@ -1,6 +1,6 @@
 // Memory through a long life (issue: performance): a served process on a fresh embedded store takes job creations
 // and then runs of a scripted job, and its RSS is sampled all along. Goal: under 150 MB through 100,000 creations and
-// 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory".
+// 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory through a long life".
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
