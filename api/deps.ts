@@ -17,7 +17,7 @@ import type { WorkspaceSettings } from '../app/workspace-settings.js';
 import type { Providers } from '../app/providers.js';
 import type { Queries } from '../app/queries/index.js';
 import type { Static } from 'typebox';
-import type { SandboxInfo } from '../schemas/system.js';
+import type { SandboxInfo, SubscriptionsInfo } from '../schemas/system.js';
 
 type SandboxInfoDto = Static<typeof SandboxInfo>;
 
@@ -47,4 +47,6 @@ export interface AppDeps {
   playbooks: Playbooks;
   /** The sandbox backend this process runs runs on, or null for a process without the runner role. */
   sandbox(): SandboxInfoDto | null;
+  /** How this process's subscriptions to the log fare (docs/design.md, "Failure handling"). */
+  subscriptions(): Static<typeof SubscriptionsInfo>;
 }

@@ -41,6 +41,16 @@ export const ProjectionInfo = Type.Object(
   { $id: 'ProjectionInfo', additionalProperties: false },
 );
 
+export const SubscriptionsInfo = Type.Object(
+  {
+    open: Type.Integer({ minimum: 0, description: "This process's open subscriptions to the event log" }),
+    retrying: Type.Integer({ minimum: 0, description: 'Of those, how many lost their connection and wait to reopen' }),
+    resumed: Type.Integer({ minimum: 0, description: 'Reopenings since the process started' }),
+    lastError: Nullable(Type.String({ description: 'The last loss; shown to instance admins only, null for others' })),
+  },
+  { $id: 'SubscriptionsInfo', additionalProperties: false },
+);
+
 export const InfoOutputBody = Type.Object(
   {
     version: Type.String(),
@@ -48,6 +58,7 @@ export const InfoOutputBody = Type.Object(
     allowPrivateNetworkTargets: Type.Boolean(),
     sandbox: Type.Optional(SandboxInfo),
     projections: Type.Array(ProjectionInfo, { description: 'Each read model: how far it is and whether it fails' }),
+    subscriptions: SubscriptionsInfo,
   },
   { $id: 'InfoOutputBody', additionalProperties: false },
 );

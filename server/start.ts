@@ -182,6 +182,10 @@ export function appDeps(
     runs: s.runs,
     runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.stores.blobs)),
     sandbox,
+    subscriptions: () =>
+      s.stores.events instanceof ResilientEventStore
+        ? s.stores.events.health()
+        : { open: 0, retrying: 0, resumed: 0, lastError: null },
     secrets: s.secrets,
     mcp: s.mcp,
     jobState: s.jobState,

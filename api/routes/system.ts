@@ -13,7 +13,7 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
     '/api/system/info',
     {
       schema: {
-        summary: 'Version, database and sandbox backend of this instance',
+        summary: 'Version, database, sandbox backend and read-model health of this instance',
         tags: ['system'],
         response: { 200: InfoOutputBody },
       },
@@ -32,6 +32,7 @@ export default function systemRoutes(fastify: FastifyInstance, deps: AppDeps): v
         allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
         ...(sandbox ? { sandbox } : {}),
         projections,
+        subscriptions: { ...deps.subscriptions(), ...(admin ? {} : { lastError: null }) },
       };
     },
   );

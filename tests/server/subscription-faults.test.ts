@@ -183,6 +183,16 @@ describe('subscriptions under injected faults', () => {
     assert.ok(faulty.injected.stream.error >= 3 && faulty.injected.stream.end >= 3, JSON.stringify(faulty.injected));
     assert.ok(faulty.redelivered.all > 0 && faulty.redelivered.stream > 0, JSON.stringify(faulty.redelivered));
     assert.ok(warnings.filter((w) => w.startsWith('event subscription lost')).length >= 12, warnings.join('\n'));
+    // System info counts the reopenings and names the last loss, to an instance admin only.
+    const seen = (await admin.get('/api/system/info')).body.subscriptions;
+    assert.ok(seen.resumed >= 12 && seen.open >= 1, JSON.stringify(seen));
+    assert.match(seen.lastError ?? '', /injected|ended while the store is open/);
+    const member = new Client(server.url, {
+      cookie: await useSignInLink(server.url + (await s.identity.issueSignInLink('member@example.com', false))),
+    });
+    const byMember = (await member.get('/api/system/info')).body.subscriptions;
+    assert.equal(byMember.resumed >= seen.resumed, true, JSON.stringify(byMember));
+    assert.equal(byMember.lastError, null, 'a member sees the counts, not the error');
 
     // Each run was claimed and finished once.
     for (const id of [...runIds, slowRun]) {

@@ -1401,7 +1401,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Version, database and sandbox backend of this instance */
+    /** Version, database, sandbox backend and read-model health of this instance */
     get: operations['getSystemInfo'];
     put?: never;
     post?: never;
@@ -2046,6 +2046,7 @@ export interface components {
       sandbox?: components['schemas']['SandboxInfo'];
       /** @description Each read model: how far it is and whether it fails */
       projections: components['schemas']['ProjectionInfo'][];
+      subscriptions: components['schemas']['SubscriptionsInfo'];
     };
     InviteDto: {
       id: string;
@@ -2799,6 +2800,15 @@ export interface components {
     StateSetBody: {
       /** @description Up to 1 MiB in UTF-8. A job keeps at most 1,000 keys and 16 MiB of keys and values. */
       value: string;
+    };
+    SubscriptionsInfo: {
+      /** @description This process's open subscriptions to the event log */
+      open: number;
+      /** @description Of those, how many lost their connection and wait to reopen */
+      retrying: number;
+      /** @description Reopenings since the process started */
+      resumed: number;
+      lastError: string | null;
     };
     SwitchedOutputBody: {
       workspaceId: string;
