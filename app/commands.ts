@@ -104,7 +104,12 @@ export class CommandBus {
         const result = await this.store.append(streamId, toAppend, revision === -1 ? 'no_stream' : revision);
         return { events, state: events.reduce(decider.evolve, state), position: result.position };
       } catch (err) {
-        if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) continue;
+        if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) {
+          // Writers whose appends the store commits together meet again in the next turn: a random pause after the
+          // second loss keeps one of them from losing every time (docs/design.md, "Events and read models").
+          if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+          continue;
+        }
         throw err;
       }
     }

@@ -182,6 +182,9 @@ export class JobStateStore implements JobStateAccess {
       } catch (err) {
         if (!(err instanceof WrongExpectedRevisionError) || attempt >= maxAttempts) throw err;
         await this.catchUp(jobId, revision);
+        // Writers of two processes whose appends are committed together (the store's group commit) would otherwise
+        // meet in the same turn again and again, the same one losing each time: a random pause breaks the step.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
       }
     }
   }
