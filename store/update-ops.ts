@@ -2,17 +2,22 @@ import type { Doc, DocValue, Filter, Update } from './document-store.js';
 
 type Obj = { [key: string]: DocValue | undefined };
 
-function parentOf(doc: Obj, path: string, create: boolean): { parent: Obj; key: string } | null {
+/**
+ * The parent object of `path` in `doc`, made on the way when `create`. With `copyOnWay`, every object on the way is
+ * copied first, so that nothing `doc` shares with another document is changed.
+ */
+function parentOf(doc: Obj, path: string, create: boolean, copyOnWay = false): { parent: Obj; key: string } | null {
   const parts = path.split('.');
   let cur: Obj = doc;
-  for (const p of parts.slice(0, -1)) {
+  for (let i = 0; i < parts.length - 1; i++) {
+    const p = parts[i]!;
     const next = cur[p];
     if (next === undefined || next === null) {
       if (!create) return null;
       cur[p] = {};
     } else if (typeof next !== 'object' || Array.isArray(next)) {
       throw new Error(`cannot set ${path}: ${p} is not an object`);
-    }
+    } else if (copyOnWay) cur[p] = { ...next };
     cur = cur[p] as Obj;
   }
   return { parent: cur, key: parts[parts.length - 1]! };
@@ -112,24 +117,6 @@ export function documentFromFilter(filter: Filter): Obj {
   return out;
 }
 
-/** The parent object of `path` in `doc`, copying every object on the way so that nothing `doc` shares is changed. */
-function ownParentOf(doc: Obj, path: string, create: boolean): { parent: Obj; key: string } | null {
-  const parts = path.split('.');
-  let cur: Obj = doc;
-  for (let i = 0; i < parts.length - 1; i++) {
-    const p = parts[i]!;
-    const next = cur[p];
-    if (next === undefined || next === null) {
-      if (!create) return null;
-      cur[p] = {};
-    } else if (typeof next !== 'object' || Array.isArray(next)) {
-      throw new Error(`cannot set ${path}: ${p} is not an object`);
-    } else cur[p] = { ...next };
-    cur = cur[p] as Obj;
-  }
-  return { parent: cur, key: parts[parts.length - 1]! };
-}
-
 /**
  * `applyUpdate` without the deep copy of the whole document: the result shares every value the update leaves alone
  * with `doc`, which is left as it was, and its fields are in the same order. For a cache whose documents are never
@@ -140,27 +127,27 @@ export function applyUpdateShared(doc: Doc, update: Update, inserting: boolean):
   const sets = inserting ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
   for (const k in sets) {
     const v = sets[k];
-    const at = ownParentOf(out, k, true)!;
+    const at = parentOf(out, k, true, true)!;
     // Serialised, an undefined value is no field at all: a later $set of it then goes last, as after the store's round trip.
     if (v === undefined) delete at.parent[at.key];
     else at.parent[at.key] = cloneValue(v)!;
   }
   for (const k in update.$unset ?? {}) {
-    const at = ownParentOf(out, k, false);
+    const at = parentOf(out, k, false, true);
     if (at) delete at.parent[at.key];
   }
   const inc = update.$inc ?? {};
   for (const k in inc) {
     const current = get(out, k);
     if (current !== undefined && typeof current !== 'number') throw new Error(`cannot $inc ${k}: not a number`);
-    const at = ownParentOf(out, k, true)!;
+    const at = parentOf(out, k, true, true)!;
     at.parent[at.key] = (current ?? 0) + inc[k]!;
   }
   const push = update.$push ?? {};
   for (const k in push) {
     const current = get(out, k);
     if (current !== undefined && !Array.isArray(current)) throw new Error(`cannot $push to ${k}: not an array`);
-    const at = ownParentOf(out, k, true)!;
+    const at = parentOf(out, k, true, true)!;
     at.parent[at.key] = [...(current ?? []), cloneValue(push[k]) ?? null];
   }
   return out as Doc;
