@@ -4,10 +4,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { loadConfig } from '../app/config.js';
-import { createLogger, startServer } from '../server/start.js';
 import { readFileSync } from 'node:fs';
-import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
+import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
 
 /**
  * CPU time a process has used (user + system), from /proc: on a machine shared with other work the served process's
@@ -20,14 +18,7 @@ function cpuMs(pid: number): number {
 
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
-  // A sign-in link from the store itself, as `svc admin sign-in-link` makes one.
-  const seeded = await startServer(
-    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
-    createLogger('silent'),
-    () => {},
-  );
-  const link = await seeded.services.identity.issueSignInLink('bench@example.com');
-  await seeded.close();
+  const link = await seedSignInLink(dataDir);
 
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the served process (Node refuses --cpu-prof in
   // NODE_OPTIONS).

@@ -4,9 +4,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { loadConfig } from '../app/config.js';
-import { createLogger, startServer } from '../server/start.js';
-import { apiTokenFromLink, cliArgs, rssMb, servedUrl } from './served.js';
+import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl, apiCaller } from './served.js';
 
 const inFlight = 20;
 
@@ -14,13 +12,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   const creations = Number(process.env.SVC_BENCH_MEMORY_CREATIONS ?? (quick ? 5_000 : 100_000));
   const runs = Number(process.env.SVC_BENCH_MEMORY_RUNS ?? (quick ? 200 : 10_000));
   const dataDir = join(root, 'memory');
-  const seeded = await startServer(
-    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
-    createLogger('silent'),
-    () => {},
-  );
-  const link = await seeded.services.identity.issueSignInLink('bench@example.com');
-  await seeded.close();
+  const link = await seedSignInLink(dataDir);
 
   const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -31,15 +23,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   try {
     const url = await servedUrl(dataDir, server, 90_000);
     const token = await apiTokenFromLink(url, link);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(url + path, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, unknown>;
-    };
+    const call = apiCaller(url, token);
     const afterStartMb = rssMb(server.pid!);
     peak = afterStartMb;
 

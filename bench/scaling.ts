@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { apiTokenFromLink, cliArgs, servedUrl } from './served.js';
+import { apiCaller, apiTokenFromLink, cliArgs, servedUrl } from './served.js';
 
 const main = '#!/bin/sh\necho "done"\n';
 
@@ -43,16 +43,7 @@ async function measure(root: string, runners: number, runs: number) {
     ]);
     const link = new URL(stdout.trim()).pathname;
     const token = await apiTokenFromLink(url, link);
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(url + path, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = (await res.json()) as Record<string, any>;
-      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const call = apiCaller(url, token);
     await call('POST', '/api/providers', { name: 'Fake', kind: 'fake' });
     await call('PATCH', '/api/settings', { agentModelId: (await call('GET', '/api/models')).items[0].id });
     const job = (

@@ -2,6 +2,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadConfig } from '../app/config.js';
+import { createLogger, startServer } from '../server/start.js';
 
 /** The built CLI when there is one, else the sources through tsx. */
 export const cliArgs = existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'cli/main.ts'];
@@ -38,4 +40,29 @@ export async function apiTokenFromLink(url: string, link: string): Promise<strin
     })
   ).json()) as { token: string };
   return created.token;
+}
+
+/** A sign-in link made in the store itself (as `svc admin sign-in-link` does), before a served process opens it. */
+export async function seedSignInLink(dataDir: string): Promise<string> {
+  const seeded = await startServer(
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    createLogger('silent'),
+    () => {},
+  );
+  const link = await seeded.services.identity.issueSignInLink('bench@example.com');
+  await seeded.close();
+  return link;
+}
+
+/** JSON calls to a served process with an API token; an answer of 400 or more throws with its body. */
+export function apiCaller(url: string, token: string) {
+  return async (method: string, path: string, body?: unknown): Promise<Record<string, any>> => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as Record<string, any>;
+  };
 }
