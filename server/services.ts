@@ -20,6 +20,7 @@ import type { ImageGc } from '../runner/image-gc.js';
 import type { ImageBuilder } from '../runner/image-builder.js';
 import type { SandboxInfo as SandboxInfoSchema } from '../schemas/system.js';
 import type { Stores } from '../store/open.js';
+import type { SubscriptionHealth } from '../store/resilient-event-store.js';
 
 /*
  * The shapes the composition root hands around: start.ts builds the services, runner-role.ts the runner role. Both
@@ -51,6 +52,8 @@ export interface Services {
   runner: RunnerRole | null;
   /** Live deltas of runs executed by this process or another (docs/design.md, "Live deltas across replicas"). */
   deltas: DeltaSource & { close(): Promise<void> };
+  /** How this process's subscriptions to the log fare (docs/design.md, "Failure handling"). */
+  subscriptions(): SubscriptionHealth;
   log: Logger;
 }
 

@@ -59,7 +59,8 @@ export function createLogger(level: string): Logger {
  */
 export async function openServices(config: Config, log: Logger, opened?: Stores): Promise<Services> {
   const raw = opened ?? (await openStores(config));
-  const stores: Stores = { ...raw, events: new ResilientEventStore(raw.events, log) };
+  const resilient = new ResilientEventStore(raw.events, log);
+  const stores: Stores = { ...raw, events: resilient };
   const keys = Keys.load(config.dataDir, config.masterKey);
   const bus = new CommandBus(stores.events);
   const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, log);
@@ -118,6 +119,7 @@ export async function openServices(config: Config, log: Logger, opened?: Stores)
     appUrl: () => config.publicUrl,
     runner: null,
     deltas: new SharedDeltas(stores.live, liveDeltas, log),
+    subscriptions: () => resilient.health(),
     log,
   };
 }
@@ -127,6 +129,7 @@ export function appDeps(
     Services,
     | 'config'
     | 'stores'
+    | 'subscriptions'
     | 'bus'
     | 'engine'
     | 'identity'
@@ -182,10 +185,7 @@ export function appDeps(
     runs: s.runs,
     runDeletion: new RunDeletion(s.bus, s.stores.events, s.stores.docs, new RunFiles(s.stores.blobs)),
     sandbox,
-    subscriptions: () =>
-      s.stores.events instanceof ResilientEventStore
-        ? s.stores.events.health()
-        : { open: 0, retrying: 0, resumed: 0, lastError: null },
+    subscriptions: s.subscriptions,
     secrets: s.secrets,
     mcp: s.mcp,
     jobState: s.jobState,
@@ -344,6 +344,8 @@ export async function describeApi(format: 'json' | 'yaml'): Promise<string> {
       runner: null,
       notifications,
       deltas: { ...localDeltas(liveDeltas), close: async () => {} },
+      // Describing the API opens no subscription.
+      subscriptions: () => ({ open: 0, retrying: 0, resumed: 0, lastError: null }),
       log,
     }),
   );
