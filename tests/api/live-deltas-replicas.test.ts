@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { liveDeltas } from '../../app/timeline.js';
 import { waitFor } from '../wait.js';
 import { Client, spawnServer, startTestServer, useSignInLink, type TestServer } from './harness.js';
+import { eachSseMessage } from '../sse-blocks.js';
 
 /**
  * Live deltas across replicas (docs/design.md, "Live deltas across replicas"): two real processes on one data
@@ -58,27 +59,7 @@ interface Message {
 async function follow(url: string, seen: Message[]): Promise<void> {
   const res = await fetch(url, { headers: { cookie } });
   assert.equal(res.status, 200);
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of res.body!) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      if (block.startsWith(':')) continue;
-      const field = (name: string) =>
-        block
-          .split('\n')
-          .find((l) => l.startsWith(`${name}: `))
-          ?.slice(name.length + 2) ?? null;
-      seen.push({
-        event: field('event') ?? 'message',
-        data: JSON.parse(field('data') ?? 'null') as unknown,
-        at: performance.now(),
-      });
-    }
-  }
+  await eachSseMessage(res, (m) => seen.push({ event: m.event, data: m.data, at: performance.now() }));
 }
 
 describe('live deltas across replicas', () => {

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../wait.js';
 import { adminSession, Client, createToken, startTestServer, type TestServer } from '../api/harness.js';
+import { eachSseMessage, type SseMessage } from '../sse-blocks.js';
 
 /**
  * The issue's "done when": with the embedded defaults and the fake provider, a job whose instruction quotes an svc
@@ -32,7 +33,7 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
   after(async () => t?.stop());
 
   interface Sse {
-    events: Array<{ event: string; id: string | null; data: unknown }>;
+    events: SseMessage[];
     done: Promise<void>;
   }
 
@@ -42,27 +43,7 @@ export function endToEnd(backend: string, env: Record<string, string>): void {
     const done = (async () => {
       const res = await fetch(url, { headers: { cookie, ...headers } });
       assert.equal(res.status, 200);
-      const decoder = new TextDecoder();
-      let buffer = '';
-      for await (const chunk of res.body!) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let cut: number;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          if (block.startsWith(':')) continue;
-          const field = (name: string) =>
-            block
-              .split('\n')
-              .find((l) => l.startsWith(`${name}: `))
-              ?.slice(name.length + 2) ?? null;
-          events.push({
-            event: field('event') ?? 'message',
-            id: field('id'),
-            data: JSON.parse(field('data') ?? 'null'),
-          });
-        }
-      }
+      await eachSseMessage(res, (m) => events.push(m));
     })();
     return { events, done };
   }
