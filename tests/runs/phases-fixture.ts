@@ -25,6 +25,7 @@ import { defaultLimits } from '../../domain/settings.js';
 import type { JobFields, Mode } from '../../schemas/job.js';
 import { timelineStreamId } from '../../app/timeline.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
+import { plainSave } from '../playbook-save.js';
 
 /** A timeline entry as the tests read it. */
 export interface Entry {
@@ -172,22 +173,7 @@ export function phaseWorld(name: string): PhaseWorld {
       await w.bus.execute(
         playbookStreamId(jobId),
         playbookDecider,
-        {
-          type: 'SavePlaybook',
-          jobId,
-          workspaceId,
-          content,
-          baseVersion: null,
-          summary: 'test',
-          author: 'user',
-          authorId: null,
-          sourceRunId: null,
-          ops: null,
-          dockerfileHash: null,
-          proposedMain: false,
-          rolledBackFrom: null,
-          now: Date.now(),
-        },
+        plainSave({ jobId, workspaceId, content, summary: 'test', authorId: null, now: Date.now() }),
         system,
       );
       playbookVersion = 1;

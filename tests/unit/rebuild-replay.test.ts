@@ -21,6 +21,7 @@ import type { DocumentStore } from '../../store/document-store.js';
 import type { EventMetadata } from '../../store/event-store.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { plainSave } from '../playbook-save.js';
 
 /**
  * The offline replay (`ProjectionEngine.replay`, what `svc admin rebuild-projections` and `verify-projections` run)
@@ -55,22 +56,7 @@ async function savePlaybook(jobId: string, workspaceId: string, change: (c: Play
   await bus.execute(
     playbookStreamId(jobId),
     playbookDecider,
-    {
-      type: 'SavePlaybook',
-      jobId,
-      workspaceId,
-      content,
-      baseVersion: null,
-      summary: 'change',
-      author: 'user',
-      authorId: 'u1',
-      sourceRunId: null,
-      ops: null,
-      dockerfileHash: null,
-      proposedMain: false,
-      rolledBackFrom: null,
-      now,
-    },
+    plainSave({ jobId, workspaceId, content, summary: 'change', authorId: 'u1', now }),
     { ...user, workspaceId },
   );
 }
