@@ -2,7 +2,7 @@ import type { RunFigures } from './run-figures.js';
 
 /**
  * The statistics rules in one pure place (docs/design.md, "Stats"): what a bucket of runs sums to, how buckets
- * merge, the exact percentile by offset, the overview's periods, and the "getting cheaper / leaner" rules.
+ * add up, the exact percentile by offset, the overview's periods, and the "getting cheaper / leaner" rules.
  */
 
 export const hourMs = 60 * 60 * 1000;
@@ -18,26 +18,38 @@ export interface StatusCounts {
   other: number;
 }
 
+export type CountKey = keyof StatusCounts;
+
 /** One succeeded run, as the cheaper/leaner rules read it: [queuedAt, number, cost, tokens]. */
 export type SuccessPoint = [queuedAt: number, number: number, cost: number, tokens: number];
 
-/** A job's share of a bucket. `first`/`last`: its earliest and latest three succeeded runs in the bucket. */
-export interface JobSlice {
+/** What a bucket needs to know of one run. */
+export interface BucketRun {
+  runId: string;
+  jobId: string;
   jobName: string;
-  /** Σ(cost + reflection + verify) over every run, skipped included. */
+  queuedAt: number;
+  number: number;
+  /** The status as a bucket counts it: every live status is `other`. */
+  counted: CountKey;
+  /** micro-USD of the run itself. */
   cost: number;
-  /** Σ(tokens + learning tokens). */
+  /** Reflection and verification. */
+  learningCost: number;
   tokens: number;
-  succeeded: number;
-  first: SuccessPoint[];
-  last: SuccessPoint[];
+  learningTokens: number;
+  msTotal: number | null;
 }
 
-/** What a set of runs sums to; a bucket of the read model holds one, and buckets merge into one. */
-export interface StatsAgg {
+/** A job's share of a bucket: [jobId, jobName (as its latest run in the bucket was queued), cost, tokens, succeeded]. */
+export type JobTotals = [jobId: string, jobName: string, cost: number, tokens: number, succeeded: number];
+
+/** What a set of runs sums to, without its durations. */
+export interface BucketTotals {
   counts: StatusCounts;
   /** Σ(cost + reflection + verify) over every run, skipped included. */
   cost: number;
+  /** Σ(tokens + learning tokens), skipped included. */
   tokens: number;
   /** The totals (skipped runs left out). */
   runs: number;
@@ -45,9 +57,8 @@ export interface StatsAgg {
   learningCost: number;
   runTokens: number;
   learningTokens: number;
-  /** msTotal of the non-skipped runs that have one, ascending. */
-  durations: number[];
-  jobs: Record<string, JobSlice>;
+  /** Per job, in the order of its first run in the bucket. */
+  jobs: JobTotals[];
 }
 
 export const emptyCounts = (): StatusCounts => ({
@@ -59,7 +70,7 @@ export const emptyCounts = (): StatusCounts => ({
   other: 0,
 });
 
-export const emptyAgg = (): StatsAgg => ({
+export const emptyTotals = (): BucketTotals => ({
   counts: emptyCounts(),
   cost: 0,
   tokens: 0,
@@ -68,11 +79,10 @@ export const emptyAgg = (): StatsAgg => ({
   learningCost: 0,
   runTokens: 0,
   learningTokens: 0,
-  durations: [],
-  jobs: {},
+  jobs: [],
 });
 
-const countKey = (status: RunFigures['status']): keyof StatusCounts =>
+export const countKey = (status: RunFigures['status']): CountKey =>
   status === 'succeeded'
     ? 'succeeded'
     : status === 'failed'
@@ -85,75 +95,83 @@ const countKey = (status: RunFigures['status']): keyof StatusCounts =>
             ? 'skipped'
             : 'other';
 
-const byQueue = (a: SuccessPoint, b: SuccessPoint) => a[0] - b[0] || a[1] - b[1];
-const edge = 3;
+/** A run's figures as a bucket reads them. */
+export const bucketRun = (f: RunFigures): BucketRun => ({
+  runId: f.runId,
+  jobId: f.jobId,
+  jobName: f.jobName,
+  queuedAt: f.queuedAt,
+  number: f.number,
+  counted: countKey(f.status),
+  cost: f.cost,
+  learningCost: f.reflectionCost + f.verifyCost,
+  tokens: f.tokens,
+  learningTokens: f.learningTokens,
+  msTotal: f.msTotal,
+});
 
-/** Sums runs into one bucket. */
-export function aggregate(runs: readonly RunFigures[]): StatsAgg {
-  const agg = emptyAgg();
+/** Queue order: queue time, then number, then id (a bucket's runs and the rules' "first" and "latest"). */
+export const byQueue = (a: BucketRun, b: BucketRun): number =>
+  a.queuedAt - b.queuedAt || a.number - b.number || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0);
+
+/** Sums runs into one bucket; `durations` are the msTotal values of the non-skipped runs that have one, ascending. */
+export function summarize(runs: Iterable<BucketRun>): { totals: BucketTotals; durations: number[] } {
+  const t = emptyTotals();
+  const jobs = new Map<string, JobTotals>();
   const durations: number[] = [];
   for (const r of runs) {
-    const learning = r.reflectionCost + r.verifyCost;
-    agg.counts[countKey(r.status)]++;
-    agg.cost += r.cost + learning;
-    agg.tokens += r.tokens + r.learningTokens;
-    const job = (agg.jobs[r.jobId] ??= { jobName: r.jobName, cost: 0, tokens: 0, succeeded: 0, first: [], last: [] });
-    job.cost += r.cost + learning;
-    job.tokens += r.tokens + r.learningTokens;
-    if (r.status === 'succeeded') {
-      job.succeeded++;
-      job.first.push([r.queuedAt, r.number, r.cost, r.tokens]);
-    }
-    if (r.status === 'skipped') continue;
-    agg.runs++;
-    agg.runCost += r.cost;
-    agg.learningCost += learning;
-    agg.runTokens += r.tokens;
-    agg.learningTokens += r.learningTokens;
+    t.counts[r.counted]++;
+    t.cost += r.cost + r.learningCost;
+    t.tokens += r.tokens + r.learningTokens;
+    let job = jobs.get(r.jobId);
+    if (!job) jobs.set(r.jobId, (job = [r.jobId, r.jobName, 0, 0, 0]));
+    job[1] = r.jobName;
+    job[2] += r.cost + r.learningCost;
+    job[3] += r.tokens + r.learningTokens;
+    if (r.counted === 'succeeded') job[4]++;
+    if (r.counted === 'skipped') continue;
+    t.runs++;
+    t.runCost += r.cost;
+    t.learningCost += r.learningCost;
+    t.runTokens += r.tokens;
+    t.learningTokens += r.learningTokens;
     if (r.msTotal !== null) durations.push(r.msTotal);
   }
-  for (const job of Object.values(agg.jobs)) {
-    const all = job.first.sort(byQueue);
-    job.first = all.slice(0, edge);
-    job.last = all.slice(-edge);
-  }
-  agg.durations = durations.sort((a, b) => a - b);
-  return agg;
+  t.jobs = [...jobs.values()];
+  return { totals: t, durations: durations.sort((a, b) => a - b) };
 }
 
-/** Merges buckets; the durations stay one sorted list per bucket (see `valueAtOffset`). */
-export function merge(aggs: readonly StatsAgg[]): { agg: Omit<StatsAgg, 'durations'>; durations: number[][] } {
-  const out = emptyAgg();
-  const durations: number[][] = [];
-  for (const a of aggs) {
-    for (const k of Object.keys(out.counts) as Array<keyof StatusCounts>) out.counts[k] += a.counts[k];
-    out.cost += a.cost;
-    out.tokens += a.tokens;
-    out.runs += a.runs;
-    out.runCost += a.runCost;
-    out.learningCost += a.learningCost;
-    out.runTokens += a.runTokens;
-    out.learningTokens += a.learningTokens;
-    if (a.durations.length > 0) durations.push(a.durations);
-    for (const [jobId, s] of Object.entries(a.jobs)) {
-      const j = out.jobs[jobId];
+/** What buckets sum to together, per job too (a job's name: the one its latest bucket gives, buckets in time order). */
+export function addTotals(list: Iterable<BucketTotals>): BucketTotals {
+  const out = emptyTotals();
+  const jobs = new Map<string, JobTotals>();
+  for (const t of list) {
+    for (const k of Object.keys(out.counts) as CountKey[]) out.counts[k] += t.counts[k];
+    out.cost += t.cost;
+    out.tokens += t.tokens;
+    out.runs += t.runs;
+    out.runCost += t.runCost;
+    out.learningCost += t.learningCost;
+    out.runTokens += t.runTokens;
+    out.learningTokens += t.learningTokens;
+    for (const [jobId, jobName, cost, tokens, succeeded] of t.jobs) {
+      const j = jobs.get(jobId);
       if (!j) {
-        out.jobs[jobId] = { ...s, first: [...s.first], last: [...s.last] };
+        jobs.set(jobId, [jobId, jobName, cost, tokens, succeeded]);
         continue;
       }
-      j.cost += s.cost;
-      j.tokens += s.tokens;
-      j.succeeded += s.succeeded;
-      j.first = [...j.first, ...s.first].sort(byQueue).slice(0, edge);
-      j.last = [...j.last, ...s.last].sort(byQueue).slice(-edge);
+      j[1] = jobName;
+      j[2] += cost;
+      j[3] += tokens;
+      j[4] += succeeded;
     }
   }
-  const { durations: _empty, ...agg } = out;
-  return { agg, durations };
+  out.jobs = [...jobs.values()];
+  return out;
 }
 
 /** How many values of an ascending list are ≤ v. */
-function countAtMost(list: readonly number[], v: number): number {
+function countAtMost(list: ArrayLike<number>, v: number): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
@@ -169,7 +187,7 @@ function countAtMost(list: readonly number[], v: number): number {
  * search over integer values, counting with a binary search in each list. Exact, and about
  * lists × log(list) × log(range) steps: a few thousand for 90 day buckets of 100,000 runs.
  */
-export function valueAtOffset(lists: readonly (readonly number[])[], offset: number): number {
+export function valueAtOffset(lists: readonly ArrayLike<number>[], offset: number): number {
   let lo = Infinity;
   let hi = -Infinity;
   for (const l of lists) {
@@ -190,7 +208,7 @@ export function valueAtOffset(lists: readonly (readonly number[])[], offset: num
 }
 
 /** The percentile by offset ⌊(n−1)·q⌋ of the ascending values, q in whole percent (integer arithmetic, no rounding). */
-export function percentileByOffset(lists: readonly (readonly number[])[], percent: number): number {
+export function percentileByOffset(lists: readonly ArrayLike<number>[], percent: number): number {
   let n = 0;
   for (const l of lists) n += l.length;
   if (n === 0) return 0;
@@ -286,6 +304,33 @@ export interface LeanerJob {
 /** Jobs need this many succeeded runs in the window to be judged. */
 export const minSucceededRuns = 6;
 const topJobs = 5;
+/** The rules compare the first this many succeeded runs with the latest this many. */
+const edge = 3;
+
+/** What the rules read of one job's succeeded runs in the window. */
+export interface JobPoints {
+  jobName: string;
+  succeeded: number;
+  /** Its first three succeeded runs, in queue order. */
+  first: SuccessPoint[];
+  /** Its latest three, in queue order. */
+  last: SuccessPoint[];
+}
+
+/** Per job, the first and the latest three succeeded runs among `runs`, which come in queue order. */
+export function edgePoints(runs: Iterable<BucketRun>): Map<string, Pick<JobPoints, 'first' | 'last'>> {
+  const out = new Map<string, Pick<JobPoints, 'first' | 'last'>>();
+  for (const r of runs) {
+    if (r.counted !== 'succeeded') continue;
+    let j = out.get(r.jobId);
+    if (!j) out.set(r.jobId, (j = { first: [], last: [] }));
+    const point: SuccessPoint = [r.queuedAt, r.number, r.cost, r.tokens];
+    if (j.first.length < edge) j.first.push(point);
+    j.last.push(point);
+    if (j.last.length > edge) j.last.shift();
+  }
+  return out;
+}
 
 interface Drop {
   jobId: string;
@@ -301,7 +346,7 @@ interface Drop {
  * latest sum below it; averages are the sums divided by 3 (integer), the drop is 1 − recent/first of those averages
  * (of the sums when the first average rounds to 0). Highest drop first, ties by job name then id, top 5.
  */
-function drops(jobs: Record<string, JobSlice>, pick: 2 | 3): Drop[] {
+function drops(jobs: Record<string, JobPoints>, pick: 2 | 3): Drop[] {
   const out: Drop[] = [];
   for (const [jobId, j] of Object.entries(jobs)) {
     if (j.succeeded < minSucceededRuns) continue;
@@ -317,7 +362,7 @@ function drops(jobs: Record<string, JobSlice>, pick: 2 | 3): Drop[] {
   return out.slice(0, topJobs);
 }
 
-export function gettingCheaper(jobs: Record<string, JobSlice>): CheaperJob[] {
+export function gettingCheaper(jobs: Record<string, JobPoints>): CheaperJob[] {
   return drops(jobs, 2).map((d) => ({
     jobId: d.jobId,
     jobName: d.jobName,
@@ -328,7 +373,7 @@ export function gettingCheaper(jobs: Record<string, JobSlice>): CheaperJob[] {
   }));
 }
 
-export function gettingLeaner(jobs: Record<string, JobSlice>): LeanerJob[] {
+export function gettingLeaner(jobs: Record<string, JobPoints>): LeanerJob[] {
   return drops(jobs, 3).map((d) => ({
     jobId: d.jobId,
     jobName: d.jobName,

@@ -1,44 +1,51 @@
 import { streams } from '../domain/streams.js';
 import { nextFigures, type RunFigures } from '../domain/run-figures.js';
-import { aggregate, dayMs, hourMs, merge, type StatsAgg } from '../domain/stats.js';
+import { bucketRun, byQueue, dayMs, hourMs, summarize } from '../domain/stats.js';
 import { stored, storedFields } from './doc-value.js';
+import {
+  encodeDurations,
+  fromHourRun,
+  hourRun,
+  hourRuns,
+  revOf,
+  revsBlockDays,
+  type HourRun,
+  type StatsDayDoc,
+  type StatsHourDoc,
+  type StatsRevsDoc,
+} from './stats-buckets.js';
 import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 
 /** One document per run with its figures; kept when the run is deleted, so statistics keep counting it. */
 export const statsRunsCollection = 'stats_runs';
-/** One document per workspace and UTC hour that has runs: a `StatsAgg` of the runs queued in it. */
+/** One document per workspace and UTC hour that has runs: the hour's runs (`StatsHourDoc`). */
 export const statsHoursCollection = 'stats_hours';
-/** One document per workspace and UTC day, merged from its hours. */
+/** One document per workspace and UTC day that has runs: what its hours sum to (`StatsDayDoc`). */
 export const statsDaysCollection = 'stats_days';
+/** The revisions of the day documents, a few documents per workspace (`StatsRevsDoc`). */
+export const statsRevsCollection = 'stats_revs';
 
 export interface StatsRunDoc extends Doc, Omit<RunFigures, 'runId'> {
   /** Set when the run was deleted: its figures came from the `RunDeleted` fact. */
   deleted: boolean;
 }
 
-export interface StatsBucketDoc extends Doc {
-  workspaceId: string;
-  /** Start of the hour or day (Unix ms, UTC). */
-  start: number;
-  agg: DocValue;
-}
-
-export const bucketAgg = (doc: StatsBucketDoc): StatsAgg => doc.agg as unknown as StatsAgg;
-
 /**
  * The statistics read model (docs/design.md, "Stats"): each run event sets the run's figures, and the events that
- * change what a bucket sums to (queued, skipped, finished, reflected, deleted) recompute the run's hour from the
- * runs of that hour and the day from its 24 hours. Recomputing instead of incrementing makes a replayed event
- * harmless, and the work per event stays bounded by one hour's runs.
+ * change what a bucket sums to (queued, skipped, finished, reflected, deleted) put the run into its hour's list and
+ * recompute the day from its 24 hours. Recomputing instead of incrementing makes a replayed event harmless, and the
+ * work per event stays bounded by one day's runs.
  */
 export const statsProjector: Projector = {
   name: 'stats',
-  // 2: learning tokens (the verifier's and the reflections').
-  version: 2,
-  collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection],
-  // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use.
+  // 2: learning tokens (the verifier's and the reflections'). 3: hours hold their runs, days their totals and
+  // encoded durations, revisions per day.
+  version: 3,
+  collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection, statsRevsCollection],
+  // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use. Only
+  // the API reads these (whether a workspace has runs, a job's history): the projector reads by `_id` alone.
   indexes: [
     {
       collection: statsRunsCollection,
@@ -47,6 +54,7 @@ export const statsProjector: Projector = {
         ['queuedAt', 1],
         ['_id', 1],
       ],
+      afterReplay: true,
     },
     {
       collection: statsRunsCollection,
@@ -55,7 +63,6 @@ export const statsProjector: Projector = {
         ['queuedAt', 1],
         ['_id', 1],
       ],
-      // Only the API reads it; the first one serves the buckets' recomputation, during a replay too.
       afterReplay: true,
     },
   ],
@@ -140,9 +147,11 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
 }
 
 /**
- * The bucket documents of a run's hour and day, recomputed from what they hold. A replay runs it once per page and
- * run (`key`): the run events that do not issue it change only a live status, which every bucket counts the same,
- * and the last one run for an hour or a day is the one the live feed ran last (docs/design.md, "Replay").
+ * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its hour's list,
+ * then the day from its hours' lists, then the day's revision. A replay runs it once per page and run (`key`): the
+ * run events that do not issue it change only a live status, which an hour's list holds as `other` whatever it is,
+ * and the last one run for an hour or a day is the one the live feed ran last (docs/design.md, "Replay"). Everything
+ * is read by `_id`, which a replay's page answers from memory.
  */
 function rebucket(runId: string): DocOp {
   return {
@@ -155,20 +164,45 @@ function rebucket(runId: string): DocOp {
       const { workspaceId } = run;
       const hour = Math.floor(run.queuedAt / hourMs) * hourMs;
       const day = Math.floor(run.queuedAt / dayMs) * dayMs;
-      const inHour = await docs
-        .collection<StatsRunDoc>(statsRunsCollection)
-        .find({ workspaceId, queuedAt: { $gte: hour, $lt: hour + hourMs } });
-      const hourAgg = aggregate(inHour.map((r) => ({ ...r, runId: r._id })));
-      const others = await docs.collection<StatsBucketDoc>(statsHoursCollection).find({
+      const hours = docs.collection<StatsHourDoc>(statsHoursCollection);
+      const own = await hours.findOne({ _id: bucketId(workspaceId, hour) });
+      const entry = bucketRun({ ...run, runId });
+      const runs = [...(own ? hourRuns(own) : []).map(fromHourRun).filter((r) => r.runId !== runId), entry];
+      const list = runs.sort(byQueue).map(hourRun);
+      const hourDoc = { workspaceId, start: hour, rev: revOf(JSON.stringify(list)), runs: list };
+      const others = await hours.find({
         _id: {
           $in: bucketIds(workspaceId, day, day + dayMs, hourMs).filter((id) => id !== bucketId(workspaceId, hour)),
         },
       });
-      const merged = merge([hourAgg, ...others.map(bucketAgg)]);
-      const dayAgg: StatsAgg = { ...merged.agg, durations: merged.durations.flat().sort((a, b) => a - b) };
+      const dayList = [...others.map((h) => ({ start: h.start, rev: h.rev, runs: hourRuns(h) })), hourDoc].sort(
+        (a, b) => a.start - b.start,
+      );
+      const { totals, durations } = summarize(
+        (function* () {
+          for (const h of dayList) for (const r of h.runs as HourRun[]) yield fromHourRun(r);
+        })(),
+      );
+      const revs = dayList.map((h): [number, string] => [h.start, h.rev]);
+      const dayRev = revOf(JSON.stringify(revs));
+      const dayDoc: Record<keyof Omit<StatsDayDoc, '_id'>, DocValue> = {
+        workspaceId,
+        start: day,
+        rev: dayRev,
+        hours: stored(revs),
+        totals: stored(totals),
+        durations: encodeDurations(durations),
+      };
       return [
-        bucketOp(statsHoursCollection, workspaceId, hour, hourAgg),
-        bucketOp(statsDaysCollection, workspaceId, day, dayAgg),
+        replace(statsHoursCollection, bucketId(workspaceId, hour), { ...hourDoc, runs: stored(list) }),
+        replace(statsDaysCollection, bucketId(workspaceId, day), dayDoc),
+        {
+          kind: 'update',
+          collection: statsRevsCollection,
+          filter: { _id: revsId(workspaceId, day) },
+          update: { $set: { workspaceId, [revsField(day)]: dayRev } },
+          upsert: true,
+        },
       ];
     },
   };
@@ -183,12 +217,27 @@ export function bucketIds(workspaceId: string, from: number, to: number, step: n
   return ids;
 }
 
-function bucketOp(collection: string, workspaceId: string, start: number, agg: StatsAgg): DocOp {
-  return {
-    kind: 'update',
-    collection,
-    filter: { _id: bucketId(workspaceId, start) },
-    update: { $set: { workspaceId, start, agg: stored(agg) } },
-    upsert: true,
-  };
+/** The revisions document holding a day's revision, and its field there. */
+export const revsId = (workspaceId: string, day: number) =>
+  `${workspaceId}:${Math.floor(day / (revsBlockDays * dayMs))}`;
+export const revsField = (day: number) => `d${day}`;
+
+/** The [day start, revision] pairs a revisions document holds. */
+export function dayRevs(doc: StatsRevsDoc): Array<[number, string]> {
+  const out: Array<[number, string]> = [];
+  for (const [field, rev] of Object.entries(doc))
+    if (field.startsWith('d') && typeof rev === 'string') out.push([Number(field.slice(1)), rev]);
+  return out;
+}
+
+/** The revisions documents covering the days of [from, to). */
+export function revsIds(workspaceId: string, from: number, to: number): string[] {
+  const block = revsBlockDays * dayMs;
+  const ids: string[] = [];
+  for (let b = Math.floor(from / block); b * block < to; b++) ids.push(`${workspaceId}:${b}`);
+  return ids;
+}
+
+function replace(collection: string, id: string, fields: Record<string, DocValue>): DocOp {
+  return { kind: 'update', collection, filter: { _id: id }, update: { $set: fields }, upsert: true };
 }

@@ -22,6 +22,7 @@ import { StreamFeeds } from './run-feeds.js';
 import { RunQueries } from './runs.js';
 import { SecretQueries } from './secrets.js';
 import { StatsQueries } from './stats.js';
+import { StatsBucketCache } from './stats-buckets.js';
 import { RunTimeline, workspaceRunEvents } from './timeline.js';
 
 export type { MemberView, TokenView } from './identity.js';
@@ -33,6 +34,8 @@ export type { MemberView, TokenView } from './identity.js';
  */
 export class Queries {
   private readonly feeds: StreamFeeds;
+  /** Parsed stats buckets, shared by every request of the process (docs/design.md, "Stats"). */
+  private readonly statsBuckets = new StatsBucketCache();
 
   constructor(
     private readonly docs: DocumentStore,
@@ -47,7 +50,16 @@ export class Queries {
   }
 
   forPrincipal(principal: Principal): WorkspaceQueries {
-    return new WorkspaceQueries(this.docs, this.events, this.cache, this.feeds, this.deltas, this.files, principal);
+    return new WorkspaceQueries(
+      this.docs,
+      this.events,
+      this.cache,
+      this.feeds,
+      this.deltas,
+      this.files,
+      principal,
+      this.statsBuckets,
+    );
   }
 
   /**
@@ -88,6 +100,7 @@ export class WorkspaceQueries {
     private readonly deltas: DeltaSource,
     private readonly files: RunFiles,
     private readonly principal: Principal,
+    private readonly statsBuckets: StatsBucketCache,
   ) {
     this.jobs = new JobQueries(docs, cache, principal.workspaceId);
   }
@@ -130,7 +143,7 @@ export class WorkspaceQueries {
   }
 
   get stats(): StatsQueries {
-    return new StatsQueries(this.docs, this.jobs, this.workspaceId);
+    return new StatsQueries(this.docs, this.jobs, this.workspaceId, this.statsBuckets);
   }
 
   /** A run's timeline, once the run is found in this workspace (`not_found` "Run not found" otherwise). */

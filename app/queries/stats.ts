@@ -1,33 +1,30 @@
 import {
-  aggregate,
+  addTotals,
   dayMs,
+  edgePoints,
   gettingCheaper,
-  hourMs,
   gettingLeaner,
-  merge,
+  hourMs,
+  minSucceededRuns,
   overviewPeriod,
   percentileByOffset,
   segments,
+  summarize,
+  type BucketRun,
+  type BucketTotals,
+  type JobPoints,
   type OverviewRange,
-  type StatsAgg,
 } from '../../domain/stats.js';
 import type { RunStatus } from '../../domain/job-types.js';
 import { liveStatuses } from '../../domain/run.js';
 import { jobsCollection, type JobDoc } from '../../projections/jobs.js';
 import { playbookVersionsCollection, type PlaybookVersionDoc } from '../../projections/playbooks.js';
 import { runsCollection, type RunDoc } from '../../projections/runs.js';
-import {
-  bucketAgg,
-  bucketIds,
-  statsDaysCollection,
-  statsHoursCollection,
-  statsRunsCollection,
-  type StatsBucketDoc,
-  type StatsRunDoc,
-} from '../../projections/stats.js';
+import { statsRunsCollection, type StatsRunDoc } from '../../projections/stats.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { OverviewOutputBody, RunRef, Totals } from '../../schemas/stats.js';
 import type { JobQueries } from './jobs.js';
+import { BucketReader, StatsBucketCache } from './stats-buckets.js';
 
 export interface JobHistory {
   /** The job's runs queued since `from` that were not skipped, by number (deleted runs included). */
@@ -41,17 +38,34 @@ const cheaperWindowMs = 90 * dayMs;
 const recentFailuresShown = 5;
 /** Live runs are few (bounded by concurrency); this cap only bounds the answer. */
 const runningShown = 500;
+/** The rules compare this many first and latest runs. */
+const edgeRuns = 3;
 
 /**
- * The statistics read side (docs/design.md, "Stats"): everything comes from the stats read model's hour and day
- * buckets, plus the few single runs at the cut edges of a window, so a request reads about a hundred documents
- * whatever the number of runs.
+ * A stretch of time as the read model answers it: a whole day, a whole hour, or the runs of part of an hour
+ * (`runs` is set for the last two).
+ */
+interface Piece {
+  start: number;
+  totals: BucketTotals;
+  durations: () => ArrayLike<number>;
+  runs: readonly BucketRun[] | null;
+}
+
+const floorDay = (t: number) => Math.floor(t / dayMs) * dayMs;
+const floorHour = (t: number) => Math.floor(t / hourMs) * hourMs;
+
+/**
+ * The statistics read side (docs/design.md, "Stats"): everything comes from the stats read model's day and hour
+ * buckets, read by revision through a cache shared by the process's requests, so a request reads a few small
+ * documents whatever the number of runs, and only what changed since the last one.
  */
 export class StatsQueries {
   constructor(
     private readonly docs: DocumentStore,
     private readonly jobs: JobQueries,
     private readonly workspaceId: string,
+    private readonly cache: StatsBucketCache = new StatsBucketCache(),
   ) {}
 
   async jobHistory(jobId: string, from: number): Promise<JobHistory> {
@@ -71,44 +85,47 @@ export class StatsQueries {
   async overview(range: OverviewRange, now: number): Promise<OverviewOutputBody> {
     const workspaceId = this.workspaceId;
     const period = overviewPeriod(range, now);
-    const buckets = await this.buckets(
-      period.bucket === 'hour' ? statsHoursCollection : statsDaysCollection,
-      period.from,
-      period.to,
-      period.bucketMs,
-    );
-    // The day buckets this request has read already, reused by the other windows.
-    const known = period.bucket === 'day' ? { from: period.from, to: period.to, docs: buckets } : null;
-    const [previous, window, running, failures, any] = await Promise.all([
-      this.window(period.previousFrom, period.previousTo, known),
-      this.window(now - cheaperWindowMs, Math.ceil(now / dayMs) * dayMs, known),
+    const cheaperFrom = now - cheaperWindowMs;
+    const cheaperTo = Math.ceil(now / dayMs) * dayMs;
+    const reader = new BucketReader(this.docs, workspaceId, this.cache);
+    const reads = Promise.all([
       this.latest(liveStatuses, 1, runningShown),
       this.latest(['failed', 'timed_out'], -1, recentFailuresShown),
       this.docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ workspaceId }),
     ]);
-    const byStart = new Map(buckets.map((b) => [b.start, bucketAgg(b)]));
-    const current = merge([...byStart.values()]);
+    await reader.span(floorDay(Math.min(period.previousFrom, cheaperFrom)), Math.max(period.to, cheaperTo));
+    // Every bucket the three windows touch, read in two queries at most.
+    const starts: number[] = [];
+    for (let start = period.from; start < period.to; start += period.bucketMs) starts.push(start);
+    const days = period.bucket === 'day' ? [...starts] : [];
+    const hours = period.bucket === 'hour' ? [...starts] : [];
+    for (const [a, b] of [
+      [period.previousFrom, period.previousTo],
+      [cheaperFrom, cheaperTo],
+    ] as const) {
+      const parts = segments(a, b);
+      for (const [x, y] of parts.days) for (let d = x; d < y; d += dayMs) days.push(d);
+      for (const [x, y] of parts.hours) for (let h = x; h < y; h += hourMs) hours.push(h);
+      for (const [x] of parts.runs) hours.push(floorHour(x));
+    }
+    await reader.load(days, hours);
+
+    const current = starts.map((start) =>
+      period.bucket === 'hour' ? hourPiece(reader, start) : dayPiece(reader, start),
+    );
+    const previous = window(reader, period.previousFrom, period.previousTo);
+    const cheaperWindow = window(reader, cheaperFrom, cheaperTo);
+    const judged = await this.judged(reader, cheaperWindow);
+    const cheaper = gettingCheaper(judged);
+    const leaner = gettingLeaner(judged);
+    const [running, failures, any] = await reads;
+
     const perDay: OverviewOutputBody['perDay'] = [];
     const costByJob: OverviewOutputBody['costByJob'] = [];
-    for (let start = period.from; start < period.to; start += period.bucketMs) {
-      const agg = byStart.get(start);
-      const c = agg?.counts;
-      perDay.push({
-        day: start,
-        succeeded: c?.succeeded ?? 0,
-        failed: c?.failed ?? 0,
-        cancelled: c?.cancelled ?? 0,
-        timedOut: c?.timedOut ?? 0,
-        skipped: c?.skipped ?? 0,
-        other: c?.other ?? 0,
-        cost: agg?.cost ?? 0,
-        tokens: agg?.tokens ?? 0,
-      });
-      for (const [jobId, j] of Object.entries(agg?.jobs ?? {}))
-        costByJob.push({ day: start, jobId, jobName: j.jobName, cost: j.cost, tokens: j.tokens });
+    for (const { start, totals: t } of current) {
+      perDay.push({ day: start, ...t.counts, cost: t.cost, tokens: t.tokens });
+      for (const [jobId, jobName, cost, tokens] of t.jobs) costByJob.push({ day: start, jobId, jobName, cost, tokens });
     }
-    const cheaper = gettingCheaper(window.agg.jobs);
-    const leaner = gettingLeaner(window.agg.jobs);
     // Names as the jobs are called now: a bucket keeps the name a run was queued under.
     const names = await this.jobNames([
       ...new Set([...costByJob.map((c) => c.jobId), ...cheaper.map((c) => c.jobId), ...leaner.map((c) => c.jobId)]),
@@ -135,6 +152,51 @@ export class StatsQueries {
     };
   }
 
+  /**
+   * The jobs the cheaper/leaner rules judge: those with enough succeeded runs in the window, with their first and
+   * latest three. Only the buckets holding those runs are read run by run: for each job, the pieces from either end
+   * of the window until three of its succeeded runs are in, which for a job that runs daily is the window's first
+   * hours and today.
+   */
+  private async judged(reader: BucketReader, pieces: Piece[]): Promise<Record<string, JobPoints>> {
+    const jobs = addTotals(pieces.map((p) => p.totals)).jobs.filter((j) => j[4] >= minSucceededRuns);
+    if (jobs.length === 0) return {};
+    const succeeded = pieces.map((p) => new Map(p.totals.jobs.map((j) => [j[0], j[4]])));
+    const needed = new Set<Piece>();
+    for (const [jobId] of jobs) {
+      for (const order of [pieces.keys(), [...pieces.keys()].reverse()]) {
+        let seen = 0;
+        for (const i of order) {
+          const p = pieces[i]!;
+          const n = succeeded[i]!.get(jobId) ?? 0;
+          if (n === 0) continue;
+          needed.add(p);
+          seen += n;
+          if (seen >= edgeRuns) break;
+        }
+      }
+    }
+    const wholeDays = pieces.filter((p) => needed.has(p) && p.runs === null).map((p) => p.start);
+    await reader.load(
+      [],
+      wholeDays.flatMap((d) => reader.hoursOf(d)),
+    );
+    const runs = function* () {
+      for (const p of pieces) {
+        if (!needed.has(p)) continue;
+        if (p.runs) yield* p.runs;
+        else for (const h of reader.hoursOf(p.start)) yield* reader.hour(h)?.runs ?? [];
+      }
+    };
+    const edges = edgePoints(runs());
+    const out: Record<string, JobPoints> = {};
+    for (const [jobId, jobName, , , succeeded] of jobs) {
+      const e = edges.get(jobId) ?? { first: [], last: [] };
+      out[jobId] = { jobName, succeeded, first: e.first, last: e.last };
+    }
+    return out;
+  }
+
   /** Runs of these statuses in queue order, read one status at a time so each read walks an index. */
   private async latest(statuses: readonly RunStatus[], order: 1 | -1, limit: number): Promise<RunDoc[]> {
     const runs = this.docs.collection<RunDoc>(runsCollection);
@@ -149,37 +211,6 @@ export class StatsQueries {
       .slice(0, limit);
   }
 
-  private buckets(collection: string, from: number, to: number, step: number): Promise<StatsBucketDoc[]> {
-    return this.docs
-      .collection<StatsBucketDoc>(collection)
-      .find({ _id: { $in: bucketIds(this.workspaceId, from, to, step) } }, { sort: [['start', 1]] });
-  }
-
-  /** What the runs queued in [start, end) sum to: whole days, whole hours, and single runs at the edges. */
-  private async window(
-    start: number,
-    end: number,
-    known: { from: number; to: number; docs: StatsBucketDoc[] } | null,
-  ): Promise<{ agg: Omit<StatsAgg, 'durations'>; durations: number[][] }> {
-    const parts = segments(start, end);
-    const reads: Array<Promise<StatsAgg[]>> = [];
-    for (const [a, b] of parts.days) {
-      if (known && a >= known.from && b <= known.to)
-        reads.push(Promise.resolve(known.docs.filter((d) => d.start >= a && d.start < b).map(bucketAgg)));
-      else reads.push(this.buckets(statsDaysCollection, a, b, dayMs).then((docs) => docs.map(bucketAgg)));
-    }
-    for (const [a, b] of parts.hours)
-      reads.push(this.buckets(statsHoursCollection, a, b, hourMs).then((docs) => docs.map(bucketAgg)));
-    for (const [a, b] of parts.runs)
-      reads.push(
-        this.docs
-          .collection<StatsRunDoc>(statsRunsCollection)
-          .find({ workspaceId: this.workspaceId, queuedAt: { $gte: a, $lt: b } })
-          .then((runs) => [aggregate(runs.map((r) => ({ ...r, runId: r._id })))]),
-      );
-    return merge((await Promise.all(reads)).flat());
-  }
-
   private async jobNames(ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
     const jobs = await this.docs
@@ -189,20 +220,53 @@ export class StatsQueries {
   }
 }
 
-function totals({ agg, durations }: { agg: Omit<StatsAgg, 'durations'>; durations: number[][] }): Totals {
-  const succeeded = agg.counts.succeeded;
-  const failed = agg.counts.failed + agg.counts.timedOut;
+const empty = summarize([]);
+
+function dayPiece(reader: BucketReader, start: number): Piece {
+  const day = reader.day(start);
+  if (!day) return { start, totals: empty.totals, durations: () => empty.durations, runs: null };
+  return { start, totals: day.totals, durations: () => day.durations(), runs: null };
+}
+
+function hourPiece(reader: BucketReader, start: number): Piece {
+  const hour = reader.hour(start);
+  const runs = hour?.runs ?? [];
+  return { start, totals: hour?.totals ?? empty.totals, durations: () => hour?.durations ?? [], runs };
+}
+
+/** The runs of [start, end) within one hour. */
+function runsPiece(reader: BucketReader, start: number, end: number): Piece {
+  const runs = (reader.hour(floorHour(start))?.runs ?? []).filter((r) => r.queuedAt >= start && r.queuedAt < end);
+  const { totals: t, durations } = summarize(runs);
+  return { start, totals: t, durations: () => durations, runs };
+}
+
+/** What the runs queued in [start, end) sum to, as pieces in time order: whole days, whole hours, runs at the edges. */
+function window(reader: BucketReader, start: number, end: number): Piece[] {
+  const parts = segments(start, end);
+  const out: Piece[] = [];
+  for (const [a, b] of parts.days) for (let d = a; d < b; d += dayMs) out.push(dayPiece(reader, d));
+  for (const [a, b] of parts.hours) for (let h = a; h < b; h += hourMs) out.push(hourPiece(reader, h));
+  for (const [a, b] of parts.runs) out.push(runsPiece(reader, a, b));
+  return out.sort((a, b) => a.start - b.start);
+}
+
+function totals(pieces: readonly Piece[]): Totals {
+  const t = addTotals(pieces.map((p) => p.totals));
+  const durations = pieces.map((p) => p.durations()).filter((d) => d.length > 0);
+  const succeeded = t.counts.succeeded;
+  const failed = t.counts.failed + t.counts.timedOut;
   return {
-    runs: agg.runs,
+    runs: t.runs,
     succeeded,
     failed,
     successRate: succeeded + failed === 0 ? 0 : succeeded / (succeeded + failed),
     p50Ms: percentileByOffset(durations, 50),
     p95Ms: percentileByOffset(durations, 95),
-    runCost: agg.runCost,
-    learningCost: agg.learningCost,
-    runTokens: agg.runTokens,
-    learningTokens: agg.learningTokens,
+    runCost: t.runCost,
+    learningCost: t.learningCost,
+    runTokens: t.runTokens,
+    learningTokens: t.learningTokens,
   };
 }
 

@@ -113,7 +113,7 @@ const stats = (workspaceId = 'w1') =>
 
 async function snapshot(): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const name of ['runs', 'jobs', 'stats_runs', 'stats_hours', 'stats_days'])
+  for (const name of ['runs', 'jobs', 'stats_runs', 'stats_hours', 'stats_days', 'stats_revs'])
     out[name] = await docs.collection(name).find({}, { sort: [['_id', 1]] });
   return out;
 }

@@ -2,16 +2,20 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RunFigures } from '../../domain/run-figures.js';
 import {
-  aggregate,
+  addTotals,
+  bucketRun,
+  byQueue,
   dayMs,
+  edgePoints,
   gettingCheaper,
   gettingLeaner,
   hourMs,
-  merge,
   overviewPeriod,
   percentileByOffset,
   segments,
+  summarize,
   valueAtOffset,
+  type JobPoints,
 } from '../../domain/stats.js';
 
 const t0 = Date.UTC(2026, 0, 10, 12, 30, 15);
@@ -37,6 +41,18 @@ function run(n: number, over: Partial<RunFigures> = {}): RunFigures {
     turns: 1,
     ...over,
   };
+}
+
+const aggregate = (runs: RunFigures[]) => summarize(runs.map(bucketRun));
+
+/** What the rules read of these runs, as the overview gathers it: counts per job, first and latest runs in queue order. */
+function judge(runs: RunFigures[]): Record<string, JobPoints> {
+  const list = runs.map(bucketRun).sort(byQueue);
+  const edges = edgePoints(list);
+  const out: Record<string, JobPoints> = {};
+  for (const [jobId, jobName, , , succeeded] of summarize(list).totals.jobs)
+    out[jobId] = { jobName, succeeded, ...(edges.get(jobId) ?? { first: [], last: [] }) };
+  return out;
 }
 
 describe('overview periods', () => {
@@ -153,7 +169,7 @@ describe('percentiles by offset', () => {
 
 describe('buckets', () => {
   it('counts skipped runs by status but leaves them out of the totals; failed and timed out stay apart', () => {
-    const agg = aggregate([
+    const { totals: agg, durations } = aggregate([
       run(1, { msTotal: 300, reflectionCost: 4, verifyCost: 1, learningTokens: 7 }),
       run(2, { status: 'failed', msTotal: 100 }),
       run(3, { status: 'timed_out', msTotal: null }),
@@ -169,21 +185,27 @@ describe('buckets', () => {
     assert.equal(agg.runTokens, 500);
     assert.equal(agg.learningTokens, 7);
     assert.equal(agg.tokens, 507);
-    assert.deepEqual(agg.durations, [100, 200, 300]);
+    assert.deepEqual(durations, [100, 200, 300]);
+    assert.deepEqual(agg.jobs, [['j1', 'one', 55, 507, 1]]);
   });
 
-  it('merges into the same totals as one bucket of all the runs', () => {
+  it('adds up to the same totals as one bucket of all the runs', () => {
     const runs = Array.from({ length: 40 }, (_, i) =>
       run(i, { jobId: `j${i % 3}`, cost: i, msTotal: (i * 37) % 11, status: i % 4 === 0 ? 'failed' : 'succeeded' }),
     );
     const whole = aggregate(runs);
-    const parts = merge([aggregate(runs.slice(0, 13)), aggregate(runs.slice(13, 30)), aggregate(runs.slice(30))]);
-    const { durations: _d, ...rest } = whole;
-    assert.deepEqual(parts.agg, rest);
+    const parts = [aggregate(runs.slice(0, 13)), aggregate(runs.slice(13, 30)), aggregate(runs.slice(30))];
+    assert.deepEqual(addTotals(parts.map((p) => p.totals)), whole.totals);
     assert.deepEqual(
-      parts.durations.flat().sort((a, b) => a - b),
+      parts.flatMap((p) => p.durations).sort((a, b) => a - b),
       whole.durations,
     );
+  });
+
+  it('names a job as its latest bucket does', () => {
+    const a = aggregate([run(1, { jobName: 'old name' })]).totals;
+    const b = aggregate([run(2, { jobName: 'new name' })]).totals;
+    assert.deepEqual(addTotals([a, b]).jobs, [['j1', 'new name', 20, 200, 2]]);
   });
 });
 
@@ -194,8 +216,8 @@ describe('getting cheaper and leaner', () => {
     );
 
   it('needs 6 succeeded runs, compares the first 3 with the latest 3 by integer averages, top 5 by drop', () => {
-    const agg = merge([
-      aggregate([
+    const cheaper = gettingCheaper(
+      judge([
         ...job('a', 'alpha', [100, 100, 101, 90, 80, 50, 50, 51]),
         ...job('b', 'beta', [60, 60, 60, 30, 30, 30]),
         ...job('c', 'gamma', [100, 100, 100, 1, 1]), // 5 runs: not judged
@@ -203,8 +225,7 @@ describe('getting cheaper and leaner', () => {
         ...job('e', 'eps', [0, 0, 0, 0, 0, 0]), // first sum 0
         ...job('f', 'phi', [10, 10, 10, 20, 10, 10]), // latest not below first
       ]),
-    ]).agg;
-    const cheaper = gettingCheaper(agg.jobs);
+    );
     // Three drops of 0.5 (a tie), so by name.
     assert.deepEqual(cheaper, [
       // First three 100+100+101 = 301 → 100; latest three 50+50+51 = 151 → 50.
@@ -216,7 +237,7 @@ describe('getting cheaper and leaner', () => {
 
   it('orders ties by name then id, and keeps the top 5', () => {
     const runs = ['f', 'b', 'e', 'a', 'd', 'c'].flatMap((id) => job(id, `job ${id}`, [40, 40, 40, 10, 10, 10]));
-    const cheaper = gettingCheaper(aggregate(runs).jobs);
+    const cheaper = gettingCheaper(judge(runs));
     assert.deepEqual(
       cheaper.map((c) => [c.jobId, c.dropPct]),
       [
@@ -229,14 +250,15 @@ describe('getting cheaper and leaner', () => {
     );
   });
 
-  it('takes the first and latest runs by queue time across buckets, not by bucket order', () => {
+  it('takes the first and latest runs by queue time, then number, not by the order they are given in', () => {
     const runs = job('a', 'alpha', [9, 9, 9, 6, 3, 3], [90, 90, 90, 40, 30, 30]);
-    // The latest runs land in the first bucket given to merge.
-    const agg = merge([aggregate(runs.slice(3)), aggregate(runs.slice(0, 3))]).agg;
-    assert.deepEqual(gettingCheaper(agg.jobs), [
+    // The latest runs come first, and two runs share a queue time: the number orders them.
+    runs[4]!.queuedAt = runs[5]!.queuedAt;
+    const judged = judge([...runs.slice(3).reverse(), ...runs.slice(0, 3)]);
+    assert.deepEqual(gettingCheaper(judged), [
       { jobId: 'a', jobName: 'alpha', firstCost: 9, recentCost: 4, dropPct: 1 - 4 / 9, runs: 6 },
     ]);
-    assert.deepEqual(gettingLeaner(agg.jobs), [
+    assert.deepEqual(gettingLeaner(judged), [
       { jobId: 'a', jobName: 'alpha', firstTokens: 90, recentTokens: 33, tokenDropPct: 1 - 33 / 90, runs: 6 },
     ]);
   });
@@ -247,6 +269,6 @@ describe('getting cheaper and leaner', () => {
       run(99, { jobId: 'a', status: 'failed', cost: 1, queuedAt: t0 + 99_000 }),
       run(98, { jobId: 'a', status: 'skipped', cost: 0, queuedAt: t0 + 98_000 }),
     ];
-    assert.deepEqual(gettingCheaper(aggregate(runs).jobs), []);
+    assert.deepEqual(gettingCheaper(judge(runs)), []);
   });
 });
