@@ -106,6 +106,7 @@ export async function overviewBenchmark(root: string, quick: boolean) {
 
   const jobQueries = new JobQueries(docs, new ReadCache(statsOnly, () => false), 'w');
   const samples = quick ? 50 : 200;
+  const warmUp = 20;
   /** Wall times and the process's CPU per query; `before` runs untimed ahead of each query. */
   const measure = async (
     range: OverviewRange,
@@ -114,7 +115,7 @@ export async function overviewBenchmark(root: string, quick: boolean) {
   ) => {
     const ms: number[] = [];
     let cpu = 0;
-    for (let i = 0; i < samples + 5; i++) {
+    for (let i = 0; i < samples + warmUp; i++) {
       await before();
       const q = queries();
       const c = process.cpuUsage();
@@ -122,8 +123,8 @@ export async function overviewBenchmark(root: string, quick: boolean) {
       await q.overview(range, Date.now());
       const wall = performance.now() - s;
       const used = process.cpuUsage(c);
-      // The first five warm up the JIT (and, for the cached kinds, the cache).
-      if (i < 5) continue;
+      // The first ones warm up the JIT (and, for the cached kinds, the cache).
+      if (i < warmUp) continue;
       ms.push(wall);
       cpu += (used.user + used.system) / 1000;
     }

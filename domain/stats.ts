@@ -141,12 +141,21 @@ export function summarize(runs: Iterable<BucketRun>): { totals: BucketTotals; du
   return { totals: t, durations: durations.sort((a, b) => a - b) };
 }
 
-/** What buckets sum to together, per job too (a job's name: the one its latest bucket gives, buckets in time order). */
-export function addTotals(list: Iterable<BucketTotals>): BucketTotals {
+/**
+ * What buckets sum to together, per job too unless `jobs` is false (a job's name: the one its latest bucket gives,
+ * buckets in time order).
+ */
+export function addTotals(list: Iterable<BucketTotals>, withJobs = true): BucketTotals {
   const out = emptyTotals();
   const jobs = new Map<string, JobTotals>();
   for (const t of list) {
-    for (const k of Object.keys(out.counts) as CountKey[]) out.counts[k] += t.counts[k];
+    const c = out.counts;
+    c.succeeded += t.counts.succeeded;
+    c.failed += t.counts.failed;
+    c.cancelled += t.counts.cancelled;
+    c.timedOut += t.counts.timedOut;
+    c.skipped += t.counts.skipped;
+    c.other += t.counts.other;
     out.cost += t.cost;
     out.tokens += t.tokens;
     out.runs += t.runs;
@@ -154,16 +163,17 @@ export function addTotals(list: Iterable<BucketTotals>): BucketTotals {
     out.learningCost += t.learningCost;
     out.runTokens += t.runTokens;
     out.learningTokens += t.learningTokens;
-    for (const [jobId, jobName, cost, tokens, succeeded] of t.jobs) {
-      const j = jobs.get(jobId);
+    if (!withJobs) continue;
+    for (const job of t.jobs) {
+      const j = jobs.get(job[0]);
       if (!j) {
-        jobs.set(jobId, [jobId, jobName, cost, tokens, succeeded]);
+        jobs.set(job[0], [job[0], job[1], job[2], job[3], job[4]]);
         continue;
       }
-      j[1] = jobName;
-      j[2] += cost;
-      j[3] += tokens;
-      j[4] += succeeded;
+      j[1] = job[1];
+      j[2] += job[2];
+      j[3] += job[3];
+      j[4] += job[4];
     }
   }
   out.jobs = [...jobs.values()];

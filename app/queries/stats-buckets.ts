@@ -120,6 +120,11 @@ export class BucketReader {
     await this.loadHours(hourList);
   }
 
+  /** The days of the span read that have runs, in order. */
+  daysWithRuns(): number[] {
+    return [...this.revs.keys()].sort((a, b) => a - b);
+  }
+
   day(start: number): DayView | undefined {
     return this.days.get(start);
   }

@@ -13,6 +13,7 @@ import {
   type BucketRun,
   type BucketTotals,
   type JobPoints,
+  type JobTotals,
   type OverviewRange,
 } from '../../domain/stats.js';
 import type { RunStatus } from '../../domain/job-types.js';
@@ -90,10 +91,10 @@ export class StatsQueries {
     const reader = new BucketReader(this.docs, workspaceId, this.cache);
     const reads = Promise.all([
       this.latest(liveStatuses, 1, runningShown),
-      this.latest(['failed', 'timed_out'], -1, recentFailuresShown),
       this.docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ workspaceId }),
     ]);
-    await reader.span(floorDay(Math.min(period.previousFrom, cheaperFrom)), Math.max(period.to, cheaperTo));
+    // Tomorrow too: the latest failures may come from a clock a little ahead.
+    await reader.span(floorDay(Math.min(period.previousFrom, cheaperFrom)), Math.max(period.to, cheaperTo) + dayMs);
     // Every bucket the three windows touch, read in two queries at most.
     const starts: number[] = [];
     for (let start = period.from; start < period.to; start += period.bucketMs) starts.push(start);
@@ -118,7 +119,8 @@ export class StatsQueries {
     const judged = await this.judged(reader, cheaperWindow);
     const cheaper = gettingCheaper(judged);
     const leaner = gettingLeaner(judged);
-    const [running, failures, any] = await reads;
+    const failures = await this.recentFailures(reader);
+    const [running, any] = await reads;
 
     const perDay: OverviewOutputBody['perDay'] = [];
     const costByJob: OverviewOutputBody['costByJob'] = [];
@@ -159,18 +161,27 @@ export class StatsQueries {
    * hours and today.
    */
   private async judged(reader: BucketReader, pieces: Piece[]): Promise<Record<string, JobPoints>> {
-    const jobs = addTotals(pieces.map((p) => p.totals)).jobs.filter((j) => j[4] >= minSucceededRuns);
+    const byJob = pieces.map((p) => jobIndex(p.totals));
+    // Each job's succeeded runs in the window, and its name as the latest piece holding it gives it.
+    const all = new Map<string, { jobName: string; succeeded: number }>();
+    for (const p of pieces)
+      for (const job of p.totals.jobs) {
+        const j = all.get(job[0]);
+        if (j) {
+          j.jobName = job[1];
+          j.succeeded += job[4];
+        } else all.set(job[0], { jobName: job[1], succeeded: job[4] });
+      }
+    const jobs = [...all].filter(([, j]) => j.succeeded >= minSucceededRuns);
     if (jobs.length === 0) return {};
-    const succeeded = pieces.map((p) => new Map(p.totals.jobs.map((j) => [j[0], j[4]])));
     const needed = new Set<Piece>();
     for (const [jobId] of jobs) {
       for (const order of [pieces.keys(), [...pieces.keys()].reverse()]) {
         let seen = 0;
         for (const i of order) {
-          const p = pieces[i]!;
-          const n = succeeded[i]!.get(jobId) ?? 0;
+          const n = byJob[i]!.get(jobId)?.[4] ?? 0;
           if (n === 0) continue;
-          needed.add(p);
+          needed.add(pieces[i]!);
           seen += n;
           if (seen >= edgeRuns) break;
         }
@@ -190,11 +201,50 @@ export class StatsQueries {
     };
     const edges = edgePoints(runs());
     const out: Record<string, JobPoints> = {};
-    for (const [jobId, jobName, , , succeeded] of jobs) {
+    for (const [jobId, { jobName, succeeded }] of jobs) {
       const e = edges.get(jobId) ?? { first: [], last: [] };
       out[jobId] = { jobName, succeeded, first: e.first, last: e.last };
     }
     return out;
+  }
+
+  /**
+   * The latest failed or timed-out runs. The runs read model's index gives them oldest first, so asking it for the
+   * newest sorts every failure there is; instead the stats buckets name the candidates (the failures of the latest
+   * days that have any, whole days at a time) and the runs read model is read by id. It is asked in full only when
+   * the days read run out first: buckets keep deleted runs, which the runs read model no longer has.
+   */
+  private async recentFailures(reader: BucketReader): Promise<RunDoc[]> {
+    const days = reader.daysWithRuns().reverse();
+    const found: RunDoc[] = [];
+    let next = 0;
+    while (next < days.length) {
+      const batch: number[] = [];
+      for (let n = 0; next < days.length && n < recentFailuresShown - found.length;) {
+        const day = days[next++]!;
+        await reader.load([day], []);
+        const c = reader.day(day)?.totals.counts;
+        if (!c || c.failed + c.timedOut === 0) continue;
+        batch.push(day);
+        n += c.failed + c.timedOut;
+      }
+      if (batch.length === 0) break;
+      await reader.load(
+        [],
+        batch.flatMap((d) => reader.hoursOf(d)),
+      );
+      const ids: string[] = [];
+      for (const d of batch)
+        for (const h of reader.hoursOf(d))
+          for (const r of reader.hour(h)?.runs ?? [])
+            if (r.counted === 'failed' || r.counted === 'timedOut') ids.push(r.runId);
+      // By id alone: with the workspace in the filter too, SQLite prefers an index on the workspace and reads them all.
+      const docs = ids.length > 0 ? await this.docs.collection<RunDoc>(runsCollection).find({ _id: { $in: ids } }) : [];
+      found.push(...docs.filter((r) => r.workspaceId === this.workspaceId));
+      // Every failure of the days read is in `found`, and every other one is older than all of them.
+      if (found.length >= recentFailuresShown) return inQueueOrder(found, -1).slice(0, recentFailuresShown);
+    }
+    return this.latest(['failed', 'timed_out'], -1, recentFailuresShown);
   }
 
   /** Runs of these statuses in queue order, read one status at a time so each read walks an index. */
@@ -205,20 +255,19 @@ export class StatsQueries {
         runs.find({ workspaceId: this.workspaceId, status }, { sort: [['queuedAt', order]], limit }),
       ),
     );
-    return lists
-      .flat()
-      .sort((a, b) => order * (a.queuedAt - b.queuedAt) || order * a._id.localeCompare(b._id))
-      .slice(0, limit);
+    return inQueueOrder(lists.flat(), order).slice(0, limit);
   }
 
   private async jobNames(ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
-    const jobs = await this.docs
-      .collection<JobDoc>(jobsCollection)
-      .find({ _id: { $in: ids }, workspaceId: this.workspaceId });
-    return new Map(jobs.map((j) => [j._id, j.name]));
+    // By id alone, as for the failures above.
+    const jobs = await this.docs.collection<JobDoc>(jobsCollection).find({ _id: { $in: ids } });
+    return new Map(jobs.filter((j) => j.workspaceId === this.workspaceId).map((j) => [j._id, j.name]));
   }
 }
+
+const inQueueOrder = (runs: RunDoc[], order: 1 | -1) =>
+  runs.sort((a, b) => order * (a.queuedAt - b.queuedAt) || order * a._id.localeCompare(b._id));
 
 const empty = summarize([]);
 
@@ -251,8 +300,19 @@ function window(reader: BucketReader, start: number, end: number): Piece[] {
   return out.sort((a, b) => a.start - b.start);
 }
 
+/** A bucket's jobs by id, kept with the bucket (which the cache may keep for many requests). */
+const jobIndexes = new WeakMap<BucketTotals, Map<string, JobTotals>>();
+function jobIndex(t: BucketTotals): Map<string, JobTotals> {
+  let index = jobIndexes.get(t);
+  if (!index) jobIndexes.set(t, (index = new Map(t.jobs.map((j) => [j[0], j]))));
+  return index;
+}
+
 function totals(pieces: readonly Piece[]): Totals {
-  const t = addTotals(pieces.map((p) => p.totals));
+  const t = addTotals(
+    pieces.map((p) => p.totals),
+    false,
+  );
   const durations = pieces.map((p) => p.durations()).filter((d) => d.length > 0);
   const succeeded = t.counts.succeeded;
   const failed = t.counts.failed + t.counts.timedOut;
