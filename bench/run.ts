@@ -251,8 +251,11 @@ const targets = {
   scriptedOverheadP50: met('scripted', (v) => v.overheadP50Ms <= 150),
   svcMcpCallUnder15Ms: met('mcp', (v) => v.svcMcpCall.perCallMs <= 15),
   sseDeliveryP99: met('sse', (v) => v.deliveryMs.p99 <= 100),
+  // Warm (repeated queries) and live (a run projected before each query); the cold series is a process's first query.
   overviewP99: met('overview', (v) =>
-    Object.values(v.overviewQueryMs as Record<string, { p99: number }>).every((q) => q.p99 <= 20),
+    [v.overviewQueryMs, v.overviewLiveQueryMs].every((series) =>
+      Object.values(series as Record<string, { p99: number }>).every((q) => q.p99 <= 20),
+    ),
   ),
   rebuildAt50kEventsPerSec: met('rebuild', (v) => v.rebuildEventsPerSec >= 50_000),
   webInitialJsUnder200KbGzip: met('web', (v) => v.initialJavaScript.gzipKb <= 200),
