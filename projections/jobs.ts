@@ -137,10 +137,17 @@ export const jobsProjector: Projector = {
           playbookEmpty: true,
           playbookHasMain: false,
         };
-        return [
-          { kind: 'update', collection: jobsCollection, filter: { _id }, update: { $set: doc }, upsert: true },
-          nextRunAt(_id, createdAt),
-        ];
+        const created: DocOp = {
+          kind: 'update',
+          collection: jobsCollection,
+          filter: { _id },
+          update: { $set: doc },
+          upsert: true,
+        };
+        // Without an enabled schedule, the `nextRunAt: null` just set is what the derive would write: reading the
+        // job back for it cost every creation a read and an update (docs/performance.md, "Job creations through the
+        // API: CPU per creation").
+        return config.cron && config.enabled ? [created, nextRunAt(_id, createdAt)] : [created];
       }
       case 'JobUpdated': {
         const ops = set({ ...configFields(event.data.changes), updatedAt: event.data.updatedAt });
