@@ -119,8 +119,10 @@ export const jobsProjector: Projector = {
     switch (event.type) {
       case 'JobCreated': {
         const { config, createdAt, workspaceId } = event.data;
-        const doc: Record<string, DocValue> = {
-          ...configFields(config),
+        // Assigned onto the config's fields rather than spread into a literal with them: a spread followed by this
+        // many fields costs V8 a new map per field (docs/performance.md, "Job creations through the API: CPU per
+        // creation"). The fields come out in the same order.
+        const doc: Record<string, DocValue> = Object.assign(configFields(config), {
           workspaceId,
           archived: false,
           createdAt,
@@ -136,7 +138,7 @@ export const jobsProjector: Projector = {
           graduatedVersion: null,
           playbookEmpty: true,
           playbookHasMain: false,
-        };
+        });
         const created: DocOp = {
           kind: 'update',
           collection: jobsCollection,
