@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { concatMap, filter, from, of, type Observable } from 'rxjs';
 import { BlobIntegrityError, readRef, type BlobRef, type BlobStore } from './blob-store.js';
+import { serialisePayload } from './payload-json.js';
 import type {
   AppendResult,
   EventStore,
@@ -101,7 +102,8 @@ export class BlobBackedEventStore implements EventStore {
   }
 
   async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    const sizes = events.map((e) => Buffer.byteLength(JSON.stringify(e.data) ?? ''));
+    // Serialised once: the SQLite store writes the same text (store/payload-json.ts).
+    const sizes = events.map((e) => Buffer.byteLength(serialisePayload(e.data) ?? ''));
     const chosen = chooseOutOfLine(sizes, this.limits);
     if (chosen.size === 0) return this.inner.append(streamId, events, expected);
     const written: string[] = [];

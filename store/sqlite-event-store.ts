@@ -16,6 +16,7 @@ import {
   type SubscribeAllOptions,
   type SubscribeStreamOptions,
 } from './event-store.js';
+import { payloadJson } from './payload-json.js';
 
 interface Row {
   position: number;
@@ -187,7 +188,7 @@ export class SqliteEventStore implements EventStore {
       serialised = events.map((e) => ({
         id: e.id ?? randomUUID(),
         type: e.type,
-        data: JSON.stringify(e.data),
+        data: payloadJson(e.data),
         metadata: JSON.stringify(e.metadata),
       }));
     } catch (err) {
