@@ -197,7 +197,7 @@ export class BlobBackedEventStore implements EventStore {
           else if (!isOutOfLine(e.data)) subscriber.next(e);
           else {
             waiting = [e];
-            void drain();
+            drain().catch((err: unknown) => subscriber.error(err));
           }
         },
         error: (err: unknown) => subscriber.error(err),

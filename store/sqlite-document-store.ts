@@ -293,8 +293,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     if (typeof byId === 'string' && Object.keys(filter).length === 1) {
       // A document by its id, what projectors update most: one prepared statement, without building the query.
       const row = this.prepare(`SELECT id, body FROM ${this.table} WHERE id = ?`).get(byId) as
-        | { id: string; body: string }
-        | undefined;
+        { id: string; body: string } | undefined;
       rows = row ? [row] : [];
     } else {
       const w = where(filter);
