@@ -126,7 +126,12 @@ export function applyUpdateShared(doc: Doc, update: Update, inserting: boolean):
   // Copied field by field into a literal, not spread: V8 gives a spread copy a map of its own, so every field an
   // upsert then adds makes a new map and the document ends up a slow dictionary (ten times the cost of the update).
   const out: Obj = {};
-  for (const k in doc) out[k] = doc[k];
+  for (const k in doc) {
+    // A field named `__proto__` (JSON.parse makes it an own field) stays one, as a spread would keep it.
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: doc[k], enumerable: true, writable: true, configurable: true });
+    else out[k] = doc[k];
+  }
   const sets = inserting && update.$setOnInsert ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
   for (const k in sets) {
     const v = sets[k];
