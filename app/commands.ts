@@ -27,6 +27,11 @@ export interface CommandResult<E, S> {
 
 const maxAttempts = 5;
 
+export interface ExecuteOptions {
+  /** The stream's id was made for this command (a new job's): the first attempt skips reading it. */
+  newStream?: boolean;
+}
+
 export const systemContext: CommandContext = {
   workspaceId: null,
   actor: { type: 'system', id: null },
@@ -80,9 +85,15 @@ export class CommandBus {
     decider: Decider<C, E, S>,
     command: C | ((state: S) => C),
     ctx: CommandContext,
+    options: ExecuteOptions = {},
   ): Promise<CommandResult<E, S>> {
     for (let attempt = 1; ; attempt++) {
-      const { state, revision } = await this.load(streamId, decider);
+      // A stream under an id made just now has nothing to read: it is decided on the initial state, and the append
+      // expects no stream, so a stream that does exist after all makes it fail and the next attempt reads it.
+      const { state, revision } =
+        attempt === 1 && options.newStream
+          ? { state: decider.initialState, revision: -1 }
+          : await this.load(streamId, decider);
       const cmd = typeof command === 'function' ? (command as (s: S) => C)(state) : command;
       const events = decider.decide(cmd, state);
       if (events.length === 0) return { events, state, position: null };

@@ -73,6 +73,8 @@ export class Jobs {
         return command;
       },
       ctx,
+      // A new job's id was made by `create`: its stream has nothing to fold yet.
+      { newStream: command.type === 'CreateJob' },
     );
     await this.projected(result.position);
   }

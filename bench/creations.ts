@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
-import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
+import { apiTokenFromLink, benchStores, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
 
 /**
  * CPU time a process has used (user + system), from /proc: on a machine shared with other work the served process's
@@ -18,6 +18,7 @@ function cpuMs(pid: number): number {
 
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
+  const stores = benchStores();
   const link = await seedSignInLink(dataDir);
 
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the served process (Node refuses --cpu-prof in
@@ -25,11 +26,19 @@ export async function creationsBenchmark(root: string, quick: boolean) {
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const server = spawn(process.execPath, [...nodeArgs, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
     stdio: 'ignore',
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...stores.env, SVC_LOG_LEVEL: 'warn' },
   });
   try {
     const url = await servedUrl(dataDir, server, 90_000);
     const token = await apiTokenFromLink(url, link);
+    // Counted from before the burst: a store on a server may hold jobs of earlier runs.
+    const totalJobs = async () =>
+      (
+        (await (
+          await fetch(`${url}/api/jobs?pageSize=1`, { headers: { authorization: `Bearer ${token}` } })
+        ).json()) as { total: number }
+      ).total;
+    const jobsBefore = await totalJobs();
     const rssBeforeMb = rssMb(server.pid!);
     const cpuBefore = cpuMs(server.pid!);
     let n = 0;
@@ -51,16 +60,15 @@ export async function creationsBenchmark(root: string, quick: boolean) {
     const cpuUsed = cpuMs(server.pid!) - cpuBefore;
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    const listed = (await (
-      await fetch(`${url}/api/jobs?pageSize=1`, { headers: { authorization: `Bearer ${token}` } })
-    ).json()) as { total: number };
+    const created = (await totalJobs()) - jobsBefore;
     return {
+      adapters: stores.adapters,
       connections: 50,
-      created: listed.total,
+      created,
       creationsPerSec: Math.round(result.requests.average),
       latencyP50Ms: result.latency.p50,
       latencyP99Ms: result.latency.p99,
-      serverCpuMsPerCreation: Math.round((cpuUsed / Math.max(1, listed.total)) * 1000) / 1000,
+      serverCpuMsPerCreation: Math.round((cpuUsed / Math.max(1, created)) * 1000) / 1000,
       rssBeforeMb,
       rssAfterMb: rssMb(server.pid!),
     };

@@ -42,10 +42,32 @@ export async function apiTokenFromLink(url: string, link: string): Promise<strin
   return created.token;
 }
 
+/**
+ * The stores a served benchmark runs on. Embedded SQLite by default; `SVC_BENCH_EVENTSTORE_URL` and
+ * `SVC_BENCH_MONGO_URL` (with `SVC_MASTER_KEY`, which the scaled path requires) put the served process and its seeding
+ * on those servers instead, so the scaled path gets numbers where servers exist (docs/performance.md, "Job creations
+ * through the API: CPU per creation"). `adapters` goes into the results, so every number says what it was measured on.
+ */
+export function benchStores(env: NodeJS.ProcessEnv = process.env): {
+  env: Record<string, string>;
+  adapters: { events: string; documents: string };
+} {
+  const events = env.SVC_BENCH_EVENTSTORE_URL || '';
+  const mongo = env.SVC_BENCH_MONGO_URL || '';
+  const out: Record<string, string> = {};
+  if (events) out.SVC_EVENTSTORE_URL = events;
+  if (mongo) out.SVC_MONGO_URL = mongo;
+  if ((events || mongo) && env.SVC_MASTER_KEY) out.SVC_MASTER_KEY = env.SVC_MASTER_KEY;
+  return {
+    env: out,
+    adapters: { events: events ? 'eventstoredb' : 'sqlite', documents: mongo ? 'mongodb' : 'sqlite' },
+  };
+}
+
 /** A sign-in link made in the store itself (as `svc admin sign-in-link` does), before a served process opens it. */
 export async function seedSignInLink(dataDir: string): Promise<string> {
   const seeded = await startServer(
-    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test' }),
+    loadConfig({ port: 0, dataDir }, { NODE_ENV: 'test', ...benchStores().env }),
     createLogger('silent'),
     () => {},
   );

@@ -16,6 +16,7 @@ import {
   type SubscribeAllOptions,
   type SubscribeStreamOptions,
 } from './event-store.js';
+import { payloadJson } from './payload-json.js';
 
 interface Row {
   position: number;
@@ -129,25 +130,14 @@ export class SqliteEventStore implements EventStore {
       all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       isDeleted: this.db.prepare('SELECT 1 AS one FROM deleted_streams WHERE stream_id = ?'),
     };
-    this.appendOne = this.db.transaction(({ streamId, events, expected }: PendingAppend): AppendResult => {
-      if (this.stmt.isDeleted.get(streamId)) throw new StreamDeletedError(streamId);
-      const last = this.stmt.last.get(streamId)?.revision;
-      const actual = last === null || last === undefined ? -1 : last;
-      if (expected === 'no_stream' ? actual !== -1 : expected !== 'any' && expected !== actual) {
-        throw new WrongExpectedRevisionError(streamId, expected, actual);
-      }
-      let revision = actual;
-      let position = 0;
-      for (const e of events) {
-        revision += 1;
-        position = Number(this.stmt.insert.run(e.id, streamId, revision, e.type, e.data, e.metadata).lastInsertRowid);
-      }
-      return { revision, position: toPosition(position) };
-    });
+    this.appendOne = this.db.transaction((a: PendingAppend): AppendResult => this.writeAppend(a));
     this.groupTx = this.db.transaction((group: PendingAppend[]) =>
       group.map((a) => {
         try {
-          return this.appendOne(a);
+          // An append of one event writes with one statement, which SQLite makes atomic by itself; a savepoint
+          // around it would copy every page it touches into the sub-journal first (docs/performance.md, "Job
+          // creations through the API: CPU per creation").
+          return a.events.length === 1 ? this.writeAppend(a) : this.appendOne(a);
         } catch (failed) {
           // The append's savepoint was rolled back and the group goes on, unless SQLite ended the transaction itself
           // (a full disk, an I/O error): then nothing of the group may be acknowledged.
@@ -168,6 +158,23 @@ export class SqliteEventStore implements EventStore {
     this.lastSeen = this.stmt.head.get()?.p ?? 0;
   }
 
+  /** The checks and inserts of one append, inside the group's transaction. */
+  private writeAppend({ streamId, events, expected }: PendingAppend): AppendResult {
+    if (this.stmt.isDeleted.get(streamId)) throw new StreamDeletedError(streamId);
+    const last = this.stmt.last.get(streamId)?.revision;
+    const actual = last === null || last === undefined ? -1 : last;
+    if (expected === 'no_stream' ? actual !== -1 : expected !== 'any' && expected !== actual) {
+      throw new WrongExpectedRevisionError(streamId, expected, actual);
+    }
+    let revision = actual;
+    let position = 0;
+    for (const e of events) {
+      revision += 1;
+      position = Number(this.stmt.insert.run(e.id, streamId, revision, e.type, e.data, e.metadata).lastInsertRowid);
+    }
+    return { revision, position: toPosition(position) };
+  }
+
   /**
    * Queued for the group commit at the end of this turn of the event loop (`setImmediate`): requests read from the
    * sockets in one turn append together. The events are serialised now, so a payload that cannot be fails its own
@@ -181,7 +188,7 @@ export class SqliteEventStore implements EventStore {
       serialised = events.map((e) => ({
         id: e.id ?? randomUUID(),
         type: e.type,
-        data: JSON.stringify(e.data),
+        data: payloadJson(e.data),
         metadata: JSON.stringify(e.metadata),
       }));
     } catch (err) {

@@ -123,10 +123,24 @@ export function documentFromFilter(filter: Filter): Obj {
  * changed in place (`store/write-back-documents.ts`).
  */
 export function applyUpdateShared(doc: Doc, update: Update, inserting: boolean): Doc {
-  const out: Obj = { ...doc };
-  const sets = inserting ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
+  // Copied field by field into a literal, not spread: V8 gives a spread copy a map of its own, so every field an
+  // upsert then adds makes a new map and the document ends up a slow dictionary (ten times the cost of the update).
+  const out: Obj = {};
+  for (const k in doc) {
+    // A field named `__proto__` (JSON.parse makes it an own field) stays one, as a spread would keep it.
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value: doc[k], enumerable: true, writable: true, configurable: true });
+    else out[k] = doc[k];
+  }
+  const sets = inserting && update.$setOnInsert ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
   for (const k in sets) {
     const v = sets[k];
+    // A top-level field, what most updates set, needs no walk down a path.
+    if (!k.includes('.')) {
+      if (v === undefined) delete out[k];
+      else out[k] = cloneValue(v)!;
+      continue;
+    }
     const at = parentOf(out, k, true, true)!;
     // Serialised, an undefined value is no field at all: a later $set of it then goes last, as after the store's round trip.
     if (v === undefined) delete at.parent[at.key];

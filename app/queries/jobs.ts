@@ -25,8 +25,9 @@ export class JobQueries {
 
   /** The job, or `not_found` ("Job not found"). */
   async get(jobId: string): Promise<JobDoc> {
-    const doc = await this.jobs.findOne({ _id: jobId, ...this.scope() });
-    if (!doc) throw DomainError.notFound('Job');
+    // Read by id alone, the store's cheapest read, and scoped here: every creation reads its job back this way.
+    const doc = await this.jobs.findOne({ _id: jobId });
+    if (!doc || doc.workspaceId !== this.workspaceId || doc.archived !== false) throw DomainError.notFound('Job');
     return doc;
   }
 

@@ -77,6 +77,25 @@ describe('events over the limit', () => {
     assert.deepEqual((await live).data, { key: 'later', value }, 'live delivery resolves too');
   });
 
+  it('reach a subscriber in log order when small ones follow one being read back', async () => {
+    const { events } = world();
+    const big = (n: number) => ({ key: `big-${n}`, value: 'b'.repeat(100_000) });
+    await events.append('jobstate-j3', [ev('JobStateSet', { key: 's0', value: 'x' })], 'no_stream');
+    await events.append('jobstate-j3', [ev('JobStateSet', big(1)), ev('JobStateSet', { key: 's1', value: 'x' })], 0);
+    await events.append('jobstate-j3', [ev('JobStateSet', { key: 's2', value: 'x' }), ev('JobStateSet', big(2))], 2);
+    const keys = ['s0', 'big-1', 's1', 's2', 'big-2', 's3'];
+    const all = firstValueFrom(events.subscribeAll().pipe(take(keys.length), toArray()));
+    const stream = firstValueFrom(events.subscribeStream('jobstate-j3').pipe(take(keys.length), toArray()));
+    await events.append('jobstate-j3', [ev('JobStateSet', { key: 's3', value: 'x' })], 4);
+    for (const got of [await all, await stream]) {
+      assert.deepEqual(
+        got.map((e) => (e.data as { key: string }).key),
+        keys,
+      );
+      assert.deepEqual(got[4]!.data, big(2), 'read back whole');
+    }
+  });
+
   it('read as they were written when they predate the blob store', async () => {
     const { log, events } = world();
     // Written straight to the log, as every event was before the port: up to 1 MiB inline.
