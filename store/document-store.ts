@@ -60,12 +60,6 @@ export interface FindOptions {
   skip?: number;
   limit?: number;
   search?: Search;
-  /**
-   * Only these top-level fields of each document, and `_id`: a reader that needs a few fields of large documents
-   * (a job's latest runs) has the store leave the rest unread (docs/design.md, "Replay"). A field a document lacks
-   * comes back as null, which filters treat as missing too. The documents are still typed whole: read only those.
-   */
-  fields?: string[];
 }
 
 export interface CountOptions {

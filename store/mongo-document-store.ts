@@ -69,12 +69,7 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
     }
     if (options.skip) pipeline.push({ $skip: options.skip });
     if (options.limit !== undefined) pipeline.push({ $limit: options.limit });
-    const fields = options.fields;
-    if (fields) pipeline.push({ $project: { _id: 1, ...Object.fromEntries(fields.map((f) => [f, 1])) } });
-    const found = (await this.c.aggregate(pipeline).toArray()) as T[];
-    // The port's answer for a field a document lacks: null, as the SQLite adapter gives it.
-    if (fields) for (const doc of found) for (const f of fields) (doc as Doc)[f] ??= null;
-    return found;
+    return (await this.c.aggregate(pipeline).toArray()) as T[];
   }
 
   async count(filter: Filter, options: CountOptions = {}): Promise<number> {

@@ -150,18 +150,6 @@ function orderBy(sort: Sort | undefined): string {
   );
 }
 
-/**
- * What a query returns of each row: the whole body, or a JSON object of `_id` and the named fields. `->` keeps a
- * value's JSON type (a boolean stays one, where `json_extract` gives 1), and gives null for a missing field.
- */
-function columns(fields: string[] | undefined): string {
-  if (!fields) return 'body';
-  const named = fields.filter((f) => f !== '_id');
-  for (const f of named)
-    if (!/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(f)) throw new Error(`a returned field is a top-level name: ${f}`);
-  return `json_object('_id', id${named.map((f) => `, '${f}', body -> '$.${f}'`).join('')})`;
-}
-
 function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
@@ -204,7 +192,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const w = where(filter);
     const s = searchSql(options.search);
     const cond = s ? allOf([w, s]) : w;
-    let sql = `SELECT ${columns(options.fields)} AS body FROM ${this.table} WHERE ${cond.sql}${orderBy(options.sort)}`;
+    let sql = `SELECT body FROM ${this.table} WHERE ${cond.sql}${orderBy(options.sort)}`;
     const params = [...cond.params];
     if (options.limit !== undefined || options.skip) {
       sql += ' LIMIT ? OFFSET ?';
@@ -248,8 +236,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     // A document by its id, the most common read of projectors and of a replay's write-back cache: one prepared
     // statement, without building the query.
     const keys = Object.keys(filter);
-    const plain = !options.search && !options.skip && !options.fields;
-    if (keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string' && plain) {
+    if (keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string' && !options.search && !options.skip) {
       const row = this.prepare(`SELECT body FROM ${this.table} WHERE id = ?`).get(filter._id) as
         { body: string } | undefined;
       return row && options.limit !== 0 ? [JSON.parse(row.body) as T] : [];

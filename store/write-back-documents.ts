@@ -38,11 +38,7 @@ function idsOf(filter: Filter): string[] | null {
 }
 
 const plainFind = (o: FindOptions) =>
-  o.skip === undefined &&
-  o.limit === undefined &&
-  o.search === undefined &&
-  o.fields === undefined &&
-  (o.sort ?? []).length === 0;
+  o.skip === undefined && o.limit === undefined && o.search === undefined && (o.sort ?? []).length === 0;
 
 const byId = (a: Doc, b: Doc) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 

@@ -139,22 +139,6 @@ export function documentStoreContract(name: string, open: () => Promise<Document
       assert.equal(await c.findOne({ tag: 'nope' }), null);
     });
 
-    it('returns only the fields asked for, and _id, with null for a missing one and types kept', async () => {
-      const c = await seeded();
-      assert.deepEqual(await c.find({ on: true }, { sort: [['_id', 1]], fields: ['n', 'on', 'nested', 'list'] }), [
-        { _id: 'a', n: 1, on: true, nested: { level: 1, label: 'one' }, list: null },
-        { _id: 'c', n: 3, on: true, nested: { level: 3, label: 'three' }, list: null },
-        { _id: 'e', n: null, on: true, nested: { level: 2, label: 'two' }, list: null },
-        { _id: 'f', n: 2, on: true, nested: null, list: ['p', 'q'] },
-      ]);
-      assert.deepEqual(await c.findOne({ _id: 'b' }, { fields: ['on', 'name'] }), {
-        _id: 'b',
-        on: false,
-        name: 'bravo',
-      });
-      assert.deepEqual(await c.find({ tag: 'x' }, { sort: [['n', -1]], limit: 1, fields: ['_id'] }), [{ _id: 'a' }]);
-    });
-
     it('searches case-insensitively for literal text, % and _ included', async () => {
       const c = await seeded();
       const search = async (text: string, fields = ['name']) =>
