@@ -263,7 +263,11 @@ export class ProjectionEngine {
     const started = Date.now();
     const changed = new Set<string>();
     const inOne = <T>(work: () => Promise<T>): Promise<T> => (this.docs.batch ? this.docs.batch(work) : work());
-    const page = new WriteBackDocuments(this.docs, writeBackCollections(this.projectors));
+    const held = writeBackCollections(this.projectors);
+    const page = new WriteBackDocuments(this.docs, held);
+    // Every write of the replay goes through the page: in a read model it fills from empty, a document it has not
+    // written is missing, and need not be looked up (most of what a rebuild writes is new).
+    await page.trackFromEmpty(held);
     // Only the categories some projector maps are read: the others (run timelines, most of a log) are passed unread.
     const filter = replayFilter(this.projectors);
     let applied = 0;
