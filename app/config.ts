@@ -1,7 +1,7 @@
-import { resolve } from 'node:path';
 import type { SignInProviderConfig } from '../domain/sign-in.js';
 import { ConfigError } from './config-error.js';
 import { readConfigFile } from './config-file.js';
+import { storeLocation } from './store-location.js';
 
 export { ConfigError };
 
@@ -49,8 +49,7 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
     if (!allRoles.includes(role)) throw new Error(`unknown role "${r}" (roles: ${allRoles.join(', ')})`);
     roles.add(role);
   }
-  const eventStoreUrl = env.SVC_EVENTSTORE_URL || null;
-  const mongoUrl = env.SVC_MONGO_URL || null;
+  const { dataDir, eventStoreUrl, mongoUrl } = storeLocation(flags, env);
   // Replicas of a scaled deployment share no disk: a key file generated in one data directory would leave every other
   // replica unable to open secrets or check cookies (docs/design.md, "Identity").
   if ((eventStoreUrl || mongoUrl) && !env.SVC_MASTER_KEY?.trim()) {
@@ -67,7 +66,7 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
   return {
     host,
     port,
-    dataDir: resolve(flags.dataDir ?? env.SVC_DATA_DIR ?? './data'),
+    dataDir,
     publicUrl: (env.SVC_PUBLIC_URL ?? '').replace(/\/+$/, ''),
     eventStoreUrl,
     mongoUrl,

@@ -17,6 +17,7 @@ import type { DocumentStore } from '../store/document-store.js';
 import type { EventStore, Position } from '../store/event-store.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
+import { plainSave } from '../tests/playbook-save.js';
 
 const quiet = { error: () => {}, info: () => {} };
 const hourMs = 3_600_000;
@@ -137,25 +138,12 @@ export async function fill(events: EventStore, runs: number, entries: number): P
           sources: [runId],
         },
       ];
+      // A reflection's save: the plain save with the run it learnt from.
+      const save = plainSave({ jobId, workspaceId, content, summary: `learning from run ${i}`, authorId: null, now });
       await bus.execute(
         playbookStreamId(jobId),
         playbookDecider,
-        {
-          type: 'SavePlaybook',
-          jobId,
-          workspaceId,
-          content,
-          baseVersion: null,
-          summary: `learning from run ${i}`,
-          author: 'reflection',
-          authorId: null,
-          sourceRunId: runId,
-          ops: null,
-          dockerfileHash: null,
-          proposedMain: false,
-          rolledBackFrom: null,
-          now,
-        },
+        { ...save, author: 'reflection', sourceRunId: runId },
         wctx,
       );
     }

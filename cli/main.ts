@@ -4,24 +4,25 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig } from '../app/config.js';
+import { ConfigError } from '../app/config-error.js';
+import type { ServeFlags } from '../app/config.js';
+import { storeLocation } from '../app/store-location.js';
 import { ProjectionLease } from '../projections/lease.js';
 import { ProjectionEngine } from '../projections/engine.js';
 import { ignoreFailure } from '../domain/ignore-failure.js';
 import pino from 'pino';
 import { closeStores, openStores } from '../store/open.js';
-import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { allProjectors } from '../projections/index.js';
-import { verifyProjections } from '../projections/verify.js';
 import { replayProgressLines } from './progress.js';
-import { exportAuditTrail } from '../app/audit-export.js';
 import { errorMessage } from '../domain/error-message.js';
 
 /**
- * The server's modules (the HTTP API, its schemas' validators, MCP) are loaded by the commands that use them only:
- * loading them costs a command like `admin rebuild-projections` a second or two of CPU before it starts.
+ * The server's modules (the HTTP API, its schemas' validators, MCP) and the configuration file's parser are loaded by
+ * the commands that use them only: loading them costs a command like `admin rebuild-projections` a second or two of
+ * CPU before it starts. The commands that only open the stores read where they are (`storeLocation`).
  */
 const serverModule = () => import('../server/start.js');
+const loadConfig = async (flags: ServeFlags) => (await import('../app/config.js')).loadConfig(flags);
 /** The CLI commands' own logger: warnings and errors only, on stdout like the server's. */
 const warnLogger = () => pino({ level: 'warn', base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
 
@@ -67,7 +68,7 @@ async function serve(args: string[]): Promise<void> {
     roles: { type: 'string' },
     config: { type: 'string' },
   });
-  const config = loadConfig({
+  const config = await loadConfig({
     config: v.config as string | undefined,
     host: v.host as string | undefined,
     port: v.port !== undefined ? Number(v.port) : undefined,
@@ -113,7 +114,7 @@ async function admin(args: string[]): Promise<void> {
     const v = flags(rest, { 'data-dir': { type: 'string' }, email: { type: 'string' } });
     const email = (v.email as string | undefined) ?? 'admin@localhost';
     if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 320) throw new UsageError(`not an email address: ${email}`);
-    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const config = await loadConfig({ dataDir: v['data-dir'] as string | undefined });
     const services = await (await serverModule()).openServices(config, warnLogger());
     try {
       const path = await services.identity.issueSignInLink(email);
@@ -125,7 +126,7 @@ async function admin(args: string[]): Promise<void> {
   }
   if (sub === 'rebuild-projections') {
     const v = flags(rest, { 'data-dir': { type: 'string' }, projector: { type: 'string', multiple: true } });
-    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const config = storeLocation({ dataDir: v['data-dir'] as string | undefined });
     const stores = await openStores(config);
     const engine = new ProjectionEngine(stores.events, stores.docs, allProjectors, warnLogger());
     // The rebuild writes the read models, so it needs the lease every projector process takes before writing them.
@@ -160,13 +161,15 @@ async function admin(args: string[]): Promise<void> {
   }
   if (sub === 'verify-projections') {
     const v = flags(rest, { 'data-dir': { type: 'string' } });
-    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const config = storeLocation({ dataDir: v['data-dir'] as string | undefined });
     const stores = await openStores(config);
     // The scratch read models go to a file of their own, not memory: a long log makes large read models.
     const scratchDir = mkdtempSync(join(tmpdir(), 'svc-verify-'));
+    const { openSqliteDocumentStore } = await import('../store/sqlite-document-store.js');
     const scratch = openSqliteDocumentStore(join(scratchDir, 'read.db'));
     try {
       const started = Date.now();
+      const { verifyProjections } = await import('../projections/verify.js');
       const differences = await verifyProjections(
         stores.events,
         stores.docs,
@@ -193,7 +196,7 @@ async function admin(args: string[]): Promise<void> {
   }
   if (sub === 'apply-retention') {
     const v = flags(rest, { 'data-dir': { type: 'string' } });
-    const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+    const config = await loadConfig({ dataDir: v['data-dir'] as string | undefined });
     const services = await (await serverModule()).openServices(config, warnLogger());
     try {
       const { retentionOf } = await import('../server/runner-role.js');
@@ -227,9 +230,10 @@ async function audit(args: string[]): Promise<void> {
   });
   const since = instant('since', v.since as string | undefined);
   const until = instant('until', v.until as string | undefined);
-  const config = loadConfig({ dataDir: v['data-dir'] as string | undefined });
+  const config = storeLocation({ dataDir: v['data-dir'] as string | undefined });
   const stores = await openStores(config);
   try {
+    const { exportAuditTrail } = await import('../app/audit-export.js');
     const entries = exportAuditTrail(stores.events, {
       ...(v.workspace !== undefined ? { workspaceId: v.workspace as string } : {}),
       ...(v.job !== undefined ? { jobId: v.job as string } : {}),

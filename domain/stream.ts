@@ -30,6 +30,8 @@ export class StreamCategory<E extends DomainEvent, K = string> {
     readonly category: string,
     private readonly key: KeyFormat<K>,
   ) {
+    // `categoryOf` reads a stream id's category up to its first dash.
+    if (category === '' || category.includes('-')) throw new Error(`a category name holds no dash: ${category}`);
     this.prefix = `${category}-`;
   }
 
@@ -51,6 +53,15 @@ export class StreamCategory<E extends DomainEvent, K = string> {
     if (key === null) return null;
     return { key, event: upcast(recorded) as unknown as Omit<R, 'type' | 'data'> & E };
   }
+}
+
+/**
+ * The category of a stream id, the part before its first `-` (category names hold none); '' for an id without one,
+ * which is of no category.
+ */
+export function categoryOf(streamId: string): string {
+  const dash = streamId.indexOf('-');
+  return dash < 0 ? '' : streamId.slice(0, dash);
 }
 
 /** A category whose key is one opaque id (a uuid or a hash). */

@@ -84,6 +84,28 @@ export const auditProjector: Projector = {
       afterReplay: true,
     },
   ],
+  // Every category domain/audit.ts summarises or learns a name from.
+  categories: [
+    streams.apiToken,
+    streams.invite,
+    streams.job,
+    streams.jobImages,
+    streams.jobMcp,
+    streams.jobRuns,
+    streams.jobSecrets,
+    streams.jobState,
+    streams.mcpOauth,
+    streams.mcpServer,
+    streams.membership,
+    streams.playbook,
+    streams.provider,
+    streams.run,
+    streams.secret,
+    streams.settings,
+    streams.user,
+    streams.workspace,
+    streams.workspaceErasure,
+  ],
   project(e: RecordedEvent): DocOp[] {
     const ops: DocOp[] = [];
     // A deleted run's own entries go with its streams, so the trail is what a replay of the log gives; the deletion

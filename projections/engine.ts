@@ -1,6 +1,7 @@
 import type { Subscription } from 'rxjs';
 import type { Doc, DocumentStore } from '../store/document-store.js';
-import type { EventStore, Position, RecordedEvent } from '../store/event-store.js';
+import type { AllFilter, EventStore, Position, RecordedEvent } from '../store/event-store.js';
+import { categoryOf } from '../domain/stream.js';
 import { upcast } from '../domain/upcast.js';
 import { WriteBackDocuments } from '../store/write-back-documents.js';
 import type { DocOp, Projector } from './projector.js';
@@ -35,7 +36,10 @@ export interface EngineLogger {
   info(obj: object, msg: string): void;
 }
 
-/** How far a replay is: events applied so far, of `total` when the store can count them cheaply. */
+/**
+ * How far a replay is: events of the log passed so far (those no projector maps included), of `total` when the store
+ * tells cheaply about how many follow a position (`EventStore.countAfter`); without it, events applied so far.
+ */
 export interface ReplayProgress {
   done: number;
   total: number | null;
@@ -75,6 +79,8 @@ export const readYourWritesMs = 5_000;
 
 interface Lane {
   projector: Projector;
+  /** The stream categories the projector maps (`Projector.categories`); null for every event. */
+  offered: ReadonlySet<string> | null;
   checkpoint: Position | null;
   healthy: boolean;
   lastError: string | null;
@@ -252,15 +258,29 @@ export class ProjectionEngine {
     if (this.running) throw new Error('replay needs a stopped engine');
     await this.loadLanes(true);
     let after = this.oldestCheckpoint();
-    const total = this.events.countAfter ? await this.events.countAfter(after) : null;
+    const remaining = this.events.countAfter?.bind(this.events);
+    const total = remaining ? await remaining(after) : null;
     const started = Date.now();
     const changed = new Set<string>();
     const inOne = <T>(work: () => Promise<T>): Promise<T> => (this.docs.batch ? this.docs.batch(work) : work());
-    const page = new WriteBackDocuments(this.docs, writeBackCollections(this.projectors));
-    let done = 0;
+    const held = writeBackCollections(this.projectors);
+    const page = new WriteBackDocuments(this.docs, held);
+    // Every write of the replay goes through the page: in a read model it fills from empty, a document it has not
+    // written is missing, and need not be looked up (most of what a rebuild writes is new).
+    await page.trackFromEmpty(held);
+    // Only the categories some projector maps are read: the others (run timelines, most of a log) are passed unread.
+    const filter = replayFilter(this.projectors);
+    let applied = 0;
     for (;;) {
-      const events = await this.events.readAll({ after, limit: replayBatch });
-      if (events.length === 0) break;
+      // The head first: every event up to it that the filter keeps is in this page or the ones after it.
+      const head = await this.events.headPosition();
+      const events = await this.events.readAll({ after, limit: replayBatch, ...(filter ? { filter } : {}) });
+      const last = events.length > 0 ? events[events.length - 1]!.position : null;
+      // A page short of a whole one ends the log: every lane is then passed up to the head, the events after the
+      // page's last that no projector maps included.
+      const end = events.length < replayBatch ? this.later(last, head) : null;
+      if (events.length === 0 && (end === null || (after !== null && this.events.comparePositions(end, after) <= 0)))
+        break;
       const before = [...this.lanes.values()].map((l) => [l, l.checkpoint, l.healthy, l.lastError] as const);
       const undo = () => {
         for (const [lane, checkpoint, healthy, lastError] of before)
@@ -268,7 +288,7 @@ export class ProjectionEngine {
         page.discard();
       };
       try {
-        await inOne(() => this.replayPage(events, changed, page, true));
+        await inOne(() => this.replayPage(events, changed, page, true, end));
       } catch (err) {
         // The page's writes were rolled back: so are the checkpoints this process holds, and what the page held.
         undo();
@@ -276,16 +296,18 @@ export class ProjectionEngine {
         // A projector failed in the page: it is applied again event by event, so the failing one stops exactly where
         // the live feed would have stopped it.
         try {
-          await inOne(() => this.replayPage(events, changed, page, false));
+          await inOne(() => this.replayPage(events, changed, page, false, end));
         } catch (again) {
           undo();
           throw again;
         }
       }
       page.discard();
-      after = events[events.length - 1]!.position;
-      done += events.length;
+      after = end ?? last;
+      applied += events.length;
+      const done = total !== null && remaining ? total - (await remaining(after)) : applied;
       onProgress?.({ done, total, elapsedMs: Date.now() - started });
+      if (end !== null) break;
       // A page is one long chain of resolved promises: timers (the lease's renewal) run only between pages.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -306,12 +328,13 @@ export class ProjectionEngine {
     changed: Set<string>,
     page: WriteBackDocuments,
     defer: boolean,
+    end: Position | null,
   ): Promise<void> {
     const deferred = defer ? new Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }>() : null;
     const healthy = [...this.lanes.values()].filter((l) => l.healthy);
     for (const raw of events) {
       if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
-      await this.replayOne(upcast(raw), changed, page, deferred);
+      await this.replayOne(raw, changed, page, deferred);
     }
     if (deferred) {
       if (healthy.some((l) => !l.healthy)) throw new ExactReplayNeeded();
@@ -323,20 +346,32 @@ export class ProjectionEngine {
         }
       }
     }
+    // The log's end: what follows the page's last event up to it, no projector maps.
+    if (end !== null)
+      for (const lane of this.lanes.values())
+        if (lane.healthy && (lane.checkpoint === null || this.events.comparePositions(lane.checkpoint, end) < 0))
+          lane.checkpoint = end;
     await page.flush();
     await this.flushAll();
   }
 
   /** One event of a replay: a projector that fails stops there (its error is stored with its checkpoint). */
   private async replayOne(
-    event: RecordedEvent,
+    raw: RecordedEvent,
     changed: Set<string>,
     docs: DocumentStore,
     deferred: Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }> | null,
   ): Promise<void> {
+    const category = categoryOf(raw.streamId);
+    let event: RecordedEvent | null = null;
     for (const lane of this.lanes.values()) {
       if (!lane.healthy) continue;
-      if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
+      if (lane.checkpoint !== null && this.events.comparePositions(raw.position, lane.checkpoint) <= 0) continue;
+      if (lane.offered !== null && !lane.offered.has(category)) {
+        lane.checkpoint = raw.position;
+        continue;
+      }
+      event ??= upcast(raw);
       try {
         for (const op of lane.projector.project(event)) {
           changed.add(op.collection);
@@ -484,14 +519,22 @@ export class ProjectionEngine {
     ).filter((e) => this.events.comparePositions(e.position, position) <= 0);
     const written = pending.find((e) => this.events.comparePositions(e.position, position) === 0);
     if (!written) return false;
+    const lane = this.lanes.get(p.name);
     return pending.some((e) => {
-      if (e.streamId !== written.streamId) return false;
+      if (e.streamId !== written.streamId || (lane && !offers(lane, e))) return false;
       try {
         return p.project(upcast(e)).length > 0;
       } catch {
         return true;
       }
     });
+  }
+
+  /** The later of two positions, either of which may be missing. */
+  private later(a: Position | null, b: Position | null): Position | null {
+    if (a === null) return b;
+    if (b === null) return a;
+    return this.events.comparePositions(a, b) >= 0 ? a : b;
   }
 
   private oldestCheckpoint(): Position | null {
@@ -602,9 +645,15 @@ export class ProjectionEngine {
   /** One event to every projector, inside the batch's transaction; `changed` gathers the collections written. */
   private async apply(raw: RecordedEvent, changed: Set<string>): Promise<void> {
     const event = upcast(raw);
+    const category = categoryOf(event.streamId);
     const mine = new Set<string>();
     for (const lane of this.lanes.values()) {
       if (lane.checkpoint !== null && this.events.comparePositions(event.position, lane.checkpoint) <= 0) continue;
+      if (lane.offered !== null && !lane.offered.has(category)) {
+        // Not an event it maps: passed as applied, or left for its recovery to pass.
+        if (lane.healthy) lane.checkpoint = event.position;
+        continue;
+      }
       if (!lane.healthy) {
         this.noteMissed(lane, event);
         continue;
@@ -634,7 +683,7 @@ export class ProjectionEngine {
 
   /** Remembers that a failing projector skipped an event it would have changed its read model for. */
   private noteMissed(lane: Lane, event: RecordedEvent): void {
-    if (lane.missed === null) return;
+    if (lane.missed === null || !offers(lane, event)) return;
     let concerns = true;
     try {
       concerns = lane.projector.project(event).length > 0;
@@ -687,10 +736,12 @@ export class ProjectionEngine {
         const from = lane.checkpoint;
         for (const raw of batch) {
           if (this.events.comparePositions(raw.position, this.processed) > 0) break;
-          current = upcast(raw);
-          await this.applyTo(lane.projector, current, changed);
-          lane.checkpoint = current.position;
-          current = null;
+          if (offers(lane, raw)) {
+            current = upcast(raw);
+            await this.applyTo(lane.projector, current, changed);
+            current = null;
+          }
+          lane.checkpoint = raw.position;
         }
         if (lane.checkpoint === from) break;
         await new Promise((resolve) => setImmediate(resolve)); // a turn of the event loop per page, as in drain()
@@ -785,6 +836,7 @@ class ExactReplayNeeded extends Error {
 function freshLane(projector: Projector): Lane {
   return {
     projector,
+    offered: projector.categories ? new Set(projector.categories.map((c) => c.category)) : null,
     checkpoint: null,
     healthy: true,
     lastError: null,
@@ -793,6 +845,24 @@ function freshLane(projector: Projector): Lane {
     retryDue: false,
     missed: new Set(),
   };
+}
+
+/** Whether the lane's projector maps events of this event's stream category. */
+function offers(lane: Lane, event: Pick<RecordedEvent, 'streamId'>): boolean {
+  return lane.offered === null || lane.offered.has(categoryOf(event.streamId));
+}
+
+/**
+ * What a replay reads of the log: the stream categories some projector maps, or everything when one of them does not
+ * name its own (docs/design.md, "Replay").
+ */
+export function replayFilter(projectors: Projector[]): AllFilter | undefined {
+  const categories = new Set<string>();
+  for (const p of projectors) {
+    if (!p.categories) return undefined;
+    for (const c of p.categories) categories.add(c.category);
+  }
+  return { streamPrefixes: [...categories].sort().map((c) => `${c}-`) };
 }
 
 function backoff(attempt: number): number {

@@ -96,6 +96,7 @@ export const usersProjector: Projector = {
   version: 2,
   collections: [usersCollection],
   indexes: [{ collection: usersCollection, keys: [['email', 1]] }],
+  categories: [streams.user, streams.session],
   project(recorded: RecordedEvent): DocOp[] {
     const session = streams.session.decode(recorded);
     if (session?.event.type === 'SessionStarted' || session?.event.type === 'SessionSwitched') {
@@ -151,6 +152,7 @@ export const workspacesProjector: Projector = {
   version: 1,
   collections: [workspacesCollection],
   indexes: [],
+  categories: [streams.workspace, streams.workspaceErasure],
   project(recorded: RecordedEvent): DocOp[] {
     // Erased: the workspace's own stream is gone too, and its name with it (docs/design.md, "Workspace erasure").
     const erased = streams.workspaceErasure.decode(recorded);
@@ -189,6 +191,7 @@ export const membersProjector: Projector = {
     },
     { collection: membersCollection, keys: [['userId', 1]] },
   ],
+  categories: [streams.workspace, streams.membership],
   project(recorded: RecordedEvent): DocOp[] {
     const workspace = streams.workspace.decode(recorded);
     if (workspace?.event.type === 'WorkspaceDeleted')
@@ -238,6 +241,7 @@ export const apiTokensProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.apiToken],
   project(recorded: RecordedEvent): DocOp[] {
     const decoded = streams.apiToken.decode(recorded);
     if (!decoded) return [];
@@ -279,6 +283,7 @@ export const sessionsProjector: Projector = {
     { collection: sessionsCollection, keys: [['userId', 1]] },
     { collection: sessionsCollection, keys: [['expiresAt', 1]] },
   ],
+  categories: [streams.session, streams.workspace, streams.user, streams.membership],
   project(recorded: RecordedEvent): DocOp[] {
     const session = streams.session.decode(recorded);
     if (session) {
@@ -334,6 +339,7 @@ export const invitesProjector: Projector = {
     },
     { collection: invitesCollection, keys: [['email', 1]] },
   ],
+  categories: [streams.workspace, streams.invite],
   project(recorded: RecordedEvent): DocOp[] {
     const workspace = streams.workspace.decode(recorded);
     if (workspace?.event.type === 'WorkspaceDeleted')

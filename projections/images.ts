@@ -38,6 +38,7 @@ export const imagesProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.jobImages],
   project(recorded: RecordedEvent): DocOp[] {
     const decoded = streams.jobImages.decode(recorded);
     if (!decoded) return [];

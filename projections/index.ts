@@ -1,3 +1,4 @@
+import { streams } from '../domain/streams.js';
 import { auditProjector } from './audit.js';
 import {
   apiTokensProjector,
@@ -34,7 +35,8 @@ export const allProjectors: Projector[] = [
   secretsProjector,
   mcpServersProjector,
   runsProjector,
-  statsProjector,
+  // The statistics map a run's events and its admission stream's deletion of it (projections/stats.ts).
+  { ...statsProjector, categories: statsProjector.categories ?? [streams.run, streams.jobRuns] },
   jobsProjector,
   playbooksProjector,
   imagesProjector,

@@ -105,6 +105,7 @@ export const jobsProjector: Projector = {
       afterReplay: true,
     },
   ],
+  categories: [streams.run, streams.jobRuns, streams.schedule, streams.playbook, streams.job],
   project(recorded: RecordedEvent): DocOp[] {
     const run = streams.run.decode(recorded);
     if (run)

@@ -42,6 +42,7 @@ export const mcpServersProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.jobMcp, streams.mcpOauth, streams.mcpServer],
   project(recorded: RecordedEvent): DocOp[] {
     const grants = streams.jobMcp.decode(recorded);
     if (grants) {

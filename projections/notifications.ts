@@ -65,6 +65,7 @@ export const notificationsProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.run, streams.notification],
   project(recorded: RecordedEvent): DocOp[] {
     const run = streams.run.decode(recorded);
     if (run) return runChanges(run.event);

@@ -54,6 +54,7 @@ export const playbooksProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.playbook, streams.playbookStats],
   project(recorded: RecordedEvent): DocOp[] {
     const saved = streams.playbook.decode(recorded);
     if (saved) {

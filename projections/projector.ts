@@ -44,5 +44,11 @@ export interface Projector {
   version: number;
   collections: string[];
   indexes: IndexSpec[];
+  /**
+   * The stream categories whose events `project` maps (`streams.run`, ...). The engine offers the projector no event
+   * of another category, live or in a replay, and a replay reads from the log only the categories some projector
+   * names (docs/design.md, "Replay"): most of a log is run timelines, which no read model maps. Absent: every event.
+   */
+  categories?: ReadonlyArray<{ readonly category: string }>;
   project(event: RecordedEvent): DocOp[];
 }

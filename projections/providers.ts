@@ -55,6 +55,7 @@ export const providersProjector: Projector = {
     },
     { collection: modelsCollection, keys: [['providerId', 1]] },
   ],
+  categories: [streams.settings, streams.provider],
   project(recorded: RecordedEvent): DocOp[] {
     const settings = streams.settings.decode(recorded);
     if (settings) {

@@ -104,6 +104,7 @@ export const runsProjector: Projector = {
       afterReplay: true,
     })),
   ],
+  categories: [streams.job, streams.jobRuns, streams.run],
   project(recorded: RecordedEvent): DocOp[] {
     const job = streams.job.decode(recorded);
     if (job) return jobChanges(job.event, job.key);

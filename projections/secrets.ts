@@ -33,6 +33,7 @@ export const secretsProjector: Projector = {
       ],
     },
   ],
+  categories: [streams.jobSecrets, streams.secret],
   project(recorded: RecordedEvent): DocOp[] {
     const mapped = streams.jobSecrets.decode(recorded);
     if (mapped) {

@@ -130,7 +130,11 @@ export interface EventStore {
   flushDeletions(): Promise<void>;
   /** Position of the last event in the log, or null for an empty log. */
   headPosition(): Promise<Position | null>;
-  /** How many events follow `after` in the log; only where the store counts them cheaply (progress of a replay). */
+  /**
+   * About how many events follow `after` in the log, for a replay's progress: at least as many as follow it, and
+   * what the store's own clean-up has not reclaimed yet may count (a deleted stream's). Only where the store answers
+   * it without reading the log.
+   */
   countAfter?(after: Position | null): Promise<number>;
   close(): Promise<void>;
 }

@@ -43,6 +43,39 @@ const plainFind = (o: FindOptions) =>
 const byId = (a: Doc, b: Doc) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 
 /**
+ * The ids written to a collection, as a Bloom filter of fixed size (a megabyte): `has` is false only for an id never
+ * added, so a lookup it rules out needs no query, and one it lets through (rarely, until the collection holds
+ * millions of documents) is asked of the store as before.
+ */
+class WrittenIds {
+  private readonly bits = new Int32Array(1 << 18);
+  private static readonly mask = (1 << 23) - 1;
+
+  private static positions(id: string): [number, number, number] {
+    // Two 32-bit hashes in one pass (FNV-1a and a multiplicative one); three positions from them.
+    let a = 0x811c9dc5;
+    let b = 0x9747b28c;
+    for (let i = 0; i < id.length; i++) {
+      const c = id.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 13);
+    }
+    b |= 1;
+    const m = WrittenIds.mask;
+    return [a & m, (a + b) & m, (a + 2 * b) & m];
+  }
+
+  add(id: string): void {
+    for (const p of WrittenIds.positions(id)) this.bits[p >>> 5]! |= 1 << (p & 31);
+  }
+
+  has(id: string): boolean {
+    for (const p of WrittenIds.positions(id)) if ((this.bits[p >>> 5]! & (1 << (p & 31))) === 0) return false;
+    return true;
+  }
+}
+
+/**
  * One collection's unit of work. Documents read or written by `_id` are held in memory (null: known missing) and
  * written back together; a query of any other shape first writes back what is pending, then asks the store, so it
  * sees exactly the store the same writes would have left.
@@ -51,6 +84,12 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
   private readonly held = new Map<string, T | null>();
   private readonly dirty = new Set<string>();
   private writing: Promise<void> | null = null;
+  /**
+   * Set when the collection was empty as the cache began and every write since went through it: an id not in it is
+   * missing from the store, without asking (a replay's new documents, most of what it writes). Kept across
+   * `discard()`: an id of a rolled back page only costs a query.
+   */
+  private written: WrittenIds | null = null;
 
   constructor(private readonly inner: Collection<T>) {}
 
@@ -58,8 +97,17 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
     return this.inner.name;
   }
 
+  /** From now on, ids this cache never wrote are known missing (`WriteBackDocuments.trackFromEmpty`). */
+  async trackFromEmpty(): Promise<void> {
+    this.written = (await this.inner.findOne({})) === null ? new WrittenIds() : null;
+  }
+
   private async load(id: string): Promise<T | null> {
     if (this.held.has(id)) return this.held.get(id)!;
+    if (this.written && !this.written.has(id)) {
+      this.held.set(id, null);
+      return null;
+    }
     const doc = await this.inner.findOne({ _id: id });
     // A write-back of the same id may have happened meanwhile: what is held wins.
     if (this.held.has(id)) return this.held.get(id)!;
@@ -70,6 +118,7 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
   private put(id: string, doc: T | null): void {
     this.held.set(id, doc);
     this.dirty.add(id);
+    if (doc) this.written?.add(id);
   }
 
   /** Writes back every pending change of this collection; the documents stay held, now as the store has them. */
@@ -100,8 +149,12 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
     this.dirty.clear();
   }
 
-  /** For a write the store makes itself (many documents, a filter of another shape): nothing held stays true. */
-  private async through<R>(write: () => Promise<R>): Promise<R> {
+  /**
+   * For a write the store makes itself (many documents, a filter of another shape): nothing held stays true. One that
+   * may insert (an upsert) makes ids the cache does not know of: they are asked of the store from then on.
+   */
+  private async through<R>(write: () => Promise<R>, inserts = false): Promise<R> {
+    if (inserts) this.written = null;
     await this.flush();
     try {
       return await write();
@@ -125,6 +178,8 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
     const ids = idsOf(filter);
     const sortsById = (options.sort ?? []).every(([f, d]) => f === '_id' && d === 1);
     if (ids !== null && sortsById && plainFind({ ...options, sort: [] })) {
+      const written = this.written;
+      if (written) for (const id of ids) if (!this.held.has(id) && !written.has(id)) this.held.set(id, null);
       const missing = ids.filter((id) => !this.held.has(id));
       if (missing.length > 0) {
         const found = new Map((await this.inner.find({ _id: { $in: missing } })).map((d) => [d._id, d]));
@@ -154,7 +209,7 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
 
   async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     const id = idOf(filter);
-    if (id === null) return this.through(() => this.inner.updateOne(filter, update, options));
+    if (id === null) return this.through(() => this.inner.updateOne(filter, update, options), options.upsert);
     const doc = await this.load(id);
     if (doc) {
       this.put(id, applyUpdateShared(doc, update, false) as T);
@@ -167,7 +222,7 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
 
   async updateMany(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     if (idOf(filter) !== null) return this.updateOne(filter, update, options);
-    return this.through(() => this.inner.updateMany(filter, update, options));
+    return this.through(() => this.inner.updateMany(filter, update, options), options.upsert);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
@@ -219,6 +274,16 @@ export class WriteBackDocuments implements DocumentStore {
       this.held.set(name, c);
     }
     return c as unknown as Collection<T>;
+  }
+
+  /**
+   * Tells the named collections that were empty now which ids they hold from here on: those this cache writes, so it
+   * need not ask the store for any other (docs/design.md, "Replay"). Only for a cache through which every later write
+   * of those collections goes, as a replay's is.
+   */
+  async trackFromEmpty(names: Iterable<string>): Promise<void> {
+    for (const name of names)
+      if (this.cached.has(name)) await (this.collection(name) as unknown as WriteBackCollection<Doc>).trackFromEmpty();
   }
 
   /** Writes back every pending change. */

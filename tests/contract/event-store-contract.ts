@@ -254,6 +254,41 @@ export function eventStoreContract(
       assert.ok(head && store.comparePositions(head, first.position) > 0);
     });
 
+    it('filters past many events it leaves out, by prefix and type together; a prefix inside an id is not one', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const start = await store.headPosition();
+      await store.append(`kept${tag}-1`, [ev(`K${tag}`, 1)], 'no_stream');
+      // More than a page of the store's own reads, none of them kept.
+      await store.append(
+        `noise${tag}-1`,
+        Array.from({ length: 1200 }, (_, i) => ev(`K${tag}`, i)),
+        'no_stream',
+      );
+      await store.append(`x-kept${tag}-1`, [ev(`K${tag}`, 2)], 'no_stream');
+      await store.append(`kept${tag}-2`, [ev(`Other${tag}`, 3), ev(`K${tag}`, 4)], 'no_stream');
+      const kept = await store.readAll({
+        after: start,
+        filter: { streamPrefixes: [`kept${tag}-`, `%${tag}`], eventTypes: [`K${tag}`] },
+      });
+      assert.deepEqual(
+        kept.map((e) => [e.streamId, (e.data as { n: number }).n]),
+        [
+          [`kept${tag}-1`, 1],
+          [`kept${tag}-2`, 4],
+        ],
+      );
+      const first = await store.readAll({ after: start, filter: { streamPrefixes: [`kept${tag}-`] }, limit: 1 });
+      assert.deepEqual(
+        first.map((e) => e.streamId),
+        [`kept${tag}-1`],
+      );
+      const head = (await store.headPosition())!;
+      if (store.countAfter) {
+        assert.ok((await store.countAfter(start)) >= 1204, 'at least the events that follow');
+        assert.equal(await store.countAfter(head), 0);
+      }
+    });
+
     it('deletes a stream for good: reads answer nothing, the id stays closed, neighbours keep their positions', async () => {
       const tag = randomUUID().slice(0, 8);
       const gone = `gone${tag}-1`;

@@ -152,6 +152,41 @@ describe('projection engine', () => {
     assert.equal((await docs.collection('a').findOne({ _id: 's' }))?.total, 4);
   });
 
+  it('offers a projector only the stream categories it names, live and in a replay, and passes the others', async () => {
+    const only = (name: string): Projector => ({ ...counter(name), categories: [{ category: 'kept' }] });
+    const { events, docs, engine } = setup([only('a')]);
+    await engine.start();
+    await count(events, 'kept-1', 1, 3);
+    // Another category, and an id of none (no dash): neither reaches the projector.
+    await count(events, 'other-1', 1, 1200);
+    await count(events, 'kept', 1, 2);
+    const head = await count(events, 'other-2', 1, 1);
+    assert.equal(await engine.waitFor(head, 5000), true);
+    assert.deepEqual(
+      (await docs.collection('a').find({})).map((d) => [d._id, d.seen]),
+      [['kept-1', [1, 2, 3]]],
+    );
+    await engine.stop();
+    assert.deepEqual(
+      (await engine.storedStatus()).map((s) => s.position),
+      [head],
+      'its checkpoint passed the events it is not offered',
+    );
+    // A replay reads only the kept category; the timeline of what it passed still reaches the head.
+    const progress: Array<[number, number | null]> = [];
+    const scratch = openSqliteDocumentStore(':memory:');
+    const replay = new ProjectionEngine(events, scratch, [only('a')], quiet);
+    await replay.replay((p) => progress.push([p.done, p.total]));
+    assert.deepEqual(await scratch.collection('a').find({}), await docs.collection('a').find({}));
+    assert.deepEqual(
+      (await replay.storedStatus()).map((s) => s.position),
+      [head],
+      'the replay ends at the head, past the last event it read',
+    );
+    assert.deepEqual(progress, [[Number(head), Number(head)]], 'one page of three events read, the whole log passed');
+    await scratch.close();
+  });
+
   it('answers false when a position is not reached in time', async () => {
     const other = openSqliteEventStore(':memory:');
     const { engine } = setup([counter('a')]);

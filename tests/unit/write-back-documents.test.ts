@@ -96,11 +96,19 @@ async function stored(docs: DocumentStore, name: string): Promise<string> {
 }
 
 describe('the write-back cache of a replay page', () => {
-  for (const seed of [1, 7, 42, 1234]) {
-    it(`answers as the store does and leaves the same documents (seed ${seed})`, async () => {
+  for (const [seed, fromEmpty] of [
+    [1, false],
+    [7, false],
+    [42, true],
+    [1234, true],
+    [99, true],
+  ] as const) {
+    const how = fromEmpty ? ', knowing the ids it wrote into empty collections' : '';
+    it(`answers as the store does and leaves the same documents (seed ${seed}${how})`, async () => {
       const plain = openSqliteDocumentStore(':memory:');
       const base = openSqliteDocumentStore(':memory:');
       const cached = new WriteBackDocuments(base, new Set(['one', 'two']));
+      if (fromEmpty) await cached.trackFromEmpty(['one', 'two']);
       for (const s of [plain, base])
         await s.collection('one').createIndex([
           ['group', 1],
@@ -143,6 +151,36 @@ describe('the write-back cache of a replay page', () => {
     await cached.flush();
     assert.equal((await cached.collection('one').findOne({ _id: 'a' }))?.n, 1);
     assert.equal((await base.collection('one').findOne({ _id: 'a' }))?.n, 1);
+    await base.close();
+  });
+
+  it('asks the store for no id it did not write into a collection that was empty, across pages and rollbacks', async () => {
+    const base = openSqliteDocumentStore(':memory:');
+    await base.collection('full').insertOne({ _id: 'old', n: 0 });
+    const cached = new WriteBackDocuments(base, new Set(['empty', 'full']));
+    await cached.trackFromEmpty(['empty', 'full']);
+    await cached.collection('empty').updateOne({ _id: 'a' }, { $set: { n: 1 } }, { upsert: true });
+    await cached.collection('empty').insertOne({ _id: 'b', n: 2 });
+    await cached.flush();
+    cached.discard();
+    await cached.collection('empty').updateOne({ _id: 'c' }, { $set: { n: 3 } }, { upsert: true });
+    cached.discard(); // a rolled back page: c was never stored
+    // Written behind the cache's back, which a replay never does: only this shows which ids it looks up.
+    await base.collection('empty').insertOne({ _id: 'unseen', n: 9 });
+    await base.collection('full').insertOne({ _id: 'later', n: 9 });
+    const one = (c: string, id: string) => cached.collection(c).findOne({ _id: id });
+    assert.equal((await one('empty', 'a'))?.n, 1, 'an id written on an earlier page is read back');
+    assert.equal((await one('empty', 'b'))?.n, 2);
+    assert.equal(await one('empty', 'c'), null, 'one of a rolled back page is asked of the store, which lacks it');
+    assert.equal(await one('empty', 'unseen'), null, 'an id never written is not looked up');
+    assert.deepEqual(
+      (await cached.collection('empty').find({ _id: { $in: ['a', 'unseen'] } })).map((d) => d._id),
+      ['a'],
+    );
+    assert.equal((await one('full', 'later'))?.n, 9, 'a collection that was not empty is asked as ever');
+    // An upsert the store makes itself may insert an id the cache never saw: from then on every id is asked.
+    await cached.collection('empty').updateMany({ n: 7 }, { $set: { n: 8 } }, { upsert: true });
+    assert.equal((await one('empty', 'unseen'))?.n, 9);
     await base.close();
   });
 
