@@ -1,4 +1,3 @@
-import { streams } from '../domain/streams.js';
 import { auditProjector } from './audit.js';
 import {
   apiTokensProjector,
@@ -35,8 +34,7 @@ export const allProjectors: Projector[] = [
   secretsProjector,
   mcpServersProjector,
   runsProjector,
-  // The statistics map a run's events and its admission stream's deletion of it (projections/stats.ts).
-  { ...statsProjector, categories: statsProjector.categories ?? [streams.run, streams.jobRuns] },
+  statsProjector,
   jobsProjector,
   playbooksProjector,
   imagesProjector,

@@ -43,6 +43,8 @@ export const statsProjector: Projector = {
   // 2: learning tokens (the verifier's and the reflections'). 3: hours hold their runs, days their totals and
   // encoded durations, revisions per day.
   version: 3,
+  // A run's events, and its admission stream's deletion of it.
+  categories: [streams.run, streams.jobRuns],
   collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection, statsRevsCollection],
   // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use. Only
   // the API reads these (whether a workspace has runs, a job's history): the projector reads by `_id` alone.
