@@ -3,8 +3,10 @@
 // 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory through a long life".
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl, apiCaller } from './served.js';
+import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 
 const inFlight = 20;
 
@@ -14,10 +16,17 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'memory');
   const link = await seedSignInLink(dataDir);
 
-  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
-  });
+  // Started as `npm start` starts it, with the memory settings of `svc serve` (docs/design.md, "Memory settings of svc
+  // serve"); SVC_BENCH_MEMORY_SETTINGS=none measures node's defaults for comparison.
+  const withSettings = process.env.SVC_BENCH_MEMORY_SETTINGS !== 'none';
+  const server = spawn(
+    process.execPath,
+    [...(withSettings ? serveNodeFlags : []), ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, ...(withSettings ? serveEnv : {}), SVC_LOG_LEVEL: 'warn' },
+    },
+  );
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid!))), 250);
   try {
@@ -25,6 +34,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     const token = await apiTokenFromLink(url, link);
     const call = apiCaller(url, token);
     const afterStartMb = rssMb(server.pid!);
+    const afterStartSmaps = smapsMb(server.pid!);
     peak = afterStartMb;
 
     const rssByCreations: Array<{ created: number; rssMb: number }> = [];
@@ -39,6 +49,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     };
     await Promise.all(Array.from({ length: inFlight }, creator));
     const afterCreationsMb = rssMb(server.pid!);
+    const afterCreationsSmaps = smapsMb(server.pid!);
     const peakCreationsMb = peak;
 
     // Scripted runs: the sandbox, the broker session, the timeline and the projections of each. A run needs a model
@@ -75,11 +86,14 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     };
     await Promise.all(Array.from({ length: 4 }, runner));
     return {
+      settings: withSettings ? [...serveNodeFlags, ...Object.entries(serveEnv).map(([k, v]) => `${k}=${v}`)] : 'none',
       creations,
       runs,
       runsPerSec: Math.round((runs / ((Date.now() - started) / 1000)) * 10) / 10,
       afterStartMb,
+      afterStartSmaps,
       afterCreationsMb,
+      afterCreationsSmaps,
       peakCreationsMb,
       afterRunsMb: rssMb(server.pid!),
       peakMb: peak,
@@ -92,4 +106,11 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
     server.kill('SIGKILL');
   }
+}
+
+/** RSS split into anonymous memory (heaps, malloc) and file pages (node's binary, shared libraries), in MB. */
+function smapsMb(pid: number): { anonMb: number; fileMb: number } {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0);
+  return { anonMb: Math.round(kb('Anonymous') / 1024), fileMb: Math.round((kb('Rss') - kb('Anonymous')) / 1024) };
 }

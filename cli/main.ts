@@ -16,6 +16,7 @@ import { verifyProjections } from '../projections/verify.js';
 import { replayProgressLines } from './progress.js';
 import { exportAuditTrail } from '../app/audit-export.js';
 import { errorMessage } from '../domain/error-message.js';
+import { wrappedMarker } from './memory-settings.js';
 
 /**
  * The server's modules (the HTTP API, its schemas' validators, MCP) are loaded by the commands that use them only:
@@ -92,6 +93,11 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Started by the `svc` command for its memory settings (cli/svc.ts): a parent that is gone, even killed, stops it.
+  if (process.env[wrappedMarker] !== undefined && process.channel) {
+    process.channel.unref();
+    process.on('disconnect', () => stop('parent exited'));
+  }
 }
 
 async function baseUrl(dataDir: string): Promise<string> {
