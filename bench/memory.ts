@@ -19,9 +19,11 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   // Started as `npm start` starts it, with the memory settings of `svc serve` (docs/design.md, "Memory settings of svc
   // serve"); SVC_BENCH_MEMORY_SETTINGS=none measures node's defaults for comparison.
   const withSettings = process.env.SVC_BENCH_MEMORY_SETTINGS !== 'none';
+  // More node flags to try, e.g. SVC_BENCH_MEMORY_NODE_ARGS="--optimize-for-size".
+  const extraFlags = (process.env.SVC_BENCH_MEMORY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const server = spawn(
     process.execPath,
-    [...(withSettings ? serveNodeFlags : []), ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
+    [...(withSettings ? serveNodeFlags : []), ...extraFlags, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
     {
       stdio: ['ignore', 'ignore', 'inherit'],
       env: { ...process.env, ...(withSettings ? serveEnv : {}), SVC_LOG_LEVEL: 'warn' },
@@ -86,7 +88,10 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     };
     await Promise.all(Array.from({ length: 4 }, runner));
     return {
-      settings: withSettings ? [...serveNodeFlags, ...Object.entries(serveEnv).map(([k, v]) => `${k}=${v}`)] : 'none',
+      settings: [
+        ...(withSettings ? [...serveNodeFlags, ...Object.entries(serveEnv).map(([k, v]) => `${k}=${v}`)] : []),
+        ...extraFlags,
+      ],
       creations,
       runs,
       runsPerSec: Math.round((runs / ((Date.now() - started) / 1000)) * 10) / 10,
