@@ -10,19 +10,27 @@ export const serveEnv = { MALLOC_ARENA_MAX: '2' } as const;
 /** Set in the process `svc` starts for itself, so that it never starts another. */
 export const wrappedMarker = 'SVC_SERVE_WRAPPED';
 
+/** A V8 flag's name as node spells it on the command line: dashes, without `--`, `--no-` or a value. */
+const flagName = (arg: string) =>
+  arg
+    .replace(/^--(no-)?/, '')
+    .split('=')[0]!
+    .replace(/_/g, '-');
+
 /**
  * What a `svc serve` started with `execArgv` and `env` lacks of the settings, as the node flags and the variables to
- * add. An operator's own choice wins: a semi-space size given on the command line or in NODE_OPTIONS, any
- * MALLOC_ARENA_MAX.
+ * add. An operator's own choice wins: a flag of the same name given on the command line or in NODE_OPTIONS (its
+ * `--no-` form too), any MALLOC_ARENA_MAX.
  */
 export function missingSettings(
   execArgv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): { flags: string[]; env: Record<string, string> } {
-  const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
-  const semiSpaceGiven = given.some((a) => /^--max[-_]semi[-_]space[-_]size(=|$)/.test(a));
+  const given = new Set(
+    [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].filter((a) => a.startsWith('--')).map(flagName),
+  );
   return {
-    flags: semiSpaceGiven ? [] : [...serveNodeFlags],
-    env: env.MALLOC_ARENA_MAX !== undefined ? {} : { ...serveEnv },
+    flags: serveNodeFlags.filter((f) => !given.has(flagName(f))),
+    env: Object.fromEntries(Object.entries(serveEnv).filter(([k]) => env[k] === undefined)),
   };
 }
