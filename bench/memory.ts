@@ -40,6 +40,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     peak = afterStartMb;
 
     const rssByCreations: Array<{ created: number; rssMb: number }> = [];
+    const cpuBefore = cpuMs(server.pid!);
     let created = 0;
     const creator = async () => {
       while (created < creations) {
@@ -50,6 +51,8 @@ export async function memoryBenchmark(root: string, quick: boolean) {
       }
     };
     await Promise.all(Array.from({ length: inFlight }, creator));
+    // The served process's CPU per creation: what a setting that trades memory for collector work costs.
+    const serverCpuMsPerCreation = Math.round(((cpuMs(server.pid!) - cpuBefore) / creations) * 1000) / 1000;
     const afterCreationsMb = rssMb(server.pid!);
     const afterCreationsSmaps = smapsMb(server.pid!);
     const peakCreationsMb = peak;
@@ -98,6 +101,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
       afterStartMb,
       afterStartSmaps,
       afterCreationsMb,
+      serverCpuMsPerCreation,
       afterCreationsSmaps,
       peakCreationsMb,
       afterRunsMb: rssMb(server.pid!),
@@ -118,4 +122,10 @@ function smapsMb(pid: number): { anonMb: number; fileMb: number } {
   const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0);
   return { anonMb: Math.round(kb('Anonymous') / 1024), fileMb: Math.round((kb('Rss') - kb('Anonymous')) / 1024) };
+}
+
+/** User and system CPU time of a process so far, in ms (clock ticks of 10 ms, as Linux counts them). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
