@@ -19,7 +19,7 @@ COPY --from=build /app /app
 # the process starts (docs/design.md, "Memory settings of svc serve").
 ENV SVC_DATA_DIR=/app/data MALLOC_ARENA_MAX=2
 EXPOSE 8080
-CMD ["node", "--max-semi-space-size=4", "dist/cli/main.js", "serve", "--host", "0.0.0.0", "--port", "8080"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=25", "dist/cli/main.js", "serve", "--host", "0.0.0.0", "--port", "8080"]
 
 # Runners: bubblewrap, setpriv and mkfs.ext4 beside the sandboxes' root filesystem. Run privileged, as root
 # (compose.yaml says why).

@@ -1,11 +1,12 @@
 /**
  * The settings `svc serve` runs with for a small, steady RSS through a long life (docs/design.md, "Memory settings
- * of svc serve"): a 4 MB semi-space for V8's young generation, and two malloc arenas for glibc. Neither can be set by a
+ * of svc serve"): a 4 MB semi-space for V8's young generation, an old generation let grow by 25% of what survived
+ * the last full collection before the next, and two malloc arenas for glibc. Neither can be set by a
  * process that already runs (V8 sizes its new space when the heap is set up; glibc reads the variable at its first
  * allocation), so `npm start`, the Dockerfile and compose.yaml start node with them, and the `svc` command starts
  * itself once more with them when they are missing (cli/svc.ts).
  */
-export const serveNodeFlags = ['--max-semi-space-size=4'] as const;
+export const serveNodeFlags = ['--max-semi-space-size=4', '--heap-growing-percent=25'] as const;
 export const serveEnv = { MALLOC_ARENA_MAX: '2' } as const;
 /** Set in the process `svc` starts for itself, so that it never starts another. */
 export const wrappedMarker = 'SVC_SERVE_WRAPPED';

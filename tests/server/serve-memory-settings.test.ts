@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../wait.js';
+import { serveNodeFlags } from '../../cli/memory-settings.js';
 
 /**
  * `svc serve` as an operator types it (docs/design.md, "Memory settings of svc serve"): the `svc` command starts the
@@ -80,7 +81,7 @@ describe('svc serve and its memory settings', { timeout: 240_000 }, () => {
     const { svc, exited, serverPid } = await svcServe([], {});
     assert.notEqual(serverPid, svc.pid, 'the server is a process of its own');
     assert.equal(Number(readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]), svc.pid);
-    assert.ok(cmdline(serverPid).includes('--max-semi-space-size=4'), cmdline(serverPid).join(' '));
+    for (const flag of serveNodeFlags) assert.ok(cmdline(serverPid).includes(flag), cmdline(serverPid).join(' '));
     assert.ok(environ(serverPid).includes('MALLOC_ARENA_MAX=2'));
     assert.ok(environ(serverPid).includes('SVC_SERVE_WRAPPED=1'), 'marked, so it starts no other');
     svc.kill('SIGTERM');
@@ -97,9 +98,12 @@ describe('svc serve and its memory settings', { timeout: 240_000 }, () => {
   });
 
   it("starts no second process when given the settings, and keeps the operator's own values", async () => {
-    const { svc, exited, serverPid } = await svcServe(['--max-semi-space-size=8'], { MALLOC_ARENA_MAX: '3' });
+    const { svc, exited, serverPid } = await svcServe(['--max-semi-space-size=8', '--heap-growing-percent=50'], {
+      MALLOC_ARENA_MAX: '3',
+    });
     assert.equal(serverPid, svc.pid, 'svc serves in its own process');
     assert.ok(cmdline(serverPid).includes('--max-semi-space-size=8'));
+    assert.ok(cmdline(serverPid).includes('--heap-growing-percent=50'));
     assert.ok(environ(serverPid).includes('MALLOC_ARENA_MAX=3'));
     svc.kill('SIGTERM');
     assert.deepEqual(await exited, [0, null]);
