@@ -15,9 +15,11 @@ RUN apt-get update && SVC_CACHE_DIR=/var/cache/svc bash /prepare-host.sh && rm -
 FROM node:20-bookworm-slim AS service
 WORKDIR /app
 COPY --from=build /app /app
-ENV SVC_DATA_DIR=/app/data
+# Two malloc arenas and a 4 MB young generation keep the server's RSS small through a long life; both only apply when
+# the process starts (docs/design.md, "Memory settings of svc serve").
+ENV SVC_DATA_DIR=/app/data MALLOC_ARENA_MAX=2
 EXPOSE 8080
-CMD ["node", "dist/cli/main.js", "serve", "--host", "0.0.0.0", "--port", "8080"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=25", "dist/cli/main.js", "serve", "--host", "0.0.0.0", "--port", "8080"]
 
 # Runners: bubblewrap, setpriv and mkfs.ext4 beside the sandboxes' root filesystem. Run privileged, as root
 # (compose.yaml says why).

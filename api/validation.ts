@@ -39,13 +39,22 @@ type Validator = (data: unknown) => boolean | { error: ValidationFailure };
  */
 export const fullReportNodes = 2_000;
 
-/** Answers true, or a failure holding the first fields that fail and how many fail in all. */
+/**
+ * Answers true, or a failure holding the first fields that fail and how many fail in all. Both validators of a schema
+ * are compiled at its first use, not at start: a process holds the compiled code of the routes and tools it serves
+ * only (docs/design.md, "Validation cost").
+ */
 export function compileValidator(schema: object, part: 'body' | 'text'): Validator {
+  let compiled: Validator | null = null;
+  return (data) => (compiled ??= compileNow(schema, part))(data);
+}
+
+function compileNow(schema: object, part: 'body' | 'text'): Validator {
   const plain = stripIds(schema) as object;
   const pair = part === 'body' ? bodyAjv : textAjv;
   const first = pair.first.compile(plain);
-  // Compiled now, with the rest of the app: compiling on the first refusal would hold the event loop for up to
-  // a hundred milliseconds at a moment a caller chooses.
+  // Compiled with the first: compiling on the first refusal would hold the event loop for up to a hundred
+  // milliseconds at a moment a caller chooses.
   const all: ValidateFunction = pair.all.compile(plain);
   return (data) => {
     if (first(data)) return true;
@@ -79,7 +88,12 @@ export function installCompilers(app: FastifyInstance): void {
     }
     return fn;
   });
-  app.setSerializerCompiler(({ schema }) => fastJson(stripIds(schema) as Parameters<typeof fastJson>[0]));
+  // Compiled at a route's first answer with that status, like the validators at their first use.
+  app.setSerializerCompiler(({ schema }) => {
+    let serialize: ((data: unknown) => string) | null = null;
+    return (data: unknown) =>
+      (serialize ??= fastJson(stripIds(schema) as Parameters<typeof fastJson>[0]) as (d: unknown) => string)(data);
+  });
 }
 
 export type RouteSchema = FastifySchema;

@@ -3,8 +3,10 @@
 // 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory through a long life".
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl, apiCaller } from './served.js';
+import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 
 const inFlight = 20;
 
@@ -14,10 +16,19 @@ export async function memoryBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'memory');
   const link = await seedSignInLink(dataDir);
 
-  const server = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
-  });
+  // Started as `npm start` starts it, with the memory settings of `svc serve` (docs/design.md, "Memory settings of svc
+  // serve"); SVC_BENCH_MEMORY_SETTINGS=none measures node's defaults for comparison.
+  const withSettings = process.env.SVC_BENCH_MEMORY_SETTINGS !== 'none';
+  // More node flags to try, e.g. SVC_BENCH_MEMORY_NODE_ARGS="--optimize-for-size".
+  const extraFlags = (process.env.SVC_BENCH_MEMORY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const server = spawn(
+    process.execPath,
+    [...(withSettings ? serveNodeFlags : []), ...extraFlags, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, ...(withSettings ? serveEnv : {}), SVC_LOG_LEVEL: 'warn' },
+    },
+  );
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid!))), 250);
   try {
@@ -25,9 +36,11 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     const token = await apiTokenFromLink(url, link);
     const call = apiCaller(url, token);
     const afterStartMb = rssMb(server.pid!);
+    const afterStartSmaps = smapsMb(server.pid!);
     peak = afterStartMb;
 
     const rssByCreations: Array<{ created: number; rssMb: number }> = [];
+    const cpuBefore = cpuMs(server.pid!);
     let created = 0;
     const creator = async () => {
       while (created < creations) {
@@ -38,7 +51,10 @@ export async function memoryBenchmark(root: string, quick: boolean) {
       }
     };
     await Promise.all(Array.from({ length: inFlight }, creator));
+    // The served process's CPU per creation: what a setting that trades memory for collector work costs.
+    const serverCpuMsPerCreation = Math.round(((cpuMs(server.pid!) - cpuBefore) / creations) * 1000) / 1000;
     const afterCreationsMb = rssMb(server.pid!);
+    const afterCreationsSmaps = smapsMb(server.pid!);
     const peakCreationsMb = peak;
 
     // Scripted runs: the sandbox, the broker session, the timeline and the projections of each. A run needs a model
@@ -75,11 +91,18 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     };
     await Promise.all(Array.from({ length: 4 }, runner));
     return {
+      settings: [
+        ...(withSettings ? [...serveNodeFlags, ...Object.entries(serveEnv).map(([k, v]) => `${k}=${v}`)] : []),
+        ...extraFlags,
+      ],
       creations,
       runs,
       runsPerSec: Math.round((runs / ((Date.now() - started) / 1000)) * 10) / 10,
       afterStartMb,
+      afterStartSmaps,
       afterCreationsMb,
+      serverCpuMsPerCreation,
+      afterCreationsSmaps,
       peakCreationsMb,
       afterRunsMb: rssMb(server.pid!),
       peakMb: peak,
@@ -92,4 +115,17 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     await Promise.race([once(server, 'exit'), new Promise((r) => setTimeout(r, 10_000).unref())]);
     server.kill('SIGKILL');
   }
+}
+
+/** RSS split into anonymous memory (heaps, malloc) and file pages (node's binary, shared libraries), in MB. */
+function smapsMb(pid: number): { anonMb: number; fileMb: number } {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0);
+  return { anonMb: Math.round(kb('Anonymous') / 1024), fileMb: Math.round((kb('Rss') - kb('Anonymous')) / 1024) };
+}
+
+/** User and system CPU time of a process so far, in ms (clock ticks of 10 ms, as Linux counts them). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

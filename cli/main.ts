@@ -15,6 +15,7 @@ import { closeStores, openStores } from '../store/open.js';
 import { allProjectors } from '../projections/index.js';
 import { replayProgressLines } from './progress.js';
 import { errorMessage } from '../domain/error-message.js';
+import { wrappedMarker } from './memory-settings.js';
 
 /**
  * The server's modules (the HTTP API, its schemas' validators, MCP) and the configuration file's parser are loaded by
@@ -75,6 +76,15 @@ async function serve(args: string[]): Promise<void> {
     dataDir: v['data-dir'] as string | undefined,
     roles: v.roles as string | undefined,
   });
+  // Started by the `svc` command for its memory settings (cli/svc.ts): a parent that is gone, even killed, stops it.
+  // Listened to from the start, so a parent that dies while the server starts is not missed: the server then exits
+  // as a SIGTERM before its handlers would have ended it.
+  const wrapped = process.env[wrappedMarker] !== undefined && process.channel !== undefined;
+  let onParentGone: () => void = () => process.exit(143);
+  if (wrapped) {
+    process.channel!.unref();
+    process.on('disconnect', () => onParentGone());
+  }
   const server = await (await serverModule()).startServer(config);
   const { guardProcess } = await import('../server/process-guards.js');
   guardProcess(server.services.log, () => server.close());
@@ -93,6 +103,8 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  onParentGone = () => stop('parent exited');
+  if (wrapped && !process.connected) stop('parent exited');
 }
 
 async function baseUrl(dataDir: string): Promise<string> {

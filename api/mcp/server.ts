@@ -17,7 +17,7 @@ import { tools, type Tool, type ToolContext } from './tools.js';
 
 type Validator = ReturnType<typeof compileValidator>;
 
-/** Compiled once, at start, with the rest of the app's validators. */
+/** Each tool's validators are compiled at its first call, like the routes' (docs/design.md, "Validation cost"). */
 const prepared = tools.map((t) => ({
   tool: t,
   validate: compileValidator(t.input, 'body') as Validator,
