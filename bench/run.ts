@@ -16,6 +16,7 @@ import type { EventMetadata } from '../store/event-store.js';
 import { openSqliteDocumentStore } from '../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../store/sqlite-event-store.js';
 import { summarize } from './stats.js';
+import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 import { apiTokenFromLink, cliArgs, rssMb, servedUrl, waitForFile } from './served.js';
 import { dockerProvisioning, runBenchmarks, sandboxBenchmarks, sseFanOut } from './runs.js';
 import { lifeBenchmark, scriptedOverhead } from './learning.js';
@@ -123,10 +124,15 @@ async function cannon(url: string, headers: Record<string, string>) {
 
 async function serverRss() {
   const dataDir = join(root, 'rss');
-  const child = spawn(process.execPath, [...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
-    stdio: 'ignore',
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
-  });
+  // Started as `npm start` and `svc serve` start it (cli/memory-settings.ts).
+  const child = spawn(
+    process.execPath,
+    [...serveNodeFlags, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
+    {
+      stdio: 'ignore',
+      env: { ...process.env, ...serveEnv, SVC_LOG_LEVEL: 'warn' },
+    },
+  );
   await waitForFile(join(dataDir, 'server.json'), child);
   await new Promise((r) => setTimeout(r, 1000));
   const rss = rssMb(child.pid!);
