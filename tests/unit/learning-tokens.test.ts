@@ -16,6 +16,7 @@ import { ReadCache } from '../../projections/read-cache.js';
 import { FileBlobStore } from '../../store/blob-store-files.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { manualPlan } from '../run-plan.js';
 
 /**
  * Learning tokens (docs/design.md, "Stats"): the verifier's verdict and every reflection of a run count once, events
@@ -31,21 +32,8 @@ const bus = new CommandBus(events, () => now);
 const ctx: CommandContext = { workspaceId: 'w1', actor: { type: 'system', id: null }, requestId: null };
 const admin: CommandContext = { workspaceId: 'w1', actor: { type: 'user', id: 'u-admin' }, requestId: null };
 
-const plan = (runId: string, number: number): RunPlan => ({
-  runId,
-  jobId: 'job',
-  jobName: 'job',
-  workspaceId: 'w1',
-  number,
-  trigger: 'manual',
-  triggeredBy: null,
-  input: {},
-  instructions: null,
-  mode: 'explore',
-  playbookVersion: 0,
-  modelId: null,
-  queuedAt: now - 60_000,
-});
+const plan = (runId: string, number: number): RunPlan =>
+  manualPlan({ runId, jobId: 'job', jobName: 'job', workspaceId: 'w1', number, queuedAt: now - 60_000 });
 
 const reflected = (tokens: number): ReflectionResult => ({
   status: 'done',

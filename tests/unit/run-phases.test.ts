@@ -20,6 +20,7 @@ import { emptyOutcome, runDecider, runStreamId, type RunOutcome } from '../../do
 import { costLimitMessage, stopMessages, stoppedOutcome, turnLimitMessage } from '../../domain/run-stop.js';
 import { defaultLimits } from '../../domain/settings.js';
 import { closeStores, openMemoryStores, type Stores } from '../../store/open.js';
+import { manualPlan } from '../run-plan.js';
 
 /** The run's error policy and stop signal (docs/runs.md), and the executor's guarantee of one finish, without a sandbox. */
 describe('run stop signal', () => {
@@ -112,21 +113,7 @@ describe('the executor sequences the phases and finishes a run exactly once', ()
       { type: 'CreateJob', jobId, workspaceId: 'ws', fields, now: 1 },
       ctx,
     );
-    const plan = {
-      runId,
-      jobId,
-      jobName: 'unit',
-      workspaceId: 'ws',
-      number: 1,
-      trigger: 'manual' as const,
-      triggeredBy: null,
-      input: {},
-      instructions: null,
-      mode: 'explore' as const,
-      playbookVersion: 0,
-      modelId: null,
-      queuedAt: Date.now(),
-    };
+    const plan = manualPlan({ runId, jobId, jobName: 'unit', workspaceId: 'ws', number: 1, queuedAt: Date.now() });
     await bus.execute(runStreamId(runId), runDecider, { type: 'QueueRun', plan, submitted: true }, ctx);
     await bus.execute(runStreamId(runId), runDecider, { type: 'ClaimRun', runnerId: 'r', now: Date.now() }, ctx);
     return runId;

@@ -3,22 +3,16 @@ import assert from 'node:assert/strict';
 import { DomainError } from '../../domain/decider.js';
 import { jobRunsDecider, type JobRunsEvent, type JobRunsState } from '../../domain/job-runs.js';
 import { emptyOutcome, runDecider, type RunEvent, type RunPlan, type RunState } from '../../domain/run.js';
+import { manualPlan } from '../run-plan.js';
 
-const plan: RunPlan = {
+const plan: RunPlan = manualPlan({
   runId: 'r1',
   jobId: 'j1',
   jobName: 'J',
   workspaceId: 'w',
   number: 1,
-  trigger: 'manual',
-  triggeredBy: null,
-  input: {},
-  instructions: null,
-  mode: 'explore',
-  playbookVersion: 0,
-  modelId: null,
   queuedAt: 1000,
-};
+});
 
 function fold(events: RunEvent[]): RunState {
   return events.reduce(runDecider.evolve, runDecider.initialState);

@@ -10,7 +10,7 @@ import { StatsQueries } from '../../app/queries/stats.js';
 import { StatsBucketCache } from '../../app/queries/stats-buckets.js';
 import { RunDeletion } from '../../app/run-deletion.js';
 import type { RunStatus } from '../../domain/job-types.js';
-import { emptyOutcome, runDecider, runStreamId, type RunPlan } from '../../domain/run.js';
+import { emptyOutcome, runDecider, runStreamId } from '../../domain/run.js';
 import type { OverviewRange } from '../../domain/stats.js';
 import { ProjectionEngine } from '../../projections/engine.js';
 import { allProjectors } from '../../projections/index.js';
@@ -18,6 +18,7 @@ import { ReadCache } from '../../projections/read-cache.js';
 import { FileBlobStore } from '../../store/blob-store-files.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { manualPlan } from '../run-plan.js';
 
 /**
  * The overview's bucket cache (docs/design.md, "Stats"): a process that does not project (another replica, here a
@@ -47,21 +48,7 @@ const queries = (c: StatsBucketCache) =>
 
 async function queue(jobId: string, queuedAt: number): Promise<string> {
   const runId = `run-${++counter}`;
-  const plan: RunPlan = {
-    runId,
-    jobId,
-    jobName: `job ${jobId}`,
-    workspaceId: 'w1',
-    number: counter,
-    trigger: 'manual',
-    triggeredBy: null,
-    input: {},
-    instructions: null,
-    mode: 'explore',
-    playbookVersion: 0,
-    modelId: null,
-    queuedAt,
-  };
+  const plan = manualPlan({ runId, jobId, workspaceId: 'w1', number: counter, queuedAt });
   await bus.execute(runStreamId(runId), runDecider, { type: 'QueueRun', plan, submitted: true }, ctx);
   return runId;
 }

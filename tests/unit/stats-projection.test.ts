@@ -14,12 +14,13 @@ import { RunDeletion } from '../../app/run-deletion.js';
 import { TimelineWriter, timelineStreamId } from '../../app/timeline.js';
 import { jobRunsStreamId } from '../../domain/job-runs.js';
 import type { RunStatus } from '../../domain/job-types.js';
-import { emptyOutcome, runDecider, runStreamId, type RunPlan } from '../../domain/run.js';
+import { emptyOutcome, runDecider, runStreamId } from '../../domain/run.js';
 import { ProjectionEngine } from '../../projections/engine.js';
 import { allProjectors } from '../../projections/index.js';
 import { ReadCache } from '../../projections/read-cache.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { manualPlan } from '../run-plan.js';
 
 /**
  * The stats read model end to end below the HTTP layer: real SQLite stores, the real deciders and projection
@@ -61,21 +62,7 @@ async function addRun(s: Spec): Promise<string> {
   ids[s.key] = runId;
   const workspaceId = s.workspaceId ?? 'w1';
   const ctx: CommandContext = { workspaceId, actor: { type: 'system', id: null }, requestId: null };
-  const plan: RunPlan = {
-    runId,
-    jobId: s.jobId,
-    jobName: `job ${s.jobId}`,
-    workspaceId,
-    number: counter,
-    trigger: 'manual',
-    triggeredBy: null,
-    input: {},
-    instructions: null,
-    mode: 'explore',
-    playbookVersion: 0,
-    modelId: null,
-    queuedAt: s.queuedAt,
-  };
+  const plan = manualPlan({ runId, jobId: s.jobId, workspaceId, number: counter, queuedAt: s.queuedAt });
   const stream = runStreamId(runId);
   if (s.status === 'skipped') {
     await bus.execute(stream, runDecider, { type: 'SkipRun', plan, error: 'busy' }, ctx);
