@@ -7,13 +7,13 @@ import type {
   EventStore,
   ExpectedRevision,
   NewEvent,
-  Position,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeAllOptions,
   SubscribeStreamOptions,
 } from './event-store.js';
+import { ForwardingEventStore } from './forwarding-event-store.js';
 
 /**
  * The threshold rule (docs/design.md, "Large payloads out of line"): an event whose payload is over `eventBytes` as
@@ -82,26 +82,17 @@ export interface BlobEventsLog {
  * deciders, projectors and readers see the payload as it was appended. Events written before, or small enough, are
  * untouched. Deleting a stream deletes its payloads too.
  */
-export class BlobBackedEventStore implements EventStore {
-  readonly countAfter?: (after: Position | null) => Promise<number>;
-
+export class BlobBackedEventStore extends ForwardingEventStore {
   constructor(
-    private readonly inner: EventStore,
+    inner: EventStore,
     private readonly blobs: BlobStore,
     private readonly limits: InlineLimits = inlineLimits,
     private readonly log: BlobEventsLog | null = null,
   ) {
-    if (inner.countAfter) this.countAfter = inner.countAfter.bind(inner);
+    super(inner);
   }
 
-  get kind(): string {
-    return this.inner.kind;
-  }
-  get deletesFromLogAtOnce(): boolean {
-    return this.inner.deletesFromLogAtOnce;
-  }
-
-  async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  override async append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     // Serialised once: the SQLite store writes the same text (store/payload-json.ts).
     const sizes = events.map((e) => Buffer.byteLength(serialisePayload(e.data) ?? ''));
     const chosen = chooseOutOfLine(sizes, this.limits);
@@ -210,41 +201,25 @@ export class BlobBackedEventStore implements EventStore {
     });
   }
 
-  async readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+  override async readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
     return this.resolveAll(await this.inner.readStream(streamId, options));
   }
 
-  async readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
+  override async readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
     return this.resolveAll(await this.inner.readAll(options));
   }
 
-  subscribeStream(streamId: string, options?: SubscribeStreamOptions): Observable<RecordedEvent> {
+  override subscribeStream(streamId: string, options?: SubscribeStreamOptions): Observable<RecordedEvent> {
     return this.resolveEach(this.inner.subscribeStream(streamId, options));
   }
 
-  subscribeAll(options?: SubscribeAllOptions): Observable<RecordedEvent> {
+  override subscribeAll(options?: SubscribeAllOptions): Observable<RecordedEvent> {
     return this.resolveEach(this.inner.subscribeAll(options));
   }
 
-  comparePositions(a: Position, b: Position): number {
-    return this.inner.comparePositions(a, b);
-  }
-
   /** The stream first: payloads removed before it would leave events that cannot be read. */
-  async deleteStream(streamId: string): Promise<void> {
+  override async deleteStream(streamId: string): Promise<void> {
     await this.inner.deleteStream(streamId);
     await this.blobs.deletePrefix(eventBlobPrefix(streamId));
-  }
-
-  flushDeletions(): Promise<void> {
-    return this.inner.flushDeletions();
-  }
-
-  headPosition(): Promise<Position | null> {
-    return this.inner.headPosition();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }

@@ -1,16 +1,12 @@
 import { Observable, type Subscription } from 'rxjs';
 import type {
-  AppendResult,
   EventStore,
-  ExpectedRevision,
-  NewEvent,
   Position,
-  ReadAllOptions,
-  ReadStreamOptions,
   RecordedEvent,
   SubscribeAllOptions,
   SubscribeStreamOptions,
 } from './event-store.js';
+import { ForwardingEventStore } from './forwarding-event-store.js';
 
 /** A lost subscription is opened again after 100 ms, doubling up to 30 s (docs/design.md, "Failure handling"). */
 const firstRetryMs = 100;
@@ -43,8 +39,7 @@ export interface SubscriptionHealth {
  * The composition root wraps every adapter in it, so no consumer (projection engine, runner, SSE streams) needs a
  * retry of its own (docs/design.md, "Failure handling").
  */
-export class ResilientEventStore implements EventStore {
-  readonly countAfter?: (after: Position | null) => Promise<number>;
+export class ResilientEventStore extends ForwardingEventStore {
   private closing = false;
   /** Subscriptions waiting to open again: ended at once when the store closes. */
   private readonly waiting = new Set<() => void>();
@@ -53,18 +48,10 @@ export class ResilientEventStore implements EventStore {
   private lastError: string | null = null;
 
   constructor(
-    private readonly inner: EventStore,
+    inner: EventStore,
     private readonly log: SubscriptionLogger,
   ) {
-    if (inner.countAfter) this.countAfter = (after) => inner.countAfter!(after);
-  }
-
-  get kind(): string {
-    return this.inner.kind;
-  }
-
-  get deletesFromLogAtOnce(): boolean {
-    return this.inner.deletesFromLogAtOnce;
+    super(inner);
   }
 
   health(): SubscriptionHealth {
@@ -76,19 +63,7 @@ export class ResilientEventStore implements EventStore {
     };
   }
 
-  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.inner.append(streamId, events, expected);
-  }
-
-  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
-    return this.inner.readStream(streamId, options);
-  }
-
-  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
-    return this.inner.readAll(options);
-  }
-
-  subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {
+  override subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {
     return this.resuming<number>(
       `stream ${streamId}`,
       options.fromRevision ?? 0,
@@ -97,7 +72,7 @@ export class ResilientEventStore implements EventStore {
     );
   }
 
-  subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
+  override subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
     return this.resuming<Position | null>(
       'all',
       options.after ?? null,
@@ -106,23 +81,7 @@ export class ResilientEventStore implements EventStore {
     );
   }
 
-  comparePositions(a: Position, b: Position): number {
-    return this.inner.comparePositions(a, b);
-  }
-
-  deleteStream(streamId: string): Promise<void> {
-    return this.inner.deleteStream(streamId);
-  }
-
-  flushDeletions(): Promise<void> {
-    return this.inner.flushDeletions();
-  }
-
-  headPosition(): Promise<Position | null> {
-    return this.inner.headPosition();
-  }
-
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.closing = true;
     for (const end of [...this.waiting]) end();
     await this.inner.close();

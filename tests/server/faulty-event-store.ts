@@ -1,16 +1,11 @@
 import { Observable, type Subscription } from 'rxjs';
 import type {
-  AppendResult,
   EventStore,
-  ExpectedRevision,
-  NewEvent,
-  Position,
-  ReadAllOptions,
-  ReadStreamOptions,
   RecordedEvent,
   SubscribeAllOptions,
   SubscribeStreamOptions,
 } from '../../store/event-store.js';
+import { ForwardingEventStore } from '../../store/forwarding-event-store.js';
 
 /** Where a connection of a subscription breaks: after delivering `after` events, with an error or a plain end. */
 export interface Fault {
@@ -26,7 +21,7 @@ export type SubscriptionKind = 'all' | 'stream';
  * A resumed subscription also gets the event it resumed after delivered once more first, as an adapter that resumes
  * inclusively would, so a consumer that applies events twice shows it. Everything else is the adapter's own.
  */
-export class FaultyEventStore implements EventStore {
+export class FaultyEventStore extends ForwardingEventStore {
   armed = false;
   readonly injected = { all: { error: 0, end: 0 }, stream: { error: 0, end: 0 } };
   readonly redelivered = { all: 0, stream: 0 };
@@ -35,42 +30,13 @@ export class FaultyEventStore implements EventStore {
   private readonly delivered = new Map<string, RecordedEvent>();
 
   constructor(
-    readonly inner: EventStore,
+    inner: EventStore,
     private readonly plans: Record<SubscriptionKind, Fault[]>,
-  ) {}
-
-  get kind(): string {
-    return this.inner.kind;
-  }
-  get deletesFromLogAtOnce(): boolean {
-    return this.inner.deletesFromLogAtOnce;
-  }
-  append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.inner.append(streamId, events, expected);
-  }
-  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
-    return this.inner.readStream(streamId, options);
-  }
-  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]> {
-    return this.inner.readAll(options);
-  }
-  comparePositions(a: Position, b: Position): number {
-    return this.inner.comparePositions(a, b);
-  }
-  deleteStream(streamId: string): Promise<void> {
-    return this.inner.deleteStream(streamId);
-  }
-  flushDeletions(): Promise<void> {
-    return this.inner.flushDeletions();
-  }
-  headPosition(): Promise<Position | null> {
-    return this.inner.headPosition();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
+  ) {
+    super(inner);
   }
 
-  subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {
+  override subscribeStream(streamId: string, options: SubscribeStreamOptions = {}): Observable<RecordedEvent> {
     const from = options.fromRevision ?? 0;
     const again = async () =>
       from > 0 && this.armed
@@ -79,7 +45,7 @@ export class FaultyEventStore implements EventStore {
     return this.breaking('stream', this.inner.subscribeStream(streamId, options), again);
   }
 
-  subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
+  override subscribeAll(options: SubscribeAllOptions = {}): Observable<RecordedEvent> {
     const again = async () => (options.after && this.armed ? (this.delivered.get(options.after) ?? null) : null);
     return this.breaking('all', this.inner.subscribeAll(options), again);
   }
