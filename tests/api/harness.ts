@@ -187,20 +187,20 @@ export async function spawnServer(
   return { child, url, output };
 }
 
-/** `svc serve` as a real process over `dataDir` with more arguments (`--roles`, `--config`), logging at `logLevel`. */
+/**
+ * `svc serve` as a real process over `dataDir` with more arguments (`--roles`, `--config`), logging at `logLevel`;
+ * `cli` is how node starts the command (the sources through tsx unless a test picks the build).
+ */
 export function spawnSvc(
   dataDir: string,
   args: string[] = [],
   logLevel = 'warn',
+  cli: string[] = ['--import', 'tsx', 'cli/main.ts'],
 ): { child: ChildProcess; output: () => string } {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'cli/main.ts', 'serve', '--port', '0', '--data-dir', dataDir, ...args],
-    {
-      env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: logLevel },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...cli, 'serve', '--port', '0', '--data-dir', dataDir, ...args], {
+    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: logLevel },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

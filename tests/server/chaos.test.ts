@@ -1,12 +1,12 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, createToken, useSignInLink } from '../api/harness.js';
+import { Client, createToken, spawnSvc, useSignInLink } from '../api/harness.js';
 import { waitFor } from '../wait.js';
 import { runtimeDir } from '../../server/runner-role.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
@@ -62,17 +62,6 @@ function svcCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
   return promisify(execFile)(process.execPath, [...cli, ...args]);
 }
 
-function spawnRole(dataDir: string, roles: string, logLevel: string): Proc {
-  const child = spawn(process.execPath, [...cli, 'serve', '--port', '0', '--data-dir', dataDir, '--roles', roles], {
-    env: { ...process.env, NODE_ENV: 'test', SVC_LOG_LEVEL: logLevel },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return { child, output: () => out };
-}
-
 describe('chaos: every role twice on one data directory, a runner and the projector killed', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-chaos-'));
   const procs: Proc[] = [];
@@ -84,7 +73,7 @@ describe('chaos: every role twice on one data directory, a runner and the projec
     rmSync(dataDir, { recursive: true, force: true });
   });
   const start = (roles: string, logLevel = 'warn'): Proc => {
-    const p = spawnRole(dataDir, roles, logLevel);
+    const p = spawnSvc(dataDir, ['--roles', roles], logLevel, cli);
     procs.push(p);
     return p;
   };
