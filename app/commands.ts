@@ -8,6 +8,7 @@ import {
   type Position,
 } from '../store/event-store.js';
 import { payloadVersion, upcast } from '../domain/upcast.js';
+import { conflictPause } from './conflict-pause.js';
 
 /** Who is acting and why: becomes the metadata of every event the command appends. */
 export interface CommandContext {
@@ -116,9 +117,8 @@ export class CommandBus {
         return { events, state: events.reduce(decider.evolve, state), position: result.position };
       } catch (err) {
         if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) {
-          // Writers whose appends the store commits together meet again in the next turn: a random pause after the
-          // second loss keeps one of them from losing every time (docs/design.md, "Events and read models").
-          if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+          // The first loss is usually an ordinary race, answered by reading again at once.
+          if (attempt > 1) await conflictPause(attempt);
           continue;
         }
         throw err;

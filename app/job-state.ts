@@ -11,6 +11,7 @@ import { ignoreFailure } from '../domain/ignore-failure.js';
 import { DuplicateKeyError, type Collection, type Doc, type DocumentStore } from '../store/document-store.js';
 import { WrongExpectedRevisionError, type Actor, type EventStore } from '../store/event-store.js';
 import type { CommandContext } from './commands.js';
+import { conflictPause } from './conflict-pause.js';
 
 /** One key of a job's state as runs, the broker and the API see it. */
 export interface StateEntry {
@@ -182,9 +183,7 @@ export class JobStateStore implements JobStateAccess {
       } catch (err) {
         if (!(err instanceof WrongExpectedRevisionError) || attempt >= maxAttempts) throw err;
         await this.catchUp(jobId, revision);
-        // Writers of two processes whose appends are committed together (the store's group commit) would otherwise
-        // meet in the same turn again and again, the same one losing each time: a random pause breaks the step.
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+        await conflictPause(attempt);
       }
     }
   }
