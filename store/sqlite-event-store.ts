@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { randomUUID } from 'node:crypto';
 import { Observable, Subject } from 'rxjs';
 import {
   StreamDeletedError,
@@ -17,6 +16,7 @@ import {
   type SubscribeStreamOptions,
 } from './event-store.js';
 import { payloadJson } from './payload-json.js';
+import { uuid7 } from './uuid7.js';
 
 interface Row {
   position: number;
@@ -188,7 +188,10 @@ export class SqliteEventStore implements EventStore {
     let serialised: PendingAppend['events'];
     try {
       serialised = events.map((e) => ({
-        id: e.id ?? randomUUID(),
+        // Time-ordered, so the unique index on ids grows at its right edge: random ids put each event of a group
+        // commit on a page of its own, which cost a creation more written pages than its event (docs/performance.md,
+        // "Job creations through the API: fewer pages, fewer calls").
+        id: e.id ?? uuid7(),
         type: e.type,
         data: payloadJson(e.data),
         metadata: JSON.stringify(e.metadata),
