@@ -17,6 +17,7 @@ import {
 } from './event-store.js';
 import { payloadJson } from './payload-json.js';
 import { uuid7 } from './uuid7.js';
+import { useWal } from './sqlite-wal.js';
 
 interface Row {
   position: number;
@@ -103,9 +104,7 @@ export class SqliteEventStore implements EventStore {
 
   constructor(file: string) {
     this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    useWal(this.db);
     // A deleted stream is deleted for good: its pages are overwritten, not left in the free list (only deletes pay).
     this.db.pragma('secure_delete = ON');
     this.db.exec(`
