@@ -189,7 +189,7 @@ export class SqliteEventStore implements EventStore {
       serialised = events.map((e) => ({
         // Time-ordered, so the unique index on ids grows at its right edge: random ids put each event of a group
         // commit on a page of its own, which cost a creation more written pages than its event (docs/performance.md,
-        // "Job creations through the API: fewer pages, fewer calls").
+        // "Fewer pages, fewer calls (2026-11-27)").
         id: e.id ?? uuid7(),
         type: e.type,
         data: payloadJson(e.data),

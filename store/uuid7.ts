@@ -9,8 +9,8 @@ let poolUsed = pool.length;
 
 /**
  * UUID v7: time-ordered, so ids sort by creation and index well. A key that only grows is written at the right edge
- * of its index, one page for a whole group commit, where random ids land on a page each (docs/performance.md, "Job
- * creations through the API: fewer pages, fewer calls").
+ * of its index, one page for a whole group commit, where random ids land on a page each (docs/performance.md,
+ * "Fewer pages, fewer calls (2026-11-27)").
  */
 export function uuid7(now: number = Date.now()): string {
   if (poolUsed === pool.length) {

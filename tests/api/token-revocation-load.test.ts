@@ -6,7 +6,7 @@ import { adminSession, Client, createToken, startTestServer, userSession, type T
 /*
  * A token is decided from a cache on the hot path (docs/design.md, "Identity"): its revocation, or its creator's
  * deactivation, must refuse the very next request even while the token is busy creating jobs, the load the creations
- * benchmark puts on it (docs/performance.md, "Job creations through the API: fewer pages, fewer calls").
+ * benchmark puts on it (docs/performance.md, "Fewer pages, fewer calls (2026-11-27)").
  */
 
 let t: TestServer;
