@@ -16,6 +16,13 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
+/** The read and write system calls a process has made, and the bytes it wrote (files and sockets), from /proc. */
+function ioCounts(pid: number): { syscr: number; syscw: number; wchar: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`${name}: (\\d+)`).exec(io)?.[1] ?? NaN);
+  return { syscr: field('syscr'), syscw: field('syscw'), wchar: field('wchar') };
+}
+
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
   const stores = benchStores();
@@ -41,6 +48,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
     const jobsBefore = await totalJobs();
     const rssBeforeMb = rssMb(server.pid!);
     const cpuBefore = cpuMs(server.pid!);
+    const ioBefore = ioCounts(server.pid!);
     let n = 0;
     const result = await autocannon({
       url: `${url}/api/jobs`,
@@ -58,9 +66,11 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       ],
     });
     const cpuUsed = cpuMs(server.pid!) - cpuBefore;
+    const ioAfter = ioCounts(server.pid!);
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);
     const created = (await totalJobs()) - jobsBefore;
+    const perCreation = (n: number) => Math.round((n / Math.max(1, created)) * 100) / 100;
     return {
       adapters: stores.adapters,
       connections: 50,
@@ -69,6 +79,10 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       latencyP50Ms: result.latency.p50,
       latencyP99Ms: result.latency.p99,
       serverCpuMsPerCreation: Math.round((cpuUsed / Math.max(1, created)) * 1000) / 1000,
+      // What the CPU goes to beyond JavaScript: each SQLite page written to a WAL is two write calls, each answer one.
+      serverWriteCallsPerCreation: perCreation(ioAfter.syscw - ioBefore.syscw),
+      serverReadCallsPerCreation: perCreation(ioAfter.syscr - ioBefore.syscr),
+      serverKbWrittenPerCreation: perCreation((ioAfter.wchar - ioBefore.wchar) / 1024),
       rssBeforeMb,
       rssAfterMb: rssMb(server.pid!),
     };

@@ -18,6 +18,7 @@ import {
   type UpdateResult,
 } from './document-store.js';
 import { applyUpdateShared, documentFromFilter } from './update-ops.js';
+import { useWal } from './sqlite-wal.js';
 
 type Param = string | number | null;
 interface Sql {
@@ -363,9 +364,7 @@ export class SqliteDocumentStore implements DocumentStore {
 
   constructor(file: string) {
     this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    useWal(this.db);
     // Read models hold sealed secrets and a deleted workspace's records: deleted rows are overwritten, not left in
     // free pages (docs/design.md, "Workspace erasure").
     this.db.pragma('secure_delete = ON');
