@@ -12,7 +12,17 @@ export type DocOp =
   | {
       kind: 'derive';
       collection: string;
-      derive: (docs: DocumentStore) => Promise<DocOp[]>;
+      /**
+       * `memo` is given in a replay only: what the derive read on a former run, kept by the engine across the replay's
+       * pages (`ReplayMemo`). The live feed gives none, and the derive reads the read models.
+       */
+      derive: (docs: DocumentStore, memo?: ReplayMemo) => Promise<DocOp[]>;
+      /**
+       * Called in a replay where the derive is issued, before it is deferred (`key`): brings what the derive keeps in
+       * `memo` up to date with the change its event made, so a deferred run computes from the memo what it would
+       * read. A change it cannot account for must delete its memo entry; the next run then reads the read models.
+       */
+      observe?: (docs: DocumentStore, memo: ReplayMemo) => Promise<void>;
       /**
        * Names what the derive recomputes (a job's run fields), for a replay to run it once per page instead of once
        * per event: the last one issued with the key runs when the page's events are applied, in the order of their
@@ -21,6 +31,19 @@ export type DocOp =
        */
       key?: string;
     };
+
+/**
+ * What derives keep between their runs during one replay (docs/design.md, "Replay"): a small state per job or per
+ * hour, which spares the queries that state answers. Bounded: past `replayMemoEntries` entries the least recently set
+ * is forgotten, and a forgotten entry only costs its derive the queries again. The engine empties it when a page is
+ * rolled back and when a write goes by a filter other than `_id` (a workspace's erasure, a job's runs renamed), whose
+ * effect on what an entry holds no `observe` sees.
+ */
+export interface ReplayMemo {
+  get(key: string): unknown;
+  set(key: string, value: unknown): void;
+  delete(key: string): void;
+}
 
 export interface IndexSpec {
   collection: string;
