@@ -72,7 +72,7 @@ export const statsProjector: Projector = {
     if (admission) {
       if (admission.event.type !== 'RunDeleted') return [];
       const { runId, ...figures } = admission.event.data.figures;
-      return [upsert(runId, { ...storedFields(figures), deleted: true }), rebucket(runId)];
+      return [upsert(runId, Object.assign(storedFields(figures), { deleted: true })), rebucket(runId)];
     }
     const decoded = streams.run.decode(recorded);
     if (!decoded) return [];
@@ -82,7 +82,7 @@ export const statsProjector: Projector = {
       case 'RunQueued':
       case 'RunSkipped': {
         const { runId: _r, ...figures } = nextFigures(null, event)!;
-        return [upsert(runId, { ...storedFields(figures), deleted: false }), rebucket(runId)];
+        return [upsert(runId, Object.assign(storedFields(figures), { deleted: false })), rebucket(runId)];
       }
       // Live statuses all count as "other": the buckets do not change.
       case 'RunClaimed':
