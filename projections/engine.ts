@@ -801,7 +801,7 @@ export class ProjectionEngine {
       return;
     }
     // A write by another filter than `_id` (an erasure, a job's runs renamed) changes documents no derive observed.
-    if (memo && (op.kind === 'delete' || op.many) && !byIdOnly(op.filter)) memo.clear();
+    if (memo && (op.kind === 'delete' || op.many) && !byIdOnly(op.filter)) memo.forget(op.collection);
     if (op.kind === 'delete') await c.deleteMany(op.filter);
     else if (op.many) await c.updateMany(op.filter, op.update, { upsert: op.upsert ?? false });
     else await c.updateOne(op.filter, op.update, { upsert: op.upsert ?? false });
@@ -868,22 +868,27 @@ function byIdOnly(filter: Filter): boolean {
 
 /** A replay's `ReplayMemo`: at most `limit` entries, the least recently set forgotten first. */
 class BoundedMemo implements ReplayMemo {
-  private readonly entries = new Map<string, unknown>();
+  private readonly entries = new Map<string, { value: unknown; reads: readonly string[] }>();
 
   constructor(private readonly limit: number) {}
 
   get(key: string): unknown {
-    return this.entries.get(key);
+    return this.entries.get(key)?.value;
   }
 
-  set(key: string, value: unknown): void {
+  set(key: string, value: unknown, reads: readonly string[]): void {
     this.entries.delete(key);
-    this.entries.set(key, value);
+    this.entries.set(key, { value, reads });
     if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
   }
 
   delete(key: string): void {
     this.entries.delete(key);
+  }
+
+  /** Forgets every entry read from `collection`. */
+  forget(collection: string): void {
+    for (const [key, entry] of this.entries) if (entry.reads.includes(collection)) this.entries.delete(key);
   }
 
   clear(): void {

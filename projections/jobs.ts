@@ -340,7 +340,7 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
             ),
           ]);
           held = { since, count, recent: recent.map(entryOf), ended: ended.map(entryOf) };
-          memo?.set(key, held);
+          memo?.set(key, held, [runsCollection]);
         }
         const recentRuns: LastRun[] = held.recent.map((r) => ({
           id: r.id,

@@ -36,12 +36,13 @@ export type DocOp =
  * What derives keep between their runs during one replay (docs/design.md, "Replay"): a small state per job or per
  * hour, which spares the queries that state answers. Bounded: past `replayMemoEntries` entries the least recently set
  * is forgotten, and a forgotten entry only costs its derive the queries again. The engine empties it when a page is
- * rolled back and when a write goes by a filter other than `_id` (a workspace's erasure, a job's runs renamed), whose
- * effect on what an entry holds no `observe` sees.
+ * rolled back, and forgets the entries that read a collection when a write to it goes by a filter other than `_id` (a
+ * workspace's erasure, a job's runs renamed), whose effect on what they hold no `observe` sees.
  */
 export interface ReplayMemo {
   get(key: string): unknown;
-  set(key: string, value: unknown): void;
+  /** `reads`: the collections the value was read from (and is kept up to date with by `observe`). */
+  set(key: string, value: unknown, reads: readonly string[]): void;
   delete(key: string): void;
 }
 
