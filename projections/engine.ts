@@ -1,10 +1,10 @@
 import type { Subscription } from 'rxjs';
-import type { Doc, DocumentStore, Filter } from '../store/document-store.js';
+import type { Doc, DocumentStore, Filter, Update } from '../store/document-store.js';
 import type { AllFilter, EventStore, Position, RecordedEvent } from '../store/event-store.js';
 import { categoryOf } from '../domain/stream.js';
 import { upcast } from '../domain/upcast.js';
 import { WriteBackDocuments } from '../store/write-back-documents.js';
-import type { DocOp, Projector, ReplayMemo } from './projector.js';
+import type { DocOp, MemoReads, Projector, ReplayMemo } from './projector.js';
 
 interface CheckpointDoc extends Doc {
   position: string | null;
@@ -269,10 +269,12 @@ export class ProjectionEngine {
     const inOne = <T>(work: () => Promise<T>): Promise<T> => (this.docs.batch ? this.docs.batch(work) : work());
     const held = writeBackCollections(this.projectors);
     const page = new WriteBackDocuments(this.docs, held);
-    const memo = new BoundedMemo(replayMemoEntries);
     // Every write of the replay goes through the page: in a read model it fills from empty, a document it has not
     // written is missing, and need not be looked up (most of what a rebuild writes is new).
-    await page.trackFromEmpty(held);
+    const empty = await page.trackFromEmpty(held);
+    // A derive's memo stands for a read model from empty only when every projector starts with the log.
+    const fromStart = [...this.lanes.values()].every((l) => l.checkpoint === null);
+    const memo = new BoundedMemo(replayMemoEntries, fromStart ? empty : new Set());
     // Only the categories some projector maps are read: the others (run timelines, most of a log) are passed unread.
     const filter = replayFilter(this.projectors);
     let applied = 0;
@@ -801,7 +803,8 @@ export class ProjectionEngine {
       return;
     }
     // A write by another filter than `_id` (an erasure, a job's runs renamed) changes documents no derive observed.
-    if (memo && (op.kind === 'delete' || op.many) && !byIdOnly(op.filter)) memo.forget(op.collection);
+    if (memo && (op.kind === 'delete' || op.many) && !byIdOnly(op.filter))
+      memo.forget(op.collection, op.kind === 'delete' ? null : op.update, op.kind !== 'delete' && op.upsert === true);
     if (op.kind === 'delete') await c.deleteMany(op.filter);
     else if (op.many) await c.updateMany(op.filter, op.update, { upsert: op.upsert ?? false });
     else await c.updateOne(op.filter, op.update, { upsert: op.upsert ?? false });
@@ -860,6 +863,14 @@ function writeBackCollections(projectors: Projector[]): Set<string> {
   return new Set(projectors.flatMap((p) => p.collections).filter((c) => !unique.has(c)));
 }
 
+/** The top-level fields an update writes. */
+function updatedFields(update: Update): Set<string> {
+  const out = new Set<string>();
+  for (const part of [update.$set, update.$unset, update.$inc, update.$push, update.$setOnInsert])
+    for (const path in part ?? {}) out.add(path.split('.')[0]!);
+  return out;
+}
+
 /** Whether a filter names one document by its `_id` and nothing else. */
 function byIdOnly(filter: Filter): boolean {
   const keys = Object.keys(filter);
@@ -868,30 +879,54 @@ function byIdOnly(filter: Filter): boolean {
 
 /** A replay's `ReplayMemo`: at most `limit` entries, the least recently set forgotten first. */
 class BoundedMemo implements ReplayMemo {
-  private readonly entries = new Map<string, { value: unknown; reads: readonly string[] }>();
+  private readonly entries = new Map<string, { value: unknown; reads: MemoReads }>();
+  /** Nothing forgotten yet (`ReplayMemo.fromEmpty`). */
+  private whole = true;
 
-  constructor(private readonly limit: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly empty: ReadonlySet<string>,
+  ) {}
+
+  fromEmpty(collection: string): boolean {
+    return this.whole && this.empty.has(collection);
+  }
 
   get(key: string): unknown {
     return this.entries.get(key)?.value;
   }
 
-  set(key: string, value: unknown, reads: readonly string[]): void {
+  set(key: string, value: unknown, reads: MemoReads): void {
     this.entries.delete(key);
     this.entries.set(key, { value, reads });
-    if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size > this.limit) {
+      this.entries.delete(this.entries.keys().next().value!);
+      this.whole = false;
+    }
   }
 
   delete(key: string): void {
+    this.whole &&= !this.entries.has(key);
     this.entries.delete(key);
   }
 
-  /** Forgets every entry read from `collection`. */
-  forget(collection: string): void {
-    for (const [key, entry] of this.entries) if (entry.reads.includes(collection)) this.entries.delete(key);
+  /**
+   * After a write to documents of `collection` no `observe` saw: forgets every entry that reads a field `update`
+   * changes (every field: a deletion). An upsert may make documents no entry knows of.
+   */
+  forget(collection: string, update: Update | null, inserts: boolean): void {
+    if (inserts) this.whole = false;
+    const changed = update === null ? null : updatedFields(update);
+    for (const [key, entry] of this.entries) {
+      const read = entry.reads[collection];
+      if (!read || (changed !== null && !read.some((f) => changed.has(f.split('.')[0]!)))) continue;
+      this.entries.delete(key);
+      this.whole = false;
+    }
   }
 
   clear(): void {
+    this.whole &&= this.entries.size === 0;
     this.entries.clear();
   }
 }

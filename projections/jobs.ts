@@ -2,7 +2,7 @@ import { isDemoted } from '../domain/graduation.js';
 import type { JobConfig } from '../domain/job.js';
 import { describeCron, nextOccurrence } from '../domain/cron.js';
 import { streams } from '../domain/streams.js';
-import type { Doc, DocValue } from '../store/document-store.js';
+import type { Doc, DocValue, DocumentStore } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
@@ -249,6 +249,11 @@ interface RunFieldsMemo {
   ended: RunEntry[];
 }
 
+/** What a job's run fields read of its runs: a replay's memo of them holds no other field. */
+const runFieldsReads = {
+  [runsCollection]: ['_id', 'jobId', 'number', 'status', 'queuedAt', 'mode', 'fellBack', 'playbookVersion'],
+};
+
 const recentKept = 10;
 const endedKept = 2;
 const endedStatuses = new Set(['succeeded', 'failed', 'timed_out']);
@@ -300,6 +305,12 @@ function noteRun(memo: RunFieldsMemo, run: RunDoc): boolean {
   return true;
 }
 
+/** The memo of a job without runs, at its graduated version. */
+async function noRuns(docs: DocumentStore, jobId: string): Promise<RunFieldsMemo> {
+  const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
+  return { since: job?.graduatedVersion ?? 0, count: 0, recent: [], ended: [] };
+}
+
 /**
  * A run changed (`runId`) or the job graduated (null): the job's run fields are recomputed from the runs read model
  * (projected just before). Every event that changes a run's number, status, mode or version, or the job's graduated
@@ -314,8 +325,14 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
       collection: jobsCollection,
       key,
       async observe(docs, memo) {
-        const held = memo.get(key) as RunFieldsMemo | undefined;
-        if (!held || runId === null) return;
+        if (runId === null) return;
+        let held = memo.get(key) as RunFieldsMemo | undefined;
+        if (!held) {
+          // A job whose runs the replay has seen from the first: its first run starts its memo.
+          if (!memo.fromEmpty(runsCollection)) return;
+          held = await noRuns(docs, jobId);
+          memo.set(key, held, runFieldsReads);
+        }
         const run = await docs.collection<RunDoc>(runsCollection).findOne({ _id: runId });
         // A deleted run may have been among those held, and the next one is not.
         if (!run || !noteRun(held, run)) memo.delete(key);
@@ -324,6 +341,7 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
         const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
         const since = job?.graduatedVersion ?? 0;
         let held = memo?.get(key) as RunFieldsMemo | undefined;
+        if (!held && memo?.fromEmpty(runsCollection)) held = { since, count: 0, recent: [], ended: [] };
         if (!held || held.since !== since) {
           const runs = docs.collection<RunDoc>(runsCollection);
           const [recent, count, ended] = await Promise.all([
@@ -340,7 +358,7 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
             ),
           ]);
           held = { since, count, recent: recent.map(entryOf), ended: ended.map(entryOf) };
-          memo?.set(key, held, [runsCollection]);
+          memo?.set(key, held, runFieldsReads);
         }
         const recentRuns: LastRun[] = held.recent.map((r) => ({
           id: r.id,

@@ -37,14 +37,26 @@ export type DocOp =
  * hour, which spares the queries that state answers. Bounded: past `replayMemoEntries` entries the least recently set
  * is forgotten, and a forgotten entry only costs its derive the queries again. The engine empties it when a page is
  * rolled back, and forgets the entries that read a collection when a write to it goes by a filter other than `_id` (a
- * workspace's erasure, a job's runs renamed), whose effect on what they hold no `observe` sees.
+ * workspace's erasure) and may change a field they read, since no `observe` sees what it did.
  */
 export interface ReplayMemo {
   get(key: string): unknown;
-  /** `reads`: the collections the value was read from (and is kept up to date with by `observe`). */
-  set(key: string, value: unknown, reads: readonly string[]): void;
+  /**
+   * `reads`: the fields the value was read from, by collection (top-level names), which `observe` keeps it up to
+   * date with. A job's runs renamed (a write of `jobName` to many runs) leaves an entry that reads no name alone.
+   */
+  set(key: string, value: unknown, reads: MemoReads): void;
   delete(key: string): void;
+  /**
+   * True while an entry missing stands for documents never written: `collection` was empty as the replay began,
+   * every projector replays from the log's start, and no entry has been forgotten since (a job without an entry has
+   * had no run). A derive whose `observe` then makes its entry at the first change sees every change.
+   */
+  fromEmpty(collection: string): boolean;
 }
+
+/** The fields a memo entry was read from, by collection. */
+export type MemoReads = Readonly<Record<string, readonly string[]>>;
 
 export interface IndexSpec {
   collection: string;
