@@ -1,10 +1,10 @@
 import type { Subscription } from 'rxjs';
-import type { Doc, DocumentStore } from '../store/document-store.js';
+import type { Doc, DocumentStore, Filter, Update } from '../store/document-store.js';
 import type { AllFilter, EventStore, Position, RecordedEvent } from '../store/event-store.js';
 import { categoryOf } from '../domain/stream.js';
 import { upcast } from '../domain/upcast.js';
 import { WriteBackDocuments } from '../store/write-back-documents.js';
-import type { DocOp, Projector } from './projector.js';
+import type { DocOp, MemoReads, Projector, ReplayMemo } from './projector.js';
 
 interface CheckpointDoc extends Doc {
   position: string | null;
@@ -30,6 +30,10 @@ const recentEventsKept = 4096;
 /** Streams remembered per failed projector; past this every write counts as one it may miss. */
 const missedStreamsKept = 10_000;
 const errorChars = 500;
+/** What a replay's derives keep at most (`ReplayMemo`): a job's run fields take about a kilobyte. */
+const replayMemoEntries = 50_000;
+
+type DeriveOp = DocOp & { kind: 'derive' };
 
 export interface EngineLogger {
   error(obj: object, msg: string): void;
@@ -267,7 +271,10 @@ export class ProjectionEngine {
     const page = new WriteBackDocuments(this.docs, held);
     // Every write of the replay goes through the page: in a read model it fills from empty, a document it has not
     // written is missing, and need not be looked up (most of what a rebuild writes is new).
-    await page.trackFromEmpty(held);
+    const empty = await page.trackFromEmpty(held);
+    // A derive's memo stands for a read model from empty only when every projector starts with the log.
+    const fromStart = [...this.lanes.values()].every((l) => l.checkpoint === null);
+    const memo = new BoundedMemo(replayMemoEntries, fromStart ? empty : new Set());
     // Only the categories some projector maps are read: the others (run timelines, most of a log) are passed unread.
     const filter = replayFilter(this.projectors);
     let applied = 0;
@@ -286,9 +293,10 @@ export class ProjectionEngine {
         for (const [lane, checkpoint, healthy, lastError] of before)
           Object.assign(lane, { checkpoint, healthy, lastError });
         page.discard();
+        memo.clear();
       };
       try {
-        await inOne(() => this.replayPage(events, changed, page, true, end));
+        await inOne(() => this.replayPage(events, changed, page, memo, true, end));
       } catch (err) {
         // The page's writes were rolled back: so are the checkpoints this process holds, and what the page held.
         undo();
@@ -296,7 +304,7 @@ export class ProjectionEngine {
         // A projector failed in the page: it is applied again event by event, so the failing one stops exactly where
         // the live feed would have stopped it.
         try {
-          await inOne(() => this.replayPage(events, changed, page, false, end));
+          await inOne(() => this.replayPage(events, changed, page, memo, false, end));
         } catch (again) {
           undo();
           throw again;
@@ -327,23 +335,22 @@ export class ProjectionEngine {
     events: RecordedEvent[],
     changed: Set<string>,
     page: WriteBackDocuments,
+    memo: BoundedMemo,
     defer: boolean,
     end: Position | null,
   ): Promise<void> {
-    const deferred = defer ? new Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }>() : null;
+    const deferred = defer ? new Map<string, DeriveOp>() : null;
     const healthy = [...this.lanes.values()].filter((l) => l.healthy);
     for (const raw of events) {
       if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
-      await this.replayOne(raw, changed, page, deferred);
+      await this.replayOne(raw, changed, page, memo, deferred);
     }
     if (deferred) {
       if (healthy.some((l) => !l.healthy)) throw new ExactReplayNeeded();
-      for (const { op } of deferred.values()) {
-        try {
-          await this.applyOp(op, page);
-        } catch {
-          throw new ExactReplayNeeded();
-        }
+      try {
+        await this.runDeferred(deferred, page, memo);
+      } catch {
+        throw new ExactReplayNeeded();
       }
     }
     // The log's end: what follows the page's last event up to it, no projector maps.
@@ -355,12 +362,33 @@ export class ProjectionEngine {
     await this.flushAll();
   }
 
+  /**
+   * A page's deferred derives, in the order of their last issue. Keyed derives they return (a day's statistics, from
+   * each run's hour) are deferred in turn and run once each after them, in the order of their first issue: that is
+   * when the live feed first wrote what they write, so even the order of new fields is the same.
+   */
+  private async runDeferred(first: Map<string, DeriveOp>, page: WriteBackDocuments, memo: BoundedMemo): Promise<void> {
+    let round = first;
+    while (round.size > 0) {
+      const next = new Map<string, DeriveOp>();
+      for (const op of round.values())
+        for (const derived of await op.derive(page, memo)) {
+          if (derived.kind === 'derive' && derived.key !== undefined) {
+            await derived.observe?.(page, memo);
+            next.set(derived.key, derived);
+          } else await this.applyOp(derived, page, memo);
+        }
+      round = next;
+    }
+  }
+
   /** One event of a replay: a projector that fails stops there (its error is stored with its checkpoint). */
   private async replayOne(
     raw: RecordedEvent,
     changed: Set<string>,
     docs: DocumentStore,
-    deferred: Map<string, { lane: Lane; op: DocOp & { kind: 'derive' } }> | null,
+    memo: BoundedMemo,
+    deferred: Map<string, DeriveOp> | null,
   ): Promise<void> {
     const category = categoryOf(raw.streamId);
     let event: RecordedEvent | null = null;
@@ -376,10 +404,12 @@ export class ProjectionEngine {
         for (const op of lane.projector.project(event)) {
           changed.add(op.collection);
           if (deferred && op.kind === 'derive' && op.key !== undefined) {
-            // Moved to the end: deferred derives run in the order of their last issue, as the live feed last ran them.
+            // What the derive keeps follows every change; the derive itself runs once, at the end of the page, in
+            // the order of last issue, as the live feed last ran it.
+            await op.observe?.(docs, memo);
             deferred.delete(op.key);
-            deferred.set(op.key, { lane, op });
-          } else await this.applyOp(op, docs);
+            deferred.set(op.key, op);
+          } else await this.applyOp(op, docs, memo);
         }
         lane.checkpoint = event.position;
       } catch (err) {
@@ -764,11 +794,18 @@ export class ProjectionEngine {
     this.scheduleFlush();
   }
 
-  private async applyOp(op: DocOp, docs: DocumentStore): Promise<void> {
+  /** One operation; `memo` in a replay only (`ReplayMemo`), whose derives are observed and then run at once. */
+  private async applyOp(op: DocOp, docs: DocumentStore, memo?: BoundedMemo): Promise<void> {
     const c = docs.collection(op.collection);
     if (op.kind === 'derive') {
-      for (const derived of await op.derive(docs)) await this.applyOp(derived, docs);
-    } else if (op.kind === 'delete') await c.deleteMany(op.filter);
+      if (memo) await op.observe?.(docs, memo);
+      for (const derived of await op.derive(docs, memo)) await this.applyOp(derived, docs, memo);
+      return;
+    }
+    // A write by another filter than `_id` (an erasure, a job's runs renamed) changes documents no derive observed.
+    if (memo && (op.kind === 'delete' || op.many) && !byIdOnly(op.filter))
+      memo.forget(op.collection, op.kind === 'delete' ? null : op.update, op.kind !== 'delete' && op.upsert === true);
+    if (op.kind === 'delete') await c.deleteMany(op.filter);
     else if (op.many) await c.updateMany(op.filter, op.update, { upsert: op.upsert ?? false });
     else await c.updateOne(op.filter, op.update, { upsert: op.upsert ?? false });
   }
@@ -824,6 +861,74 @@ export class ProjectionEngine {
 function writeBackCollections(projectors: Projector[]): Set<string> {
   const unique = new Set(projectors.flatMap((p) => p.indexes.filter((i) => i.unique).map((i) => i.collection)));
   return new Set(projectors.flatMap((p) => p.collections).filter((c) => !unique.has(c)));
+}
+
+/** The top-level fields an update writes. */
+function updatedFields(update: Update): Set<string> {
+  const out = new Set<string>();
+  for (const part of [update.$set, update.$unset, update.$inc, update.$push, update.$setOnInsert])
+    for (const path in part ?? {}) out.add(path.split('.')[0]!);
+  return out;
+}
+
+/** Whether a filter names one document by its `_id` and nothing else. */
+function byIdOnly(filter: Filter): boolean {
+  const keys = Object.keys(filter);
+  return keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string';
+}
+
+/** A replay's `ReplayMemo`: at most `limit` entries, the least recently set forgotten first. */
+class BoundedMemo implements ReplayMemo {
+  private readonly entries = new Map<string, { value: unknown; reads: MemoReads }>();
+  /** Nothing forgotten yet (`ReplayMemo.fromEmpty`). */
+  private whole = true;
+
+  constructor(
+    private readonly limit: number,
+    private readonly empty: ReadonlySet<string>,
+  ) {}
+
+  fromEmpty(collection: string): boolean {
+    return this.whole && this.empty.has(collection);
+  }
+
+  get(key: string): unknown {
+    return this.entries.get(key)?.value;
+  }
+
+  set(key: string, value: unknown, reads: MemoReads): void {
+    this.entries.delete(key);
+    this.entries.set(key, { value, reads });
+    if (this.entries.size > this.limit) {
+      this.entries.delete(this.entries.keys().next().value!);
+      this.whole = false;
+    }
+  }
+
+  delete(key: string): void {
+    this.whole &&= !this.entries.has(key);
+    this.entries.delete(key);
+  }
+
+  /**
+   * After a write to documents of `collection` no `observe` saw: forgets every entry that reads a field `update`
+   * changes (every field: a deletion). An upsert may make documents no entry knows of.
+   */
+  forget(collection: string, update: Update | null, inserts: boolean): void {
+    if (inserts) this.whole = false;
+    const changed = update === null ? null : updatedFields(update);
+    for (const [key, entry] of this.entries) {
+      const read = entry.reads[collection];
+      if (!read || (changed !== null && !read.some((f) => changed.has(f.split('.')[0]!)))) continue;
+      this.entries.delete(key);
+      this.whole = false;
+    }
+  }
+
+  clear(): void {
+    this.whole &&= this.entries.size === 0;
+    this.entries.clear();
+  }
 }
 
 /** A replay page has to be applied again event by event (`ProjectionEngine.replayPage`). */

@@ -2,7 +2,7 @@ import { isDemoted } from '../domain/graduation.js';
 import type { JobConfig } from '../domain/job.js';
 import { describeCron, nextOccurrence } from '../domain/cron.js';
 import { streams } from '../domain/streams.js';
-import type { Doc, DocValue } from '../store/document-store.js';
+import type { Doc, DocValue, DocumentStore } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
@@ -113,9 +113,9 @@ export const jobsProjector: Projector = {
         run.event.type === 'RunSubmitted' ||
         run.event.type === 'RunPurged'
         ? []
-        : runFields(run.event.data.jobId);
+        : runFields(run.event.data.jobId, run.event.data.runId);
     const admitted = streams.jobRuns.decode(recorded);
-    if (admitted) return admitted.event.type === 'RunDeleted' ? runFields(admitted.key) : [];
+    if (admitted) return admitted.event.type === 'RunDeleted' ? runFields(admitted.key, admitted.event.data.runId) : [];
     const fired = streams.schedule.decode(recorded);
     if (fired) {
       const { jobId, occurrence, firedAt } = fired.event.data;
@@ -222,48 +222,156 @@ function playbookFields(event: PlaybookEvent): DocOp[] {
   // fields read the graduated version, so they are derived again too (what a replay's deferred derive relies on).
   if (graduated) Object.assign(fields, { graduatedVersion: version, demoted: false });
   const op: DocOp = { kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } };
-  return graduated ? [op, ...runFields(jobId)] : [op];
+  return graduated ? [op, ...runFields(jobId, null)] : [op];
+}
+
+/** What a job's run fields are computed from: a run's figures, as the runs read model holds them. */
+interface RunEntry {
+  id: string;
+  number: number;
+  status: RunDoc['status'];
+  queuedAt: number;
+  mode: RunDoc['mode'];
+  fellBack: boolean;
+  playbookVersion: number;
 }
 
 /**
- * A run changed: the job's run fields are recomputed from the runs read model (projected just before). Every event
- * that changes a run's number, status, mode or version, or the job's graduated version, issues it, so a replay runs
- * it once per page and job (`key`, docs/design.md, "Replay").
+ * What the run fields' derive reads, kept through a replay (`ReplayMemo`, docs/design.md, "Replay"): the job's ten
+ * latest runs, its run count, and its two latest scripted runs that ended at or after `since`, its graduated
+ * version. A few hundred bytes a job.
  */
-function runFields(jobId: string): DocOp[] {
+interface RunFieldsMemo {
+  since: number;
+  count: number;
+  /** By number, latest first. */
+  recent: RunEntry[];
+  ended: RunEntry[];
+}
+
+/** What a job's run fields read of its runs: a replay's memo of them holds no other field. */
+const runFieldsReads = {
+  [runsCollection]: ['_id', 'jobId', 'number', 'status', 'queuedAt', 'mode', 'fellBack', 'playbookVersion'],
+};
+
+const recentKept = 10;
+const endedKept = 2;
+const endedStatuses = new Set(['succeeded', 'failed', 'timed_out']);
+
+const entryOf = (r: RunDoc): RunEntry => ({
+  id: r._id,
+  number: r.number,
+  status: r.status,
+  queuedAt: r.queuedAt,
+  mode: r.mode,
+  fellBack: r.fellBack,
+  playbookVersion: r.playbookVersion,
+});
+
+/**
+ * `list` (latest first, at most `kept`) with `e` in its place by number, when it belongs there. False when the
+ * memo cannot tell what the read model holds: a run older than the oldest held (new, or an old one changed?) or a
+ * number held under another run.
+ */
+function place(list: RunEntry[], e: RunEntry, kept: number): boolean {
+  if (list.some((r) => r.number === e.number && r.id !== e.id)) return false;
+  const at = list.findIndex((r) => r.number < e.number);
+  if (at === -1 && list.length >= kept) return false;
+  list.splice(at === -1 ? list.length : at, 0, e);
+  if (list.length > kept) list.pop();
+  return true;
+}
+
+/** The memo after a run changed, as the runs read model now holds it; false when it cannot be told (`place`). */
+function noteRun(memo: RunFieldsMemo, run: RunDoc): boolean {
+  const e = entryOf(run);
+  const i = memo.recent.findIndex((r) => r.id === e.id);
+  if (i >= 0) {
+    if (memo.recent[i]!.number !== e.number) return false;
+    memo.recent[i] = e;
+  } else {
+    // Not among the latest ten: with fewer held, or newer than the tenth, a run the read model did not hold.
+    if (!place(memo.recent, e, recentKept)) return false;
+    memo.count++;
+  }
+  const ended = e.mode === 'scripted' && e.playbookVersion >= memo.since && endedStatuses.has(e.status);
+  const j = memo.ended.findIndex((r) => r.id === e.id);
+  if (j >= 0) {
+    // One that left the two latest ended ones: the third is not held.
+    if (!ended || memo.ended[j]!.number !== e.number) return false;
+    memo.ended[j] = e;
+  } else if (ended && (memo.ended.length < endedKept || e.number > memo.ended[memo.ended.length - 1]!.number))
+    return place(memo.ended, e, endedKept);
+  return true;
+}
+
+/** The memo of a job without runs, at its graduated version. */
+async function noRuns(docs: DocumentStore, jobId: string): Promise<RunFieldsMemo> {
+  const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
+  return { since: job?.graduatedVersion ?? 0, count: 0, recent: [], ended: [] };
+}
+
+/**
+ * A run changed (`runId`) or the job graduated (null): the job's run fields are recomputed from the runs read model
+ * (projected just before). Every event that changes a run's number, status, mode or version, or the job's graduated
+ * version, issues it, so a replay runs it once per page and job (`key`, docs/design.md, "Replay"), and computes it
+ * from what the memo keeps of the job's runs, observed run by run, instead of three queries.
+ */
+function runFields(jobId: string, runId: string | null): DocOp[] {
+  const key = `jobs:run-fields:${jobId}`;
   return [
     {
       kind: 'derive',
       collection: jobsCollection,
-      key: `jobs:run-fields:${jobId}`,
-      async derive(docs) {
-        const runs = docs.collection<RunDoc>(runsCollection);
-        const [recent, runCount, job] = await Promise.all([
-          runs.find({ jobId }, { sort: [['number', -1]], limit: 10 }),
-          runs.count({ jobId }),
-          docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId }),
-        ]);
-        const ended = await runs.find(
-          {
-            jobId,
-            mode: 'scripted',
-            status: { $in: ['succeeded', 'failed', 'timed_out'] },
-            playbookVersion: { $gte: job?.graduatedVersion ?? 0 },
-          },
-          { sort: [['number', -1]], limit: 2 },
-        );
-        const recentRuns: LastRun[] = recent.map((r) => ({
-          id: r._id,
+      key,
+      async observe(docs, memo) {
+        if (runId === null) return;
+        let held = memo.get(key) as RunFieldsMemo | undefined;
+        if (!held) {
+          // A job whose runs the replay has seen from the first: its first run starts its memo.
+          if (!memo.fromEmpty(runsCollection)) return;
+          held = await noRuns(docs, jobId);
+          memo.set(key, held, runFieldsReads);
+        }
+        const run = await docs.collection<RunDoc>(runsCollection).findOne({ _id: runId });
+        // A deleted run may have been among those held, and the next one is not.
+        if (!run || !noteRun(held, run)) memo.delete(key);
+      },
+      async derive(docs, memo) {
+        const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
+        const since = job?.graduatedVersion ?? 0;
+        let held = memo?.get(key) as RunFieldsMemo | undefined;
+        if (!held && memo?.fromEmpty(runsCollection)) held = { since, count: 0, recent: [], ended: [] };
+        if (!held || held.since !== since) {
+          const runs = docs.collection<RunDoc>(runsCollection);
+          const [recent, count, ended] = await Promise.all([
+            runs.find({ jobId }, { sort: [['number', -1]], limit: recentKept }),
+            runs.count({ jobId }),
+            runs.find(
+              {
+                jobId,
+                mode: 'scripted',
+                status: { $in: [...endedStatuses] },
+                playbookVersion: { $gte: since },
+              },
+              { sort: [['number', -1]], limit: endedKept },
+            ),
+          ]);
+          held = { since, count, recent: recent.map(entryOf), ended: ended.map(entryOf) };
+          memo?.set(key, held, runFieldsReads);
+        }
+        const recentRuns: LastRun[] = held.recent.map((r) => ({
+          id: r.id,
           number: r.number,
           status: r.status,
           queuedAt: r.queuedAt,
         }));
         const fields: Record<string, DocValue> = {
-          runCount,
+          runCount: held.count,
           recentRuns: recentRuns.length === 0 ? null : stored(recentRuns),
           lastRun: stored(recentRuns[0] ?? null),
-          lastMode: recent[0]?.mode ?? null,
-          demoted: isDemoted(ended, job?.graduatedVersion ?? null),
+          lastMode: held.recent[0]?.mode ?? null,
+          demoted: isDemoted(held.ended, job?.graduatedVersion ?? null),
         };
         return [{ kind: 'update', collection: jobsCollection, filter: { _id: jobId }, update: { $set: fields } }];
       },

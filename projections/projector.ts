@@ -12,7 +12,17 @@ export type DocOp =
   | {
       kind: 'derive';
       collection: string;
-      derive: (docs: DocumentStore) => Promise<DocOp[]>;
+      /**
+       * `memo` is given in a replay only: what the derive read on a former run, kept by the engine across the replay's
+       * pages (`ReplayMemo`). The live feed gives none, and the derive reads the read models.
+       */
+      derive: (docs: DocumentStore, memo?: ReplayMemo) => Promise<DocOp[]>;
+      /**
+       * Called in a replay where the derive is issued, before it is deferred (`key`): brings what the derive keeps in
+       * `memo` up to date with the change its event made, so a deferred run computes from the memo what it would
+       * read. A change it cannot account for must delete its memo entry; the next run then reads the read models.
+       */
+      observe?: (docs: DocumentStore, memo: ReplayMemo) => Promise<void>;
       /**
        * Names what the derive recomputes (a job's run fields), for a replay to run it once per page instead of once
        * per event: the last one issued with the key runs when the page's events are applied, in the order of their
@@ -21,6 +31,32 @@ export type DocOp =
        */
       key?: string;
     };
+
+/**
+ * What derives keep between their runs during one replay (docs/design.md, "Replay"): a small state per job or per
+ * hour, which spares the queries that state answers. Bounded: past `replayMemoEntries` entries the least recently set
+ * is forgotten, and a forgotten entry only costs its derive the queries again. The engine empties it when a page is
+ * rolled back, and forgets the entries that read a collection when a write to it goes by a filter other than `_id` (a
+ * workspace's erasure) and may change a field they read, since no `observe` sees what it did.
+ */
+export interface ReplayMemo {
+  get(key: string): unknown;
+  /**
+   * `reads`: the fields the value was read from, by collection (top-level names), which `observe` keeps it up to
+   * date with. A job's runs renamed (a write of `jobName` to many runs) leaves an entry that reads no name alone.
+   */
+  set(key: string, value: unknown, reads: MemoReads): void;
+  delete(key: string): void;
+  /**
+   * True while an entry missing stands for documents never written: `collection` was empty as the replay began,
+   * every projector replays from the log's start, and no entry has been forgotten since (a job without an entry has
+   * had no run). A derive whose `observe` then makes its entry at the first change sees every change.
+   */
+  fromEmpty(collection: string): boolean;
+}
+
+/** The fields a memo entry was read from, by collection. */
+export type MemoReads = Readonly<Record<string, readonly string[]>>;
 
 export interface IndexSpec {
   collection: string;

@@ -124,8 +124,9 @@ export const runsProjector: Projector = {
       case 'RunSkipped': {
         const { runId: _runId, ...plan } = event.data;
         const skipped = event.type === 'RunSkipped';
-        const doc: Record<string, DocValue> = {
-          ...storedFields(plan),
+        // Assigned onto the plan's fields rather than spread into a literal with them: V8 made a new map per field
+        // after the spread, a fifth of a millisecond per run (docs/performance.md, "Replay"). Same fields, same order.
+        const doc: Record<string, DocValue> = Object.assign(storedFields(plan), {
           input: (plan.input ?? {}) as DocValue,
           status: skipped ? 'skipped' : 'queued',
           submitted: !skipped && (event.data as { submitted?: boolean }).submitted === true,
@@ -157,7 +158,7 @@ export const runsProjector: Projector = {
           runnerId: null,
           cancelRequested: false,
           sandboxId: null,
-        };
+        });
         return [{ kind: 'update', collection: runsCollection, filter: { _id }, update: { $set: doc }, upsert: true }];
       }
       case 'RunSubmitted':
@@ -174,13 +175,14 @@ export const runsProjector: Projector = {
         return set({ cancelRequested: true });
       case 'RunFinished': {
         const { runId: _r, jobId: _j, outputs, ...o } = event.data;
-        return set({
-          ...storedFields(o),
-          outputs: outputs as DocValue,
-          duration: o.msTotal,
-          tokens: o.tokIn + o.tokOut,
-          reflectionRequestedAt: o.reflection === 'pending' ? o.finishedAt : null,
-        });
+        return set(
+          Object.assign(storedFields(o), {
+            outputs: outputs as DocValue,
+            duration: o.msTotal,
+            tokens: o.tokIn + o.tokOut,
+            reflectionRequestedAt: o.reflection === 'pending' ? o.finishedAt : null,
+          }),
+        );
       }
       case 'RunReflectionRequested':
         return set({

@@ -9,7 +9,6 @@ import {
   hourRuns,
   revOf,
   revsBlockDays,
-  type HourRun,
   type StatsDayDoc,
   type StatsHourDoc,
   type StatsRevsDoc,
@@ -73,7 +72,7 @@ export const statsProjector: Projector = {
     if (admission) {
       if (admission.event.type !== 'RunDeleted') return [];
       const { runId, ...figures } = admission.event.data.figures;
-      return [upsert(runId, { ...storedFields(figures), deleted: true }), rebucket(runId)];
+      return [upsert(runId, Object.assign(storedFields(figures), { deleted: true })), rebucket(runId)];
     }
     const decoded = streams.run.decode(recorded);
     if (!decoded) return [];
@@ -83,7 +82,7 @@ export const statsProjector: Projector = {
       case 'RunQueued':
       case 'RunSkipped': {
         const { runId: _r, ...figures } = nextFigures(null, event)!;
-        return [upsert(runId, { ...storedFields(figures), deleted: false }), rebucket(runId)];
+        return [upsert(runId, Object.assign(storedFields(figures), { deleted: false })), rebucket(runId)];
       }
       // Live statuses all count as "other": the buckets do not change.
       case 'RunClaimed':
@@ -150,10 +149,10 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
 
 /**
  * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its hour's list,
- * then the day from its hours' lists, then the day's revision. A replay runs it once per page and run (`key`): the
- * run events that do not issue it change only a live status, which an hour's list holds as `other` whatever it is,
- * and the last one run for an hour or a day is the one the live feed ran last (docs/design.md, "Replay"). Everything
- * is read by `_id`, which a replay's page answers from memory.
+ * then the day from its hours' lists (`dayTotals`). A replay runs it once per page and run (`key`): the run events
+ * that do not issue it change only a live status, which an hour's list holds as `other` whatever it is, and the last
+ * one run for an hour is the one the live feed ran last (docs/design.md, "Replay"). Everything is read by `_id`,
+ * which a replay's page answers from memory.
  */
 function rebucket(runId: string): DocOp {
   return {
@@ -165,24 +164,44 @@ function rebucket(runId: string): DocOp {
       if (!run) return [];
       const { workspaceId } = run;
       const hour = Math.floor(run.queuedAt / hourMs) * hourMs;
-      const day = Math.floor(run.queuedAt / dayMs) * dayMs;
-      const hours = docs.collection<StatsHourDoc>(statsHoursCollection);
-      const own = await hours.findOne({ _id: bucketId(workspaceId, hour) });
+      const own = await docs
+        .collection<StatsHourDoc>(statsHoursCollection)
+        .findOne({ _id: bucketId(workspaceId, hour) });
       const entry = bucketRun({ ...run, runId });
       const runs = [...(own ? hourRuns(own) : []).map(fromHourRun).filter((r) => r.runId !== runId), entry];
       const list = runs.sort(byQueue).map(hourRun);
-      const hourDoc = { workspaceId, start: hour, rev: revOf(JSON.stringify(list)), runs: list };
-      const others = await hours.find({
-        _id: {
-          $in: bucketIds(workspaceId, day, day + dayMs, hourMs).filter((id) => id !== bucketId(workspaceId, hour)),
-        },
-      });
-      const dayList = [...others.map((h) => ({ start: h.start, rev: h.rev, runs: hourRuns(h) })), hourDoc].sort(
-        (a, b) => a.start - b.start,
-      );
+      return [
+        replace(statsHoursCollection, bucketId(workspaceId, hour), {
+          workspaceId,
+          start: hour,
+          rev: revOf(JSON.stringify(list)),
+          runs: stored(list),
+        }),
+        dayTotals(workspaceId, Math.floor(run.queuedAt / dayMs) * dayMs),
+      ];
+    },
+  };
+}
+
+/**
+ * A day's document from its hours' lists, then its revision. Keyed by the day: a replay runs it once per page and
+ * day, after the runs' hours of the page (docs/design.md, "Replay"), where the live feed runs it after each hour.
+ */
+function dayTotals(workspaceId: string, day: number): DocOp {
+  return {
+    kind: 'derive',
+    collection: statsDaysCollection,
+    key: `stats:day:${workspaceId}:${day}`,
+    async derive(docs) {
+      const hours = await docs
+        .collection<StatsHourDoc>(statsHoursCollection)
+        .find({ _id: { $in: bucketIds(workspaceId, day, day + dayMs, hourMs) } });
+      const dayList = hours
+        .map((h) => ({ start: h.start, rev: h.rev, runs: hourRuns(h) }))
+        .sort((a, b) => a.start - b.start);
       const { totals, durations } = summarize(
         (function* () {
-          for (const h of dayList) for (const r of h.runs as HourRun[]) yield fromHourRun(r);
+          for (const h of dayList) for (const r of h.runs) yield fromHourRun(r);
         })(),
       );
       const revs = dayList.map((h): [number, string] => [h.start, h.rev]);
@@ -196,7 +215,6 @@ function rebucket(runId: string): DocOp {
         durations: encodeDurations(durations),
       };
       return [
-        replace(statsHoursCollection, bucketId(workspaceId, hour), { ...hourDoc, runs: stored(list) }),
         replace(statsDaysCollection, bucketId(workspaceId, day), dayDoc),
         {
           kind: 'update',

@@ -98,8 +98,9 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
   }
 
   /** From now on, ids this cache never wrote are known missing (`WriteBackDocuments.trackFromEmpty`). */
-  async trackFromEmpty(): Promise<void> {
+  async trackFromEmpty(): Promise<boolean> {
     this.written = (await this.inner.findOne({})) === null ? new WrittenIds() : null;
+    return this.written !== null;
   }
 
   private async load(id: string): Promise<T | null> {
@@ -279,11 +280,17 @@ export class WriteBackDocuments implements DocumentStore {
   /**
    * Tells the named collections that were empty now which ids they hold from here on: those this cache writes, so it
    * need not ask the store for any other (docs/design.md, "Replay"). Only for a cache through which every later write
-   * of those collections goes, as a replay's is.
+   * of those collections goes, as a replay's is. Answers those that were empty.
    */
-  async trackFromEmpty(names: Iterable<string>): Promise<void> {
+  async trackFromEmpty(names: Iterable<string>): Promise<Set<string>> {
+    const empty = new Set<string>();
     for (const name of names)
-      if (this.cached.has(name)) await (this.collection(name) as unknown as WriteBackCollection<Doc>).trackFromEmpty();
+      if (
+        this.cached.has(name) &&
+        (await (this.collection(name) as unknown as WriteBackCollection<Doc>).trackFromEmpty())
+      )
+        empty.add(name);
+    return empty;
   }
 
   /** Writes back every pending change. */
