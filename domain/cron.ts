@@ -69,8 +69,25 @@ function checkField(text: string, spec: FieldSpec): void {
   }
 }
 
+/**
+ * Compiled expressions by their text: the jobs projector asks for a schedule's next firing on every change of a
+ * scheduled job, and compiling was most of that (docs/performance.md, "Cron without recompiling (2026-11-27)"). Bounded, oldest
+ * first out; only valid expressions are kept (a Cron's `nextRun` from a given date reads no state of its own).
+ */
+const compiled = new Map<string, Cron>();
+const compiledMax = 1000;
+
 /** croner on a clock without DST: the wall clock of the job's zone, written as if it were UTC. */
 function compile(expr: string): Cron {
+  let cron = compiled.get(expr);
+  if (cron) return cron;
+  cron = compileNew(expr);
+  if (compiled.size >= compiledMax) compiled.delete(compiled.keys().next().value!);
+  compiled.set(expr, cron);
+  return cron;
+}
+
+function compileNew(expr: string): Cron {
   const trimmed = expr.trim();
   if (/^(CRON_)?TZ=/i.test(trimmed)) throw new CronError('must not set a timezone, use the timezone field instead');
   if (/^@every\b/i.test(trimmed)) throw new CronError('must be a five-field expression or a descriptor such as @daily');
@@ -129,16 +146,20 @@ export function isValidTimezone(timezone: string): boolean {
   }
 }
 
+const minute = 60_000;
+const hour = 60 * minute;
+
+/** Zones whose wall clock is UTC's all year: their wall time is the instant's minute, with no formatter to ask. */
+const utcZones = new Set(['UTC', 'Etc/UTC', 'Etc/GMT', 'GMT', 'Etc/Universal', 'Universal', 'Etc/Zulu', 'Zulu']);
+
 /** The wall clock of an instant in a zone, as a "wall time" counted in ms like a UTC timestamp. */
 function wallOf(instant: number, timezone: string): number {
+  if (utcZones.has(timezone)) return Math.floor(instant / minute) * minute;
   const parts: Record<string, number> = {};
   for (const p of formatter(timezone).formatToParts(new Date(instant)))
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
   return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!);
 }
-
-const minute = 60_000;
-const hour = 60 * minute;
 
 /** The first instant at which the zone's clock shows `wall` or, inside a skipped interval, the instant of the jump. */
 function firstInstant(wall: number, timezone: string): number {

@@ -116,6 +116,21 @@ describe('next occurrence', () => {
     );
   });
 
+  it('gives UTC and its aliases the same firings as a zone read through the formatter, compiled once or afresh', () => {
+    // UTC's wall time is taken without a formatter, and compiled expressions are reused: Etc/GMT+0 goes the long way.
+    const exprs = ['*/7 * * * *', '0 9 * * 1-5', '30 2 * * *', '0 0 29 2 *', '5/15 * * * *', '@weekly'];
+    let t = at('2026-01-01T00:00:00Z');
+    for (let i = 0; i < 300; i++) {
+      t += 37 * 60_000 + 13_000 + i * 3_600_000;
+      const expr = exprs[i % exprs.length]!;
+      const formatted = nextOccurrence(expr, 'Etc/GMT+0', t);
+      for (const zone of ['UTC', 'Etc/UTC', 'GMT'])
+        assert.equal(nextOccurrence(expr, zone, t), formatted, `${expr} ${zone}`);
+    }
+    assert.equal(nextOccurrence('61 * * * *', 'UTC', t), null, 'an invalid expression is not kept as compiled');
+    assert.equal(nextOccurrence('61 * * * *', 'UTC', t), null);
+  });
+
   it('evaluates wall-clock time in the zone', () => {
     assert.equal(
       iso(nextOccurrence('0 9 * * *', 'Asia/Kolkata', at('2026-01-01T00:00:00Z'))),
