@@ -71,8 +71,9 @@ function checkField(text: string, spec: FieldSpec): void {
 
 /**
  * Compiled expressions by their text: the jobs projector asks for a schedule's next firing on every change of a
- * scheduled job, and compiling was most of that (docs/performance.md, "Cron without recompiling (2026-11-27)"). Bounded, oldest
- * first out; only valid expressions are kept (a Cron's `nextRun` from a given date reads no state of its own).
+ * scheduled job, and compiling was most of that (docs/performance.md, "Cron without recompiling (2026-11-27)").
+ * Bounded, oldest first out; only valid expressions are kept (a Cron's `nextRun` from a date reads no state of its
+ * own).
  */
 const compiled = new Map<string, Cron>();
 const compiledMax = 1000;
