@@ -51,6 +51,12 @@ export class CommandBus {
    */
   private readonly folded = new Map<string, { decider: unknown; state: unknown; revision: number }>();
   private static readonly maxFolded = 2000;
+  /**
+   * The last command queued on each stream in this process: commands on one stream run one after the other here, so
+   * they never lose an expected-revision check to each other (nine triggers of one job at once spent the five attempts
+   * and failed: docs/design.md, "Events and read models"). Other processes' writers still race and retry.
+   */
+  private readonly tails = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: EventStore,
@@ -81,12 +87,34 @@ export class CommandBus {
     this.folded.delete(streamId);
   }
 
-  async execute<C, E extends DomainEvent, S>(
+  execute<C, E extends DomainEvent, S>(
     streamId: string,
     decider: Decider<C, E, S>,
     command: C | ((state: S) => C),
     ctx: CommandContext,
     options: ExecuteOptions = {},
+  ): Promise<CommandResult<E, S>> {
+    const before = this.tails.get(streamId);
+    const run = before
+      ? before.then(() => this.attempts(streamId, decider, command, ctx, options))
+      : this.attempts(streamId, decider, command, ctx, options);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(streamId, tail);
+    void tail.then(() => {
+      if (this.tails.get(streamId) === tail) this.tails.delete(streamId);
+    });
+    return run;
+  }
+
+  private async attempts<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C | ((state: S) => C),
+    ctx: CommandContext,
+    options: ExecuteOptions,
   ): Promise<CommandResult<E, S>> {
     for (let attempt = 1; ; attempt++) {
       // A stream under an id made just now has nothing to read: it is decided on the initial state, and the append

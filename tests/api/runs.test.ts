@@ -118,6 +118,26 @@ describe('runs: trigger path', () => {
     assert.deepEqual([...numbers].sort(), [1, 2, 3, 4], 'concurrent triggers get distinct numbers');
   });
 
+  it('admits sixteen triggers of one job sent at once, each numbered and queued in one order', async () => {
+    // All of them write the job's admission stream: within one process they must queue, not spend their retries.
+    const id = await job({ concurrency: 'queue' });
+    const answers = await Promise.all(Array.from({ length: 16 }, () => session.post(`/api/jobs/${id}/runs`, {})));
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      Array.from({ length: 16 }, () => 201),
+      answers.map((a) => a.text).join('\n'),
+    );
+    const runIds = answers.map((a) => a.body.runId as string);
+    const state = await admission(id);
+    assert.equal(state.active.length, 1);
+    assert.deepEqual([...state.active, ...state.waiting].sort(), [...runIds].sort());
+    const numbers = await Promise.all(runIds.map(async (r) => (await session.get(`/api/runs/${r}`)).body.number));
+    assert.deepEqual(
+      [...numbers].sort((a, b) => a - b),
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
+  });
+
   it('cancels a queued run at once, and answers 409 for a finished one', async () => {
     const id = await job();
     const run = (await session.post(`/api/jobs/${id}/runs`, {})).body.runId;
