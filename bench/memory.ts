@@ -9,10 +9,16 @@ import { apiTokenFromLink, cliArgs, rssMb, seedSignInLink, servedUrl, apiCaller 
 import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 
 const inFlight = 20;
+/** Each tenth of a phase on stderr as it is reached: a long run stopped early still says where it got to. */
+const progress = (msg: string) => process.stderr.write(`[bench] memory: ${msg}\n`);
 
 export async function memoryBenchmark(root: string, quick: boolean) {
   const creations = Number(process.env.SVC_BENCH_MEMORY_CREATIONS ?? (quick ? 5_000 : 100_000));
   const runs = Number(process.env.SVC_BENCH_MEMORY_RUNS ?? (quick ? 200 : 10_000));
+  // Runs triggered at once, each loop on a job of its own. The service runs SVC_MAX_RUNS (3) at once and queues the
+  // rest; more in flight only lengthens the queue unless the service's setting is raised too (docs/performance.md,
+  // "Memory through a long life").
+  const runsInFlight = Number(process.env.SVC_BENCH_MEMORY_RUNS_IN_FLIGHT ?? 4);
   const dataDir = join(root, 'memory');
   const link = await seedSignInLink(dataDir);
 
@@ -42,12 +48,18 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     const rssByCreations: Array<{ created: number; rssMb: number }> = [];
     const cpuBefore = cpuMs(server.pid!);
     let created = 0;
+    let answered = 0;
     const creator = async () => {
       while (created < creations) {
-        const n = ++created;
-        await call('POST', '/api/jobs', { name: `Memory job ${n}`, instruction: 'Count the files in the workspace.' });
-        if (n % Math.max(1, Math.floor(creations / 10)) === 0)
+        await call('POST', '/api/jobs', {
+          name: `Memory job ${++created}`,
+          instruction: 'Count the files in the workspace.',
+        });
+        const n = ++answered;
+        if (n % Math.max(1, Math.floor(creations / 10)) === 0) {
           rssByCreations.push({ created: n, rssMb: rssMb(server.pid!) });
+          progress(`${n} creations, RSS ${rssMb(server.pid!)} MB (peak ${peak})`);
+        }
       }
     };
     await Promise.all(Array.from({ length: inFlight }, creator));
@@ -63,33 +75,54 @@ export async function memoryBenchmark(root: string, quick: boolean) {
     const models = (await call('GET', '/api/models')).items as Array<{ id: string; providerId: string }>;
     const model = models.find((m) => m.providerId === provider.id)!;
     await call('PATCH', '/api/settings', { agentModelId: model.id });
-    const job = await call('POST', '/api/jobs', {
-      name: 'Memory scripted job',
-      instruction: 'Say ok.',
-      selfImprove: false,
-      concurrency: 'parallel',
-    });
-    await call('PUT', `/api/jobs/${String(job.id)}/playbook`, { content: { main: '#!/bin/sh\necho ok\n' } });
+    // One job per loop: the runs of one job are admitted on its one stream, and many loops triggering the same job
+    // measure that stream's conflicts, not the memory of runs.
+    const jobs: string[] = [];
+    for (let i = 0; i < runsInFlight; i++) {
+      const job = await call('POST', '/api/jobs', {
+        name: `Memory scripted job ${i + 1}`,
+        instruction: 'Say ok.',
+        selfImprove: false,
+        concurrency: 'parallel',
+      });
+      await call('PUT', `/api/jobs/${String(job.id)}/playbook`, { content: { main: '#!/bin/sh\necho ok\n' } });
+      jobs.push(String(job.id));
+    }
     const rssByRuns: Array<{ finished: number; rssMb: number }> = [];
+    const runMs: number[] = [];
+    const failures: string[] = [];
     let triggered = 0;
+    let finished = 0;
     const started = Date.now();
-    const runner = async () => {
+    const cpuBeforeRuns = cpuMs(server.pid!, true);
+    const runner = async (jobId: string) => {
       while (triggered < runs) {
-        const n = ++triggered;
-        const { runId } = await call('POST', `/api/jobs/${String(job.id)}/runs`, {});
+        triggered++;
+        const t0 = Date.now();
+        const { runId } = await call('POST', `/api/jobs/${jobId}/runs`, {});
         for (;;) {
           const run = await call('GET', `/api/runs/${String(runId)}`);
           if (!['queued', 'provisioning', 'running', 'verifying'].includes(String(run.status))) {
+            // A failed run is counted and shown, not fatal: one failure must not lose hours of measuring.
             if (run.status !== 'succeeded')
-              throw new Error(`run ${String(runId)} ended ${String(run.status)}: ${String(run.error)}`);
+              failures.push(`run ${String(runId)} ended ${String(run.status)}: ${String(run.error)}`);
             break;
           }
           await new Promise((r) => setTimeout(r, 100));
         }
-        if (n % Math.max(1, Math.floor(runs / 10)) === 0) rssByRuns.push({ finished: n, rssMb: rssMb(server.pid!) });
+        runMs.push(Date.now() - t0);
+        const n = ++finished;
+        if (n % Math.max(1, Math.floor(runs / 10)) === 0) {
+          rssByRuns.push({ finished: n, rssMb: rssMb(server.pid!) });
+          progress(
+            `${n} runs, RSS ${rssMb(server.pid!)} MB (peak ${peak}), ${JSON.stringify(smapsMb(server.pid!))}, ${failures.length} failed`,
+          );
+        }
       }
     };
-    await Promise.all(Array.from({ length: 4 }, runner));
+    await Promise.all(jobs.map(runner));
+    const cpuAfterRuns = cpuMs(server.pid!, true);
+    runMs.sort((a, b) => a - b);
     return {
       settings: [
         ...(withSettings ? [...serveNodeFlags, ...Object.entries(serveEnv).map(([k, v]) => `${k}=${v}`)] : []),
@@ -97,7 +130,15 @@ export async function memoryBenchmark(root: string, quick: boolean) {
       ],
       creations,
       runs,
+      runsInFlight,
       runsPerSec: Math.round((runs / ((Date.now() - started) / 1000)) * 10) / 10,
+      // Trigger to seen final, polled every 100 ms; and the CPU of a run: the served process's own, and that of its
+      // children it reaped (the sandboxes' processes).
+      runMsP50: runMs[Math.floor(runMs.length / 2)] ?? null,
+      serverCpuMsPerRun: Math.round((cpuAfterRuns.own - cpuBeforeRuns.own) / Math.max(1, runs)),
+      childrenCpuMsPerRun: Math.round((cpuAfterRuns.children - cpuBeforeRuns.children) / Math.max(1, runs)),
+      runsFailed: failures.length,
+      firstFailures: failures.slice(0, 3),
       afterStartMb,
       afterStartSmaps,
       afterCreationsMb,
@@ -105,6 +146,7 @@ export async function memoryBenchmark(root: string, quick: boolean) {
       afterCreationsSmaps,
       peakCreationsMb,
       afterRunsMb: rssMb(server.pid!),
+      afterRunsSmaps: smapsMb(server.pid!),
       peakMb: peak,
       rssByCreations,
       rssByRuns,
@@ -125,7 +167,11 @@ function smapsMb(pid: number): { anonMb: number; fileMb: number } {
 }
 
 /** User and system CPU time of a process so far, in ms (clock ticks of 10 ms, as Linux counts them). */
-function cpuMs(pid: number): number {
+function cpuMs(pid: number): number;
+/** The same, and that of the children it has waited for. */
+function cpuMs(pid: number, children: true): { own: number; children: number };
+function cpuMs(pid: number, children?: true): number | { own: number; children: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  const own = (Number(fields[11]) + Number(fields[12])) * 10;
+  return children ? { own, children: (Number(fields[13]) + Number(fields[14])) * 10 } : own;
 }

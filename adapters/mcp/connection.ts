@@ -1,6 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpServerConfig, McpToolInfo } from '../../domain/mcp-server.js';
 import { renderToolResult } from '../../domain/mcp-result.js';
@@ -36,6 +34,19 @@ export class LoginRequired extends Error {
 
 /** The server accepted the connection and never answered: trying the older transport would only wait again. */
 class NoAnswer extends Error {}
+
+/**
+ * The SDK's client, its transports and its zod schemas are loaded at the first connection, not at start: a service
+ * that never uses MCP never pays their memory (docs/design.md, "The MCP SDK loaded at first use").
+ */
+async function clientSdk() {
+  const [{ Client }, { SSEClientTransport }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
+  return { Client, SSEClientTransport, StreamableHTTPClientTransport };
+}
 
 const maxPages = 100;
 const clientInfo = { name: 'svc', version: '1' };
@@ -98,6 +109,7 @@ export class McpConnection {
   static async open(config: ResolvedConfig, options: ConnectOptions): Promise<McpConnection> {
     const timeout = options.connectTimeoutMs ?? 30_000;
     const callTimeout = options.callTimeoutMs ?? 60_000;
+    const { Client, SSEClientTransport, StreamableHTTPClientTransport } = await clientSdk();
     if (config.transport === 'stdio') {
       if (!options.sandbox) throw new Error('a stdio server runs inside a sandbox, and none is available here');
       const transport = new SandboxStdioTransport({

@@ -1,18 +1,9 @@
-import {
-  discoverOAuthServerInfo,
-  exchangeAuthorization,
-  extractWWWAuthenticateParams,
-  refreshAuthorization,
-  registerClient,
-  startAuthorization,
-} from '@modelcontextprotocol/sdk/client/auth.js';
 import { checkResourceAllowed, resourceUrlFromServerUrl } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import type {
   AuthorizationServerMetadata,
   OAuthClientInformationMixed,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { loginScope } from '../../domain/mcp-oauth.js';
 import { ignoreFailure } from '../../domain/ignore-failure.js';
@@ -36,6 +27,12 @@ export interface OauthDiscovery {
   challengeScope: string | undefined;
   resourceScopes: string[] | undefined;
 }
+
+/**
+ * The SDK's OAuth helpers (and with them its protocol types and zod schemas) are loaded at the first login, not at
+ * start: a service that never uses MCP never pays their memory (docs/design.md, "The MCP SDK loaded at first use").
+ */
+const clientAuth = () => import('@modelcontextprotocol/sdk/client/auth.js');
 
 /** The client the service is at the authorization server; `registered` when it came from dynamic registration. */
 export type OauthClient = { client_id: string; client_secret?: string; registered: boolean };
@@ -64,6 +61,8 @@ function failure(step: string, err: unknown): OauthStepFailed {
  */
 export async function discover(config: ResolvedConfig, fetch: FetchLike): Promise<OauthDiscovery | null> {
   const url = new URL(config.url ?? '');
+  const { LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js');
+  const { discoverOAuthServerInfo, extractWWWAuthenticateParams } = await clientAuth();
   let challenge: { resourceMetadataUrl?: URL; scope?: string } = {};
   try {
     const headers: Record<string, string> = {
@@ -139,6 +138,7 @@ export async function clientFor(
       : methods.includes('client_secret_basic')
         ? 'client_secret_basic'
         : 'client_secret_post';
+  const { registerClient } = await clientAuth();
   try {
     const info = await registerClient(found.authorizationServerUrl, {
       metadata: found.metadata,
@@ -184,6 +184,7 @@ export async function authorizationRequest(
       'pkce_unsupported',
     );
   }
+  const { startAuthorization } = await clientAuth();
   const { authorizationUrl, codeVerifier } = await startAuthorization(found.authorizationServerUrl, {
     metadata: found.metadata,
     clientInformation: clientInfo(client),
@@ -213,6 +214,7 @@ export async function exchangeCode(
   redirectUri: string,
   fetch: FetchLike,
 ): Promise<OAuthTokens> {
+  const { exchangeAuthorization } = await clientAuth();
   try {
     return await exchangeAuthorization(ctx.authorizationServerUrl, {
       metadata: ctx.metadata,
@@ -229,6 +231,7 @@ export async function exchangeCode(
 }
 
 export async function refreshTokens(ctx: TokenContext, refreshToken: string, fetch: FetchLike): Promise<OAuthTokens> {
+  const { refreshAuthorization } = await clientAuth();
   try {
     return await refreshAuthorization(ctx.authorizationServerUrl, {
       metadata: ctx.metadata,

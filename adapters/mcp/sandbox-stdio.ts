@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { errorMessage } from '../../domain/error-message.js';
 
@@ -41,6 +41,8 @@ export class SandboxStdioTransport implements Transport {
   private exited: { code: number; stderr: string } | null = null;
   private tail = '';
   private closed = false;
+  /** The SDK's message schema, loaded when the transport starts (docs/design.md, "The MCP SDK loaded at first use"). */
+  private schema: { parse(value: unknown): JSONRPCMessage } | null = null;
 
   constructor(private readonly options: SandboxStdioOptions) {}
 
@@ -50,6 +52,7 @@ export class SandboxStdioTransport implements Transport {
   }
 
   async start(): Promise<void> {
+    this.schema = (await import('@modelcontextprotocol/sdk/types.js')).JSONRPCMessageSchema;
     const { sandbox, command, args, env } = this.options;
     void sandbox
       .exec({
@@ -90,7 +93,7 @@ export class SandboxStdioTransport implements Transport {
       if (line.trim() === '') continue;
       let message: JSONRPCMessage;
       try {
-        message = JSONRPCMessageSchema.parse(JSON.parse(line));
+        message = this.schema!.parse(JSON.parse(line));
       } catch {
         // Servers that log to stdout break the protocol; the line is skipped, not fatal.
         this.onerror?.(new Error(`the server wrote a line that is not a JSON-RPC message: ${line.slice(0, 200)}`));

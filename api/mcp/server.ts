@@ -1,11 +1,5 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { DomainError, type FieldError } from '../../domain/decider.js';
 import { roleRank } from '../../domain/membership.js';
@@ -68,9 +62,14 @@ function success(value: unknown): CallToolResult {
 
 /**
  * A protocol server for one HTTP request: the stateless transport answers one request and is gone, so the server
- * holds the caller's principal and nothing else (docs/mcp-server.md, "The endpoint").
+ * holds the caller's principal and nothing else (docs/mcp-server.md, "The endpoint"). The SDK's server and its zod
+ * schemas are loaded at the first request, not at start (docs/design.md, "The MCP SDK loaded at first use").
  */
-export function mcpServer(c: ToolContext, version: string, log: FastifyBaseLogger): Server {
+export async function mcpServer(c: ToolContext, version: string, log: FastifyBaseLogger): Promise<Server> {
+  const [{ Server }, { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
   const server = new Server(
     { name: 'svc', title: 'svc: self-hosted job automation', version },
     {

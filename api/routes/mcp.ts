@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import Type from 'typebox';
 import type { TextIndex } from '../../domain/text-search.js';
 import { DomainError } from '../../domain/decider.js';
@@ -77,12 +76,14 @@ export default function mcpRoutes(app: FastifyInstance, deps: AppDeps, openapi: 
         throw DomainError.validation([
           { field: 'body', code: 'too_long', message: `must hold at most ${maxBatch} messages` },
         ]);
-      const server = mcpServer(
+      const server = await mcpServer(
         { deps, principal, command: requestContext(request), queries: deps.queries.forPrincipal(principal), docs },
         deps.version,
         request.log,
       );
-      // Stateless with JSON answers: no session to keep between requests, no stream to hold open.
+      // Stateless with JSON answers: no session to keep between requests, no stream to hold open. Loaded at the first
+      // request, like the server (docs/design.md, "The MCP SDK loaded at first use").
+      const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       // The transport writes the answer itself; the headers every answer carries are copied onto it first.
       reply.hijack();
