@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import YAML from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { ErrorBody } from '../schemas/common.js';
 import { Limits } from '../schemas/job.js';
 import { ruleFor } from './auth.js';
@@ -167,6 +168,10 @@ export class OpenApiRegistry {
   }
 
   asYaml(): string {
-    return (this.yaml ??= YAML.stringify(this.document(), { aliasDuplicateObjects: false }));
+    // yaml is loaded when the YAML document is first asked for, not at start (docs/performance.md, "Configuration
+    // parsers at first use (2026-11-27)"); its CommonJS build keeps this synchronous.
+    return (this.yaml ??= (createRequire(import.meta.url)('yaml') as typeof Yaml).stringify(this.document(), {
+      aliasDuplicateObjects: false,
+    }));
   }
 }

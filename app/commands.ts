@@ -98,14 +98,12 @@ export class CommandBus {
     const run = before
       ? before.then(() => this.attempts(streamId, decider, command, ctx, options))
       : this.attempts(streamId, decider, command, ctx, options);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(streamId, tail);
-    void tail.then(() => {
+    // The next command on the stream waits for this one's answer, whatever it is; the last one leaves no entry.
+    const settle = () => {
       if (this.tails.get(streamId) === tail) this.tails.delete(streamId);
-    });
+    };
+    const tail = run.then(settle, settle);
+    this.tails.set(streamId, tail);
     return run;
   }
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import { z } from 'zod';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type * as Zod from 'zod';
 import { errorMessage } from '../domain/error-message.js';
 import { ConfigError } from './config-error.js';
 import {
@@ -17,69 +18,80 @@ export interface FileConfig {
   workspacesEnabled: boolean | undefined;
 }
 
-const loopback = new Set(['localhost', '127.0.0.1', '[::1]']);
+/**
+ * zod and yaml are loaded when a file is read, not when the server starts: most services have no file, and zod alone
+ * held about 14 MB of a server's memory (docs/performance.md, "Configuration parsers at first use (2026-11-27)").
+ * Their CommonJS builds are required so that reading the file stays synchronous.
+ */
+const requireCjs = createRequire(import.meta.url);
 
-/** https, or http on a loopback host (an identity provider on the same machine, as in the tests). */
-const serverUrl = z.string().superRefine((value, ctx) => {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be an https URL' });
-    return;
-  }
-  const ok = url.protocol === 'https:' || (url.protocol === 'http:' && loopback.has(url.hostname));
-  if (!ok || url.username || url.password || url.search || url.hash)
-    ctx.addIssue({ code: 'custom', message: 'must be an https URL' });
-});
+function buildFileSchema(z: typeof Zod.z) {
+  const loopback = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-const text = (max: number) =>
-  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
-const names = z.array(text(200)).max(1000).default([]);
+  /** https, or http on a loopback host (an identity provider on the same machine, as in the tests). */
+  const serverUrl = z.string().superRefine((value, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be an https URL' });
+      return;
+    }
+    const ok = url.protocol === 'https:' || (url.protocol === 'http:' && loopback.has(url.hostname));
+    if (!ok || url.username || url.password || url.search || url.hash)
+      ctx.addIssue({ code: 'custom', message: 'must be an https URL' });
+  });
 
-const common = {
-  name: text(100).optional(),
-  primary: z.boolean().default(false),
-  icon: text(2000).optional(),
-  clientId: text(500),
-};
+  const text = (max: number) =>
+    z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+  const names = z.array(text(200)).max(1000).default([]);
 
-const oidc = z.strictObject({
-  type: z.literal('oidc'),
-  ...common,
-  issuer: serverUrl,
-  clientSecret: text(2000).optional(),
-  scopes: z
-    .array(z.string().regex(/^[\x21-\x7e]+$/, 'must be a scope name without spaces'))
-    .max(50)
-    .default(['openid', 'profile', 'email', 'groups'])
-    .refine((s) => s.includes('openid'), 'must include openid'),
-  allowedGroups: names,
-  adminGroups: names,
-});
+  const common = {
+    name: text(100).optional(),
+    primary: z.boolean().default(false),
+    icon: text(2000).optional(),
+    clientId: text(500),
+  };
 
-const github = z.strictObject({
-  type: z.literal('github'),
-  ...common,
-  clientSecret: text(2000),
-  allowedUsers: names,
-  allowedOrganizations: names,
-  adminUsers: names,
-  adminOrganizations: names,
-  baseUrl: serverUrl.default('https://github.com'),
-  apiUrl: serverUrl.default('https://api.github.com'),
-});
+  const oidc = z.strictObject({
+    type: z.literal('oidc'),
+    ...common,
+    issuer: serverUrl,
+    clientSecret: text(2000).optional(),
+    scopes: z
+      .array(z.string().regex(/^[\x21-\x7e]+$/, 'must be a scope name without spaces'))
+      .max(50)
+      .default(['openid', 'profile', 'email', 'groups'])
+      .refine((s) => s.includes('openid'), 'must include openid'),
+    allowedGroups: names,
+    adminGroups: names,
+  });
 
-const provider = z.discriminatedUnion('type', [oidc, github], { error: 'must be oidc or github' });
+  const github = z.strictObject({
+    type: z.literal('github'),
+    ...common,
+    clientSecret: text(2000),
+    allowedUsers: names,
+    allowedOrganizations: names,
+    adminUsers: names,
+    adminOrganizations: names,
+    baseUrl: serverUrl.default('https://github.com'),
+    apiUrl: serverUrl.default('https://api.github.com'),
+  });
 
-const fileSchema = z.strictObject({
-  auth: z
-    .strictObject({
-      providers: z.record(z.string(), provider).default({}),
-    })
-    .optional(),
-  workspaces: z.strictObject({ enabled: z.boolean() }).optional(),
-});
+  const provider = z.discriminatedUnion('type', [oidc, github], { error: 'must be oidc or github' });
+
+  return z.strictObject({
+    auth: z
+      .strictObject({
+        providers: z.record(z.string(), provider).default({}),
+      })
+      .optional(),
+    workspaces: z.strictObject({ enabled: z.boolean() }).optional(),
+  });
+}
+
+let fileSchema: ReturnType<typeof buildFileSchema> | undefined;
 
 /** A configuration problem, with every message naming its key. */
 export class ConfigFileError extends ConfigError {
@@ -125,7 +137,7 @@ function substitute(value: unknown, path: PropertyKey[], env: NodeJS.ProcessEnv,
 export function parseConfigFile(source: string, file: string, env: NodeJS.ProcessEnv): FileConfig {
   let raw: unknown;
   try {
-    raw = parse(source, { maxAliasCount: 100 }) ?? {};
+    raw = (requireCjs('yaml') as typeof Yaml).parse(source, { maxAliasCount: 100 }) ?? {};
   } catch (err) {
     throw new ConfigFileError(file, [`not valid YAML: ${errorMessage(err)}`]);
   }
@@ -134,6 +146,7 @@ export function parseConfigFile(source: string, file: string, env: NodeJS.Proces
   const substituted = substitute(raw, [], env, problems);
   if (problems.length) throw new ConfigFileError(file, problems);
 
+  fileSchema ??= buildFileSchema((requireCjs('zod') as typeof Zod).z);
   const parsed = fileSchema.safeParse(substituted);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {

@@ -75,5 +75,12 @@ describe('the MCP SDK at start', { timeout: 120_000 }, () => {
       [],
       'no SDK module but auth-utils is loaded at start',
     );
+    // Nor the configuration file's parsers, loaded when a file is given (docs/performance.md, "Configuration parsers
+    // at first use (2026-11-27)"); zod is what most of the SDK's memory was.
+    assert.deepEqual(
+      loaded.filter((u) => /\/node_modules\/(zod|yaml)\//.test(u)),
+      [],
+      'neither zod nor yaml is loaded by a server started without a configuration file',
+    );
   });
 });
