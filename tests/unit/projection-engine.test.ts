@@ -6,21 +6,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionEngine, readYourWritesMs } from '../../projections/engine.js';
 import type { DocOp, Projector } from '../../projections/projector.js';
-import type { EventMetadata, EventStore } from '../../store/event-store.js';
+import type { EventStore } from '../../store/event-store.js';
+import { quiet, systemMeta } from '../engine-fixtures.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { waitFor } from '../wait.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 
-const meta: EventMetadata = {
-  workspaceId: 'w',
-  actor: { type: 'system', id: null },
-  requestId: null,
-  correlationId: null,
-  causationId: null,
-  ts: 1,
-};
-const quiet = { error: () => {}, info: () => {} };
+const meta = systemMeta;
 
 /**
  * Counts per stream; `total` is set from the event (never incremented) so replays are harmless. With `trace`, each

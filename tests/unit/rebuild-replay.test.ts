@@ -18,7 +18,8 @@ import { ProjectionEngine, replayFilter, type ReplayProgress } from '../../proje
 import { allProjectors } from '../../projections/index.js';
 import type { DocOp, Projector } from '../../projections/projector.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import type { EventMetadata, RecordedEvent } from '../../store/event-store.js';
+import type { RecordedEvent } from '../../store/event-store.js';
+import { quiet, systemMeta } from '../engine-fixtures.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { plainSave } from '../playbook-save.js';
@@ -28,7 +29,6 @@ import { plainSave } from '../playbook-save.js';
  * against the live feed: over a history made through the product's deciders and services, longer than one replay
  * page, the rebuilt read models must be the live ones document for document.
  */
-const quiet = { error: () => {}, info: () => {} };
 const t0 = Date.UTC(2026, 0, 5, 8);
 let now = t0;
 const dir = mkdtempSync(join(tmpdir(), 'svc-replay-'));
@@ -359,14 +359,7 @@ describe('what derives keep through a replay', () => {
 });
 
 describe('a projector failing in a replay', () => {
-  const meta: EventMetadata = {
-    workspaceId: 'w',
-    actor: { type: 'system', id: null },
-    requestId: null,
-    correlationId: null,
-    causationId: null,
-    ts: 1,
-  };
+  const meta = systemMeta;
   const copy = (name: string, failAt: number | null): Projector => ({
     name,
     version: 1,

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { ProjectionEngine } from '../../projections/engine.js';
 import type { DocOp, MemoReads, Projector } from '../../projections/projector.js';
 import type { Doc, DocumentStore } from '../../store/document-store.js';
-import type { EventMetadata, EventStore } from '../../store/event-store.js';
+import type { EventStore } from '../../store/event-store.js';
+import { quiet, systemMeta } from '../engine-fixtures.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 
@@ -13,15 +14,7 @@ import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
  * total over the groups that a derive returns, run once per page. Whatever the memo spares, the read models must be
  * the live feed's.
  */
-const meta: EventMetadata = {
-  workspaceId: 'w',
-  actor: { type: 'system', id: null },
-  requestId: null,
-  correlationId: null,
-  causationId: null,
-  ts: 1,
-};
-const quiet = { error: () => {}, info: () => {} };
+const meta = systemMeta;
 const groups = ['g0', 'g1', 'g2', 'g3'];
 
 interface Counts {
