@@ -2,7 +2,7 @@ import { isDemoted } from '../domain/graduation.js';
 import type { JobConfig } from '../domain/job.js';
 import { describeCron, nextOccurrence } from '../domain/cron.js';
 import { streams } from '../domain/streams.js';
-import type { Doc, DocValue, DocumentStore } from '../store/document-store.js';
+import type { Doc, DocValue } from '../store/document-store.js';
 import type { RecordedEvent } from '../store/event-store.js';
 import type { DocOp, Projector } from './projector.js';
 import type { JobDto, LastRun } from '../schemas/job.js';
@@ -306,10 +306,7 @@ function noteRun(memo: RunFieldsMemo, run: RunDoc): boolean {
 }
 
 /** The memo of a job without runs, at its graduated version. */
-async function noRuns(docs: DocumentStore, jobId: string): Promise<RunFieldsMemo> {
-  const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
-  return { since: job?.graduatedVersion ?? 0, count: 0, recent: [], ended: [] };
-}
+const noRuns = (since: number): RunFieldsMemo => ({ since, count: 0, recent: [], ended: [] });
 
 /**
  * A run changed (`runId`) or the job graduated (null): the job's run fields are recomputed from the runs read model
@@ -330,7 +327,8 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
         if (!held) {
           // A job whose runs the replay has seen from the first: its first run starts its memo.
           if (!memo.fromEmpty(runsCollection)) return;
-          held = await noRuns(docs, jobId);
+          const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
+          held = noRuns(job?.graduatedVersion ?? 0);
           memo.set(key, held, runFieldsReads);
         }
         const run = await docs.collection<RunDoc>(runsCollection).findOne({ _id: runId });
@@ -341,7 +339,7 @@ function runFields(jobId: string, runId: string | null): DocOp[] {
         const job = await docs.collection<JobDoc>(jobsCollection).findOne({ _id: jobId });
         const since = job?.graduatedVersion ?? 0;
         let held = memo?.get(key) as RunFieldsMemo | undefined;
-        if (!held && memo?.fromEmpty(runsCollection)) held = { since, count: 0, recent: [], ended: [] };
+        if (!held && memo?.fromEmpty(runsCollection)) held = noRuns(since);
         if (!held || held.since !== since) {
           const runs = docs.collection<RunDoc>(runsCollection);
           const [recent, count, ended] = await Promise.all([
