@@ -67,7 +67,9 @@ describe('live deltas across replicas', () => {
     const marker = `delta-marker-${Math.random().toString(36).slice(2)}`;
     const job = await admin.post<{ id: string }>('/api/jobs', {
       name: 'Talks',
-      instruction: `Say it with \`echo ${marker}\` and finish.`,
+      // The command waits for a state key the test sets once its client follows the run: live deltas are not kept,
+      // so output made before the client connected would never reach it.
+      instruction: `Say it with \`until svc state get go >/dev/null 2>&1; do sleep 0.05; done; echo ${marker}\` and finish.`,
     });
     assert.equal(job.status, 201, job.text);
     const run = await admin.post<{ runId: string }>(`/api/jobs/${job.body.id}/runs`, {});
@@ -76,9 +78,15 @@ describe('live deltas across replicas', () => {
     // The runner role runs in this process: when its sandbox's output was made, to print the delay to the client.
     let madeAt: number | null = null;
     const made = liveDeltas.subscribe((d) => {
-      if (d.runId === run.body.runId && d.delta.text.includes(marker)) madeAt ??= performance.now();
+      if (d.runId === run.body.runId && d.delta.type === 'tool_output' && d.delta.text.includes(marker))
+        madeAt ??= performance.now();
     });
-    await follow(`${apiUrl}/api/runs/${run.body.runId}/stream`, seen);
+    const followed = follow(`${apiUrl}/api/runs/${run.body.runId}/stream`, seen);
+    followed.catch(() => undefined); // awaited below; a failure is reported there
+    await waitFor('the stream to answer its first message', () => seen.length > 0);
+    const go = await admin.request('PUT', `/api/jobs/${job.body.id}/state/go`, { value: '1' });
+    assert.equal(go.status, 200, go.text);
+    await followed;
     made.unsubscribe();
 
     const kinds = seen.map((m) => m.event);

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { finishedRun, serverWithFakeModel } from '../api/harness.js';
 import { browserSuite, ensureWebBuild, screenshotPath } from './browser.js';
-import { landedOnDashboard } from './job-fixture.js';
+import { landedOnDashboard, waitFor } from './job-fixture.js';
 
 /**
  * The web app in a real browser against a real server (fake model provider, bwrap sandboxes): sign in through a
@@ -468,8 +468,11 @@ describe('web app in a browser', () => {
       await page.getByRole('option', { name: /gamma sorter/ }).waitFor();
       await page.keyboard.press('Enter');
       await page.waitForURL(new RegExp(`/jobs/${gamma.id}$`));
+      // Typed keys reach the palette once its dialog holds the focus; Enter takes the option shown as selected.
       await page.keyboard.press('Control+k');
+      await page.waitForFunction("document.activeElement?.getAttribute('aria-label') === 'Go to a page, job or run'");
       await page.keyboard.type('api tok');
+      await page.getByRole('option', { name: /API tokens/, selected: true }).waitFor();
       await page.keyboard.press('Enter');
       await page.waitForURL(/\/settings\/tokens$/);
 
@@ -572,12 +575,4 @@ async function expectTexts(page: Page, selector: string, expected: string[], ms 
     await new Promise((r) => setTimeout(r, 50));
   }
   assert.deepEqual(got, expected);
-}
-
-async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
