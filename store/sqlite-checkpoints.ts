@@ -27,7 +27,7 @@ export interface BackgroundCheckpointOptions {
 export const defaultBackgroundCheckpoints: BackgroundCheckpointOptions = {
   startAfterCommits: 100,
   commitsPerNote: 2,
-  pauseMs: 100,
+  pauseMs: 200,
   chase: 2,
   mainThreadPages: 4 * walCheckpointPages,
 };
