@@ -18,6 +18,7 @@ import {
   type UpdateResult,
 } from './document-store.js';
 import { applyUpdateShared, documentFromFilter } from './update-ops.js';
+import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 import { useWal } from './sqlite-wal.js';
 
 type Param = string | number | null;
@@ -390,6 +391,7 @@ export class SqliteDocumentStore implements DocumentStore {
     try {
       const result = await work();
       this.db.exec('COMMIT');
+      if (!this.db.memory) backgroundCheckpoints.committed(this.db);
       return result;
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -398,7 +400,9 @@ export class SqliteDocumentStore implements DocumentStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    if (!this.db.memory) backgroundCheckpoints.closed(this.db);
+    this.db.close();
   }
 }
 

@@ -17,6 +17,7 @@ import {
 } from './event-store.js';
 import { payloadJson } from './payload-json.js';
 import { uuid7 } from './uuid7.js';
+import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 import { useWal } from './sqlite-wal.js';
 
 interface Row {
@@ -230,6 +231,7 @@ export class SqliteEventStore implements EventStore {
         }
       });
     }
+    if (!this.db.memory) backgroundCheckpoints.committed(this.db);
     for (const answer of answers) answer();
     this.appended.next();
   }
@@ -397,6 +399,7 @@ export class SqliteEventStore implements EventStore {
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
     this.closed.next();
+    if (!this.db.memory) backgroundCheckpoints.closed(this.db);
     this.db.close();
   }
 }

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { waitFor } from '../wait.js';
+import { BackgroundCheckpoints, backgroundCheckpoints } from '../../store/sqlite-checkpoints.js';
+import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
+import { walCheckpointPages } from '../../store/sqlite-wal.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-checkpoints-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * The log's length and how much of it is copied into the database, from the WAL index (SQLite's documented file
+ * format: the header's mxFrame at byte 16, the checkpoint's nBackfill at byte 96, both in the machine's byte order).
+ */
+function walIndex(file: string): { frames: number; backfilled: number } {
+  const b = Buffer.alloc(100);
+  const fd = openSync(`${file}-shm`, 'r');
+  try {
+    readSync(fd, b, 0, 100, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return { frames: b.readUInt32LE(16), backfilled: b.readUInt32LE(96) };
+}
+
+const metadata = {
+  workspaceId: null,
+  actor: { type: 'system' as const, id: null },
+  requestId: null,
+  correlationId: null,
+  causationId: null,
+  ts: 1,
+};
+
+describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and read models")', () => {
+  it('copies the log in its worker and lets the next write start it over, with nothing lost', async () => {
+    const file = join(dir, 'raw.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
+    const checkpoints = new BackgroundCheckpoints({
+      startAfterCommits: 3,
+      commitsPerNote: 1,
+      pauseMs: 1,
+      chase: 2,
+      mainThreadPages: 50_000,
+    });
+    const commit = () => {
+      db.transaction(() => {
+        for (let i = 0; i < 20; i++) insert.run('x'.repeat(1000));
+      }).immediate();
+      checkpoints.committed(db);
+    };
+    try {
+      for (let i = 0; i < 2; i++) commit();
+      assert.equal(checkpoints.running, false, 'a process that commits little starts no thread');
+      commit();
+      assert.equal(checkpoints.running, true);
+      // The main thread's own checkpoint is now only a distant bound.
+      assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 50_000);
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 10; i++) commit();
+        const before = await waitFor('the worker to copy the whole log', () => {
+          const w = walIndex(file);
+          return w.frames > 0 && w.backfilled === w.frames && w;
+        });
+        commit();
+        const restarted = walIndex(file);
+        assert.ok(restarted.frames < before.frames, `the log started over (${before.frames} → ${restarted.frames})`);
+      }
+      assert.deepEqual(db.prepare('SELECT count(*) AS n FROM t').get(), { n: 720 });
+    } finally {
+      checkpoints.closed(db);
+      db.close();
+    }
+    const again = new Database(file);
+    try {
+      assert.equal(again.pragma('integrity_check', { simple: true }), 'ok');
+      assert.deepEqual(again.prepare('SELECT count(*) AS n FROM t').get(), { n: 720 });
+    } finally {
+      again.close();
+    }
+  });
+
+  it('starts with a busy process: the stores note their commits, and what they wrote reads back', async () => {
+    const events = openSqliteEventStore(join(dir, 'events.db'));
+    const docs = openSqliteDocumentStore(join(dir, 'read.db'));
+    const jobs = docs.collection<{ _id: string; n: number }>('jobs');
+    try {
+      for (let i = 0; i < 120; i++) {
+        await events.append(`job-${i}`, [{ type: 'JobCreated', data: { n: i }, metadata }], 'no_stream');
+        await docs.batch(() => jobs.insertOne({ _id: `job-${i}`, n: i }));
+      }
+      assert.equal(backgroundCheckpoints.running, true, '240 commits start the worker');
+      const file = join(dir, 'events.db');
+      await waitFor('the worker to copy the event log', () => {
+        const w = walIndex(file);
+        return w.frames > 0 && w.backfilled === w.frames;
+      });
+    } finally {
+      await events.close();
+      await docs.close();
+    }
+    const reopened = openSqliteEventStore(join(dir, 'events.db'));
+    const read = openSqliteDocumentStore(join(dir, 'read.db'));
+    try {
+      assert.equal((await reopened.readAll()).length, 120);
+      assert.equal(await read.collection('jobs').count({}), 120);
+    } finally {
+      await reopened.close();
+      await read.close();
+    }
+  });
+});
