@@ -240,13 +240,17 @@ export class ProjectionEngine {
     // The others keep their stored checkpoints, which are written back below with the chosen ones' reset.
     else await this.loadLanes();
     // Their indexes but those a replay reads come back with the next replay or start (docs/design.md, "Replay").
-    for (const p of chosen) {
-      await this.reset(p, true);
-      this.lanes.set(p.name, freshLane(p));
-    }
+    // One transaction with the checkpoints: a rebuild stopped half-way leaves no emptied read model behind a
+    // checkpoint that says it is complete, and the read models' pages are committed once, not once per statement.
+    await this.inOne(async () => {
+      for (const p of chosen) {
+        await this.reset(p, true);
+        this.lanes.set(p.name, freshLane(p));
+      }
+      await this.flushAll();
+    });
     const dropped = new Set(chosen.flatMap((p) => p.collections));
     for (const l of this.changeListeners) l(dropped);
-    await this.flushAll();
     if (wasRunning) await this.start();
     return chosen.map((p) => p.name);
   }
@@ -319,7 +323,10 @@ export class ProjectionEngine {
       // A page is one long chain of resolved promises: timers (the lease's renewal) run only between pages.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    for (const p of this.projectors) await this.createIndexes(p, false);
+    // The indexes left out during the replay, in one transaction: one commit instead of one per index.
+    await inOne(async () => {
+      for (const p of this.projectors) await this.createIndexes(p, false);
+    });
     if (changed.size > 0) for (const l of this.changeListeners) l(changed);
     const failing = this.status().filter((s) => !s.healthy);
     if (failing.length > 0)

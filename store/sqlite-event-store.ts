@@ -19,6 +19,7 @@ import { payloadJson } from './payload-json.js';
 import { uuid7 } from './uuid7.js';
 import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 import { useWal } from './sqlite-wal.js';
+import { addCategoryIndex, byCategorySql, categoriesOf, eventColumns } from './sqlite-event-category.js';
 
 interface Row {
   position: number;
@@ -122,14 +123,17 @@ export class SqliteEventStore implements EventStore {
       CREATE INDEX IF NOT EXISTS events_type ON events (type, position);
       CREATE TABLE IF NOT EXISTS deleted_streams (stream_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
     `);
+    addCategoryIndex(this.db);
     this.stmt = {
       last: this.db.prepare('SELECT max(revision) AS revision FROM events WHERE stream_id = ?'),
       insert: this.db.prepare(
         'INSERT INTO events (id, stream_id, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
       ),
-      stream: this.db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?'),
+      stream: this.db.prepare(
+        `SELECT ${eventColumns} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+      ),
       head: this.db.prepare('SELECT max(position) AS p FROM events'),
-      all: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
+      all: this.db.prepare(`SELECT ${eventColumns} FROM events WHERE position > ? ORDER BY position LIMIT ?`),
       isDeleted: this.db.prepare('SELECT 1 AS one FROM deleted_streams WHERE stream_id = ?'),
     };
     this.appendOne = this.db.transaction((a: PendingAppend): AppendResult => this.writeAppend(a));
@@ -256,14 +260,17 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * Reads rows after a position, the filter applied by SQLite: the rows it leaves out (a replay passes over every
-   * run's timeline) are neither copied into JavaScript nor parsed. `instr(x, p) = 1` is exactly "x starts with p".
+   * run's timeline) are neither copied into JavaScript nor parsed. Prefixes that are whole categories (a replay's)
+   * are read through the category index, which skips the rows of other categories without reading them; any other
+   * prefix is matched on the stream id, where `instr(x, p) = 1` is exactly "x starts with p".
    */
   private reader(filter: AllFilter | undefined): (after: number, limit: number) => Row[] {
     const prefixes = filter?.streamPrefixes;
     const types = filter?.eventTypes;
     if (!prefixes && !types) return (after, limit) => this.stmt.all.all(after, limit);
     if (prefixes?.length === 0 || types?.length === 0) return () => [];
-    const shape = `${prefixes?.length ?? 0}:${types?.length ?? 0}`;
+    const categories = prefixes && !types ? categoriesOf(prefixes) : null;
+    const shape = categories ? `c${categories.length}` : `${prefixes?.length ?? 0}:${types?.length ?? 0}`;
     let statement = this.filtered.get(shape);
     if (!statement) {
       const conditions = [
@@ -271,11 +278,13 @@ export class SqliteEventStore implements EventStore {
         ...(types ? [`type IN (${types.map(() => '?').join(', ')})`] : []),
       ];
       statement = this.db.prepare<Param[], Row>(
-        `SELECT * FROM events WHERE position > ? AND ${conditions.join(' AND ')} ORDER BY position LIMIT ?`,
+        categories
+          ? byCategorySql(categories.length)
+          : `SELECT ${eventColumns} FROM events WHERE position > ? AND ${conditions.join(' AND ')} ORDER BY position LIMIT ?`,
       );
       this.filtered.set(shape, statement);
     }
-    const bound = [...(prefixes ?? []), ...(types ?? [])];
+    const bound = categories ?? [...(prefixes ?? []), ...(types ?? [])];
     return (after, limit) => statement.all(after, ...bound, limit);
   }
 

@@ -11,7 +11,7 @@ import {
   type UpdateOptions,
   type UpdateResult,
 } from './document-store.js';
-import { applyUpdateShared, documentFromFilter } from './update-ops.js';
+import { applyUpdateShared } from './update-ops.js';
 
 /** The `_id` a filter names when it names nothing else. */
 function idOf(filter: Filter): string | null {
@@ -117,9 +117,11 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
   }
 
   private put(id: string, doc: T | null): void {
+    // A document held before was written through this cache or read from the store: its id is in the filter already
+    // (an update of a held document, most writes, need not hash it again).
+    if (doc && this.written && !this.held.get(id)) this.written.add(id);
     this.held.set(id, doc);
     this.dirty.add(id);
-    if (doc) this.written?.add(id);
   }
 
   /** Writes back every pending change of this collection; the documents stay held, now as the store has them. */
@@ -217,7 +219,8 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
       return { matched: 1, modified: 1, upsertedId: null };
     }
     if (!options.upsert) return { matched: 0, modified: 0, upsertedId: null };
-    this.put(id, applyUpdateShared({ ...documentFromFilter(filter), _id: id }, update, true) as T);
+    // The filter is `{ _id }` alone (`idOf`): the document it starts is its id.
+    this.put(id, applyUpdateShared({ _id: id }, update, true) as T);
     return { matched: 0, modified: 0, upsertedId: id };
   }
 

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { waitFor } from '../wait.js';
 import { openEventStoreDb } from '../../store/eventstoredb-event-store.js';
 import { WrongExpectedRevisionError } from '../../store/event-store.js';
+import { byCategorySql, categoryIndex } from '../../store/sqlite-event-category.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { eventStoreContract } from './event-store-contract.js';
 
@@ -20,6 +21,68 @@ eventStoreContract(
   async () => openSqliteEventStore(file),
   async () => openSqliteEventStore(file),
 );
+
+it('sqlite: a database written before the category index is migrated at open, once, and read by category', async () => {
+  const own = join(dir, 'old-schema.db');
+  // The events table as the store made it before the category column and its index.
+  const old = new Database(own);
+  old.exec(`
+    CREATE TABLE events (
+      position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, stream_id TEXT NOT NULL,
+      revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL,
+      UNIQUE (stream_id, revision)
+    );
+    CREATE INDEX events_type ON events (type, position);
+    CREATE TABLE deleted_streams (stream_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
+  `);
+  const insert = old.prepare(
+    'INSERT INTO events (id, stream_id, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const streamsWritten = ['run-1', 'timeline-1', 'timeline-1', 'job-9', 'run-1', 'runx-2', 'nodash'];
+  const revisions = new Map<string, number>();
+  streamsWritten.forEach((s, i) => {
+    const revision = revisions.get(s) ?? 0;
+    revisions.set(s, revision + 1);
+    insert.run(`id-${i}`, s, revision, 'Old', JSON.stringify({ i }), '{"ts":1}');
+  });
+  old.close();
+  // Two stores open it, as a server and an admin command may: the second finds it migrated.
+  const first = openSqliteEventStore(own);
+  const second = openSqliteEventStore(own);
+  try {
+    const read = async (prefixes: string[]) =>
+      (await second.readAll({ filter: { streamPrefixes: prefixes } })).map((e) => (e.data as { i: number }).i);
+    assert.deepEqual(await read(['run-', 'job-']), [0, 3, 4]);
+    assert.deepEqual(await read(['timeline-']), [1, 2]);
+    assert.deepEqual(await read(['runx-']), [5]);
+    const meta = { workspaceId: null, actor: { type: 'system' as const, id: null }, requestId: null };
+    await first.append(
+      'run-1',
+      [{ type: 'New', data: { i: 7 }, metadata: { ...meta, correlationId: null, causationId: null, ts: 2 } }],
+      1,
+    );
+    assert.deepEqual(await read(['run-', 'job-']), [0, 3, 4, 7]);
+    // The read by category goes through the index, not a scan of every row.
+    const db = new Database(own, { readonly: true });
+    try {
+      const columns = db.prepare('PRAGMA table_xinfo(events)').all() as Array<{ name: string }>;
+      assert.equal(columns.filter((c) => c.name === 'category').length, 1);
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${byCategorySql(2)}`).all(0, 'run', 'job', 10) as Array<{
+        detail: string;
+      }>;
+      assert.ok(
+        plan.some((p) => p.detail.includes(categoryIndex)),
+        plan.map((p) => p.detail).join('; '),
+      );
+      assert.ok(!plan.some((p) => /^SCAN events/.test(p.detail)), plan.map((p) => p.detail).join('; '));
+    } finally {
+      db.close();
+    }
+  } finally {
+    await first.close();
+    await second.close();
+  }
+});
 
 it('sqlite: a deleted stream leaves neither file once deletions are flushed (docs/events.md, "Deleting a stream")', async () => {
   const own = join(dir, 'flushed.db');

@@ -131,6 +131,28 @@ describe('projection engine', () => {
     await assert.rejects(engine.rebuild(['nope']), /unknown projector/);
   });
 
+  it('leaves the read models and their checkpoints as they were when a rebuild fails while emptying them', async () => {
+    // The second projector's read model cannot be emptied (the store refuses its name): the first one's, emptied
+    // before it, comes back with its checkpoint, instead of staying empty behind a checkpoint at the head.
+    const broken: Projector = { ...counter('b'), collections: ['Not-A-Name'], indexes: [] };
+    const { events, docs, engine } = setup([counter('a'), broken]);
+    await engine.start();
+    const head = await count(events, 's', 1, 3);
+    assert.equal(await engine.waitFor(head, 2000), true);
+    await engine.stop();
+    const before = await docs.collection('a').find({});
+    assert.equal(before.length, 1);
+    await assert.rejects(engine.rebuild(), /invalid collection name/);
+    assert.deepEqual(await docs.collection('a').find({}), before);
+    assert.deepEqual(
+      (await engine.storedStatus()).map((s) => [s.name, s.position]),
+      [
+        ['a', head],
+        ['b', head],
+      ],
+    );
+  });
+
   it('rebuilds a projector whose version changed at start', async () => {
     const events = openSqliteEventStore(':memory:');
     const docs = openSqliteDocumentStore(':memory:');
