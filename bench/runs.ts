@@ -145,6 +145,14 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
       `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
     ],
   });
+  // Any process, for scale: the static svc starts like /bin/true, and both cost what a process start costs this hour.
+  const bare = await sb.exec({
+    cmd: [
+      'bash',
+      '-c',
+      `s=$(date +%s%N); for i in $(seq ${calls}); do /bin/true; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
+    ],
+  });
   await sb.destroy();
   await backend.close();
   session.close();
@@ -160,6 +168,7 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
       calls,
       perCallIncludingProcessStart: perCallNs / 1e6,
       processStartOnly: spawnNs / 1e6,
+      binTrueStart: Number(bare.output.toString().trim()) / 1e6,
       requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3,
     },
   };

@@ -106,7 +106,10 @@ export class BwrapProcess {
     this.waiting = new Promise((resolve) => {
       if (!commandPipe) return resolve(false);
       commandPipe.once('data', () => resolve(true));
-      void this.exited.then(() => resolve(false));
+      this.exited.then(
+        () => resolve(false),
+        () => resolve(false),
+      );
     });
     const keep = (b: Buffer) => (this.sink ? this.sink(b) : this.early.push(b));
     child.stdout?.on('data', keep);

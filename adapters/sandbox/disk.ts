@@ -31,9 +31,13 @@ export const refillNice = 10;
 function runAt(nice: number, cmd: string, args: string[]): Promise<unknown> {
   if (nice === 0) return run(cmd, args);
   return new Promise((resolve, reject) => {
-    const child = execFile(cmd, args, (err, stdout, stderr) =>
-      err ? reject(Object.assign(err, { stderr })) : resolve({ stdout, stderr }),
-    );
+    const child = execFile(cmd, args, (err, stdout, stderr) => {
+      if (!err) return resolve({ stdout, stderr });
+      // As promisify(execFile) does: the output with the error, for the message `make` builds.
+      const failed: Error & { stderr?: string } = err;
+      failed.stderr = stderr;
+      reject(failed);
+    });
     try {
       if (child.pid) setPriority(child.pid, nice);
     } catch {
