@@ -26,6 +26,7 @@ function startedAhead(root: string): SandboxBackend {
     },
     list: () => real.list(),
     destroy: (id) => real.destroy(id),
+    close: () => real.close(),
   };
 }
 
