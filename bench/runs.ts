@@ -1,5 +1,5 @@
 // Run benchmarks (issue: runs): sandbox provisioning, svc round trip, trigger to running, a whole fake run, SSE fan-out.
-import { mkdirSync, chmodSync, rmSync } from 'node:fs';
+import { mkdirSync, chmodSync, readFileSync, rmSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -43,6 +43,35 @@ function runtime(root: string): string {
   return dir;
 }
 
+/** CPU this process and the children it reaped have used (user + system), from /proc: the sandboxes' own cost. */
+function cpuWithChildrenMs(): number {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  return (ticks * 1000) / 100;
+}
+
+/**
+ * bwrap create + first exec of `true` (docs/design.md, "Sandbox provisioning"): `ready` waits until the backend's
+ * ready sandboxes are started before each create, as a run arriving on a machine that is not at its limit would
+ * find them; `burst` creates back to back, faster than they are made again. CPU per sandbox counts everything: the
+ * exec, the destroy and the background refills.
+ */
+async function provisioning(backend: BwrapBackend, socket: string, n: number, wait: boolean, label: string) {
+  const samples: number[] = [];
+  const cpu0 = cpuWithChildrenMs();
+  for (let i = 0; i < n; i++) {
+    if (wait) await backend.readySettled();
+    const t0 = performance.now();
+    const sb = await backend.create(spec(`bench-${label}-${i}`, socket));
+    const r = await sb.exec({ cmd: ['true'] });
+    samples.push(performance.now() - t0);
+    if (r.exitCode !== 0) throw new Error(`sandbox exec failed: ${r.output.toString()}`);
+    await sb.destroy();
+  }
+  await backend.readySettled();
+  return { ...summarize(samples), cpuMsPerSandbox: Math.round(((cpuWithChildrenMs() - cpu0) / n) * 10) / 10 };
+}
+
 export async function sandboxBenchmarks(root: string, quick: boolean) {
   const dir = runtime(root);
   const socket = join(dir, 'idle.sock');
@@ -50,16 +79,29 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
   chmodSync(socket, 0o666);
   const backend = new BwrapBackend(join(dir, 'sandboxes'), svcBinaryPath());
   await backend.prepare();
-  const samples: number[] = [];
-  for (let i = 0; i < (quick ? 10 : 40); i++) {
-    const t0 = performance.now();
-    const sb = await backend.create(spec(`bench-${i}`, socket));
-    const r = await sb.exec({ cmd: ['true'] });
-    samples.push(performance.now() - t0);
-    if (r.exitCode !== 0) throw new Error(`sandbox exec failed: ${r.output.toString()}`);
-    await sb.destroy();
+  // Sandboxes started when their first command is: the same backend without ready ones.
+  const onDemand = new BwrapBackend(join(dir, 'sandboxes'), svcBinaryPath(), undefined, 0);
+  await onDemand.prepare();
+  const n = quick ? 10 : 40;
+  // The first create of a disk size finds nothing ready; the pools and the spare filesystems fill after it.
+  await provisioning(backend, socket, 1, true, 'warm');
+  await provisioning(onDemand, socket, 1, true, 'warm-cold');
+  // Alternating blocks, so that both see the same machine.
+  const ready: Array<Awaited<ReturnType<typeof provisioning>>> = [];
+  const cold: Array<Awaited<ReturnType<typeof provisioning>>> = [];
+  for (let b = 0; b < 4; b++) {
+    ready.push(await provisioning(backend, socket, n / 4, true, `ready-${b}`));
+    cold.push(await provisioning(onDemand, socket, n / 4, true, `cold-${b}`));
   }
+  const burst = await provisioning(backend, socket, n / 2, false, 'burst');
+  await onDemand.close();
   idle.close();
+  const merged = (blocks: typeof ready) => ({
+    // p50 of the blocks' p50s, and the worst p99: blocks are small, the whole distribution is in the bench's log.
+    p50: [...blocks.map((x) => x.p50)].sort((a, b) => a - b)[Math.floor(blocks.length / 2)]!,
+    p99: Math.max(...blocks.map((x) => x.p99)),
+    cpuMsPerSandbox: Math.round((blocks.reduce((a, x) => a + x.cpuMsPerSandbox, 0) / blocks.length) * 10) / 10,
+  });
 
   // svc state set from inside a sandbox, through init's forwarder and the broker, into the job state store.
   const stores = openMemoryStores();
@@ -103,18 +145,30 @@ export async function sandboxBenchmarks(root: string, quick: boolean) {
       `s=$(date +%s%N); for i in $(seq ${calls}); do svc help >/dev/null; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
     ],
   });
+  // Any process, for scale: the static svc starts like /bin/true, and both cost what a process start costs this hour.
+  const bare = await sb.exec({
+    cmd: [
+      'bash',
+      '-c',
+      `s=$(date +%s%N); for i in $(seq ${calls}); do /bin/true; done; e=$(date +%s%N); echo $(( (e - s) / ${calls} ))`,
+    ],
+  });
   await sb.destroy();
+  await backend.close();
   session.close();
   await broker.stop();
   if (loop.exitCode !== 0) throw new Error(`svc state set failed: ${loop.output.toString()}`);
   const perCallNs = Number(loop.output.toString().trim());
   const spawnNs = Number(base.output.toString().trim());
   return {
-    bwrapProvisionMs: summarize(samples),
+    bwrapProvisionMs: merged(ready),
+    bwrapProvisionStartedOnDemandMs: merged(cold),
+    bwrapProvisionBackToBackMs: burst,
     svcStateSetRoundTripMs: {
       calls,
       perCallIncludingProcessStart: perCallNs / 1e6,
       processStartOnly: spawnNs / 1e6,
+      binTrueStart: Number(bare.output.toString().trim()) / 1e6,
       requestOnly: Math.round((perCallNs - spawnNs) / 1e3) / 1e3,
     },
   };

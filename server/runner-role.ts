@@ -81,6 +81,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       await dispatcher.stop();
       await base.proxy.stop();
       await base.broker.stop();
+      await backend.close?.();
     },
   };
 }

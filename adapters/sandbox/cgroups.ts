@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LimitSet, SandboxLimits } from './types.js';
 
@@ -32,26 +32,67 @@ export class Cgroups {
     return controllers.filter((c) => this.available[c]).map((c) => [c, join(root, c, 'svc', id)]);
   }
 
-  /** Creates the groups of a sandbox with its limits; answers the cgroup.procs files a process joins. */
-  create(id: string, limits: SandboxLimits): string[] {
+  /**
+   * Creates the groups of a sandbox with its limits (none: the parent's, for a sandbox started ahead of its run);
+   * answers the cgroup.procs files a process joins.
+   */
+  create(id: string, limits: SandboxLimits | null): string[] {
     const procs: string[] = [];
     for (const [c, dir] of this.dirs(id)) {
       mkdirSync(dir, { recursive: true });
-      if (c === 'memory') {
-        const bytes = String(limits.memoryMb * 1024 * 1024);
-        writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
-        // memory = swap: the sandbox cannot swap its way past the limit.
-        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
-          writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), bytes);
-      } else if (c === 'pids') {
-        writeFileSync(join(dir, 'pids.max'), String(limits.pidsLimit));
-      } else {
-        writeFileSync(join(dir, 'cpu.cfs_period_us'), '100000');
-        writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * 100000))));
-      }
+      if (limits) this.limit(c, dir, limits);
       procs.push(join(dir, 'cgroup.procs'));
     }
     return procs;
+  }
+
+  /**
+   * Renames the groups of a sandbox started ahead (`from`) to the run's sandbox id and sets its limits: its processes
+   * stay where they are, with what they were charged so far, and a cgroup namespace made in the group still has it as
+   * its root. Answers the cgroup.procs files, as `create`.
+   */
+  adopt(from: string, id: string, limits: SandboxLimits): string[] {
+    const procs: string[] = [];
+    for (const [c, dir] of this.dirs(id)) {
+      renameSync(join(root, c, 'svc', from), dir);
+      this.limit(c, dir, limits);
+      procs.push(join(dir, 'cgroup.procs'));
+    }
+    return procs;
+  }
+
+  /** Removes the empty groups whose names `stale` picks (those of sandboxes started ahead by dead processes). */
+  sweep(stale: (name: string) => boolean): void {
+    for (const c of controllers.filter((c) => this.available[c])) {
+      let names: string[] = [];
+      try {
+        names = readdirSync(join(root, c, 'svc'));
+      } catch {
+        continue;
+      }
+      for (const name of names.filter(stale)) {
+        try {
+          rmdirSync(join(root, c, 'svc', name));
+        } catch {
+          // still holds a process: the next sweep tries again
+        }
+      }
+    }
+  }
+
+  private limit(c: Controller, dir: string, limits: SandboxLimits): void {
+    if (c === 'memory') {
+      const bytes = String(limits.memoryMb * 1024 * 1024);
+      writeFileSync(join(dir, 'memory.limit_in_bytes'), bytes);
+      // memory = swap: the sandbox cannot swap its way past the limit.
+      if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
+        writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), bytes);
+    } else if (c === 'pids') {
+      writeFileSync(join(dir, 'pids.max'), String(limits.pidsLimit));
+    } else {
+      writeFileSync(join(dir, 'cpu.cfs_period_us'), '100000');
+      writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * 100000))));
+    }
   }
 
   /**

@@ -14,11 +14,37 @@ import {
   rmSync,
   unlinkSync,
 } from 'node:fs';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ignoreFailure } from '../../domain/ignore-failure.js';
 
 const run = promisify(execFile);
+
+/**
+ * The priority spares are made at (ready sandboxes too, adapters/sandbox/bwrap.ts): below the runs that take them, so
+ * a refill on a busy machine waits for the CPU instead of the run (docs/design.md, "Sandbox provisioning").
+ */
+export const refillNice = 10;
+
+/** `run`, at the priority `nice` (set right after the spawn; a few instructions may run before it). */
+function runAt(nice: number, cmd: string, args: string[]): Promise<unknown> {
+  if (nice === 0) return run(cmd, args);
+  return new Promise((resolve, reject) => {
+    const child = execFile(cmd, args, (err, stdout, stderr) => {
+      if (!err) return resolve({ stdout, stderr });
+      // As promisify(execFile) does: the output with the error, for the message `make` builds.
+      const failed: Error & { stderr?: string } = err;
+      failed.stderr = stderr;
+      reject(failed);
+    });
+    try {
+      if (child.pid) setPriority(child.pid, nice);
+    } catch {
+      // gone already: its result says how it went
+    }
+  });
+}
 
 /** The directories of a sandbox's filesystem, made with it so that taking a spare costs no system call. */
 const refillDelayMs = 200;
@@ -46,6 +72,8 @@ const layout: ReadonlyArray<[string, number]> = [
  */
 export class Disks {
   private readonly pool = new Map<number, string[]>();
+  /** Attached filesystems that no sandbox holds yet (those of ready sandboxes): released at exit like the spares. */
+  private readonly unclaimed = new Set<string>();
   private readonly refilling = new Set<number>();
   /** Sizes by last use; a size not asked for lately gives its spare filesystems back. */
   private readonly recent: number[] = [];
@@ -97,13 +125,16 @@ export class Disks {
     }
   }
 
-  /** The mount point of a fresh filesystem of `sizeMb` holding the empty layout, the caller's until `detach`. */
-  async attach(sizeMb: number): Promise<string> {
+  /**
+   * The mount point of a fresh filesystem of `sizeMb` holding the empty layout, the caller's until `detach`. One made
+   * on the spot (no spare) is made at the priority `nice`.
+   */
+  async attach(sizeMb: number, nice = 0): Promise<string> {
     this.touch(sizeMb);
     let disk = this.pool.get(sizeMb)?.shift();
     if (!disk) {
       disk = join(this.poolDir, randomUUID());
-      await this.make(disk, sizeMb);
+      await this.make(disk, sizeMb, nice);
     }
     // Later, not now: starting mkfs blocks this process for a spawn, which would land on the sandbox's first exec.
     setTimeout(() => this.refill(sizeMb), refillDelayMs).unref();
@@ -129,9 +160,18 @@ export class Disks {
     }
   }
 
+  /**
+   * Whether an attached filesystem is still no sandbox's (a ready sandbox's, adapters/sandbox/bwrap.ts): if so, it is
+   * unmounted when the process exits, as the spares are.
+   */
+  unclaimedUntilExit(path: string, yes: boolean): void {
+    if (yes) this.unclaimed.add(path);
+    else this.unclaimed.delete(path);
+  }
+
   /** Unmounts the spares at once, for process exit (no event loop left to wait on). */
   private releaseSync(): void {
-    for (const spares of this.pool.values()) {
+    for (const spares of [...this.pool.values(), [...this.unclaimed]]) {
       for (const s of spares.splice(0)) {
         spawnSync('umount', ['-l', s]);
         try {
@@ -174,7 +214,7 @@ export class Disks {
         this.pool.set(sizeMb, spares);
         while (!this.closed && spares.length < this.spares && this.recent.includes(sizeMb)) {
           const dir = join(this.poolDir, randomUUID());
-          await this.make(dir, sizeMb);
+          await this.make(dir, sizeMb, refillNice);
           if (this.closed) await this.detach(dir);
           else spares.push(dir);
         }
@@ -186,7 +226,7 @@ export class Disks {
     })().catch(ignoreFailure('the body above catches its own failures'));
   }
 
-  private async make(target: string, sizeMb: number): Promise<void> {
+  private async make(target: string, sizeMb: number, nice: number): Promise<void> {
     // Not listable by other host users, who could otherwise walk into the sandboxes' files.
     mkdirSync(this.poolDir, { recursive: true, mode: 0o711 });
     mkdirSync(target, { mode: 0o700 });
@@ -199,7 +239,7 @@ export class Disks {
     }
     try {
       // No journal (the contents die with the sandbox), no reserved blocks, inode tables initialised lazily.
-      await run('mkfs.ext4', [
+      await runAt(nice, 'mkfs.ext4', [
         '-q',
         '-F',
         '-m',
@@ -210,7 +250,7 @@ export class Disks {
         'lazy_itable_init=1,nodiscard',
         image,
       ]);
-      await run('mount', ['-o', 'loop,nodev,nosuid,noatime', image, target]);
+      await runAt(nice, 'mount', ['-o', 'loop,nodev,nosuid,noatime', image, target]);
     } catch (err) {
       rmSync(image, { force: true });
       const e = err as { stderr?: string; message: string };

@@ -170,4 +170,6 @@ export interface SandboxBackend {
   list(): Promise<Array<{ id: string; labels: SandboxSpec['labels']; createdAt: number; expiresAt: number }>>;
   /** Idempotent destroy by id (for the reaper and for sandboxes of a crashed process). */
   destroy(id: string): Promise<void>;
+  /** Ends what the backend keeps ahead of use (bwrap's ready sandboxes) when the service stops; created ones stay. */
+  close?(): Promise<void>;
 }

@@ -10,6 +10,11 @@
  *   SIGUSR1 and SIGUSR2 are passed on to the group. When the command ends, what is left of its group is killed.
  * - Without a command: runs until SIGTERM/SIGINT or until --ttl passes, then kills every process it can, exit 0.
  * - Never writes to stdout: the command's output is what the host reads.
+ * - With --command-fd N instead of a command: a sandbox started ahead of its run (docs/design.md, "Sandbox
+ *   provisioning"). N is a socket: once its signals are set up, init writes one byte to it ("R": ready), then reads
+ *   it to its end: the working directory, the environment entries, an empty field, then the command, each
+ *   NUL-terminated. Nothing read (the host dropped the sandbox): exits 0. The forwarders start after it, when the
+ *   run's sockets are in place.
  *
  * Overrides, for tests and for the conformance suite of the sandbox backends (not for users):
  *   SVC_INIT_BROKER_SOCKET, SVC_INIT_PROXY_SOCKET  socket paths (defaults /run/svc/broker.sock, /run/svc/proxy.sock)
@@ -146,18 +151,53 @@ static const char *socket_path(const char *name, const char *def) {
 }
 
 static int init_usage(const char *why) {
-  fprintf(stderr, "svc init: %s\nsvc: usage: svc init [--ttl <seconds>] [-- cmd args...]\n", why);
+  fprintf(stderr, "svc init: %s\nsvc: usage: svc init [--ttl <seconds>] [--command-fd <fd> | -- cmd args...]\n", why);
   return 2;
+}
+
+/* The message of --command-fd, split in place: the directory, the environment (NULL-ended) and the command
+   (NULL-ended). 0 when parsed, 1 when nothing came, -1 when malformed. */
+static int read_command(int fd, buf_t *msg, char **cwd, char ***env, char ***cmd) {
+  if (buf_read_fd(msg, fd) != 0) return -1;
+  close(fd);
+  if (msg->len == 0) return 1;
+  if (msg->data[msg->len - 1] != 0) return -1;
+  size_t fields = 0;
+  for (size_t k = 0; k < msg->len; k++) fields += msg->data[k] == 0;
+  char **all = calloc(fields + 2, sizeof *all);
+  if (!all) return -1;
+  size_t n = 0;
+  for (char *p = msg->data; p < msg->data + msg->len; p += strlen(p) + 1) all[n++] = p;
+  /* all: cwd, env..., "", cmd...; the empty field becomes the environment's end. */
+  size_t sep = 1;
+  while (sep < n && all[sep][0]) sep++;
+  if (sep + 1 >= n) return -1; /* no separator, or no command after it */
+  for (size_t k = 1; k < sep; k++)
+    if (!strchr(all[k], '=')) return -1;
+  *cwd = all[0];
+  all[sep] = NULL;
+  *env = all + 1;
+  *cmd = all + sep + 1;
+  return 0;
 }
 
 int svc_init(int argc, char **argv) {
   long long ttl_ms = 0;
+  int command_fd = -1;
   int i = 0;
   while (i < argc) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) {
       i++;
       break;
+    }
+    if (!strcmp(a, "--command-fd")) {
+      char *end;
+      long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+      if (n < 3 || n > 1024 || *end) return init_usage("--command-fd needs a descriptor number from 3");
+      command_fd = (int)n;
+      i += 2;
+      continue;
     }
     if (!strcmp(a, "--ttl") || !strncmp(a, "--ttl=", 6)) {
       const char *v = a[5] == '=' ? a + 6 : (i + 1 < argc ? argv[++i] : NULL);
@@ -172,6 +212,7 @@ int svc_init(int argc, char **argv) {
     break; /* the command, without -- */
   }
   char **cmd = i < argc ? argv + i : NULL;
+  if (command_fd >= 0 && cmd) return init_usage("--command-fd takes no command");
 
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigset_t set, old;
@@ -195,6 +236,28 @@ int svc_init(int argc, char **argv) {
   ev.events = EPOLLIN;
   ev.data.ptr = &sig;
   epoll_ctl(epfd, EPOLL_CTL_ADD, sig.fd, &ev);
+
+  if (command_fd >= 0) {
+    /* Everything is in place (mounts, this process, its signal handling): one byte tells the host so, on the same
+       socket the command comes back on. */
+    while (write(command_fd, "R", 1) < 0 && errno == EINTR) {
+    }
+    buf_t msg = {0};
+    char *cwd, **env;
+    int got = read_command(command_fd, &msg, &cwd, &env, &cmd);
+    if (got == 1) return 0;
+    if (got != 0) {
+      fputs("svc init: the command sent on --command-fd is malformed\n", stderr);
+      return 127;
+    }
+    if (chdir(cwd) != 0) {
+      fprintf(stderr, "svc init: cannot change to %s: %s\n", cwd, strerror(errno));
+      return 1;
+    }
+    /* msg stays allocated: environ points into it for the rest of the process. */
+    clearenv();
+    for (char **e = env; *e; e++) putenv(*e);
+  }
 
   const char *broker = socket_path("SVC_INIT_BROKER_SOCKET", "/run/svc/broker.sock");
   const char *proxy = socket_path("SVC_INIT_PROXY_SOCKET", "/run/svc/proxy.sock");
