@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
+import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 import { apiTokenFromLink, benchStores, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
 
 /**
@@ -31,10 +32,13 @@ export async function creationsBenchmark(root: string, quick: boolean) {
   // BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the served process (Node refuses --cpu-prof in
   // NODE_OPTIONS).
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const server = spawn(process.execPath, [...nodeArgs, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir], {
-    stdio: 'ignore',
-    env: { ...process.env, ...stores.env, SVC_LOG_LEVEL: 'warn' },
-  });
+  // Started as `npm start` and `svc serve` start it (docs/design.md, "Memory settings of svc serve"): the young
+  // generation's size changes how often a burst of requests waits on a collection.
+  const server = spawn(
+    process.execPath,
+    [...serveNodeFlags, ...nodeArgs, ...cliArgs, 'serve', '--port', '0', '--data-dir', dataDir],
+    { stdio: 'ignore', env: { ...process.env, ...serveEnv, ...stores.env, SVC_LOG_LEVEL: 'warn' } },
+  );
   try {
     const url = await servedUrl(dataDir, server, 90_000);
     const token = await apiTokenFromLink(url, link);

@@ -12,9 +12,11 @@ export const walCheckpointPages = 4000;
  * SQLite's page cache of each connection, in KiB. better-sqlite3 builds SQLite with 16,000 (SQLite's own default is
  * 2,000); the cache lives in the process's malloc heap, and a served process holds three connections (events, read
  * models, live deltas), so RSS grew with the files by up to 48 MB for pages the operating system's page cache serves
- * anyway, at a read call each (docs/performance.md, "Memory through a long life").
+ * anyway, at a read call each (docs/performance.md, "Memory through a long life"). SQLite's own 2,000, not less: at
+ * 256 a creation made five times the read calls and cost more CPU (docs/performance.md, "After the merge: the page
+ * cache at SQLite's default").
  */
-export const pageCacheKib = 256;
+export const pageCacheKib = 2000;
 
 /**
  * The settings both embedded stores open their database with: WAL, commits synced at checkpoints, 5 s for a lock,

@@ -18,7 +18,7 @@ describe('the embedded stores’ connection settings', () => {
       assert.equal(db.pragma('cache_size', { simple: true }), -pageCacheKib);
       assert.ok(pageCacheKib <= 2000);
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      // Reads past the cache still answer: 4 MB of rows through a 256 KiB cache.
+      // Reads past the cache still answer: 4 MB of rows through a smaller cache.
       db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
       const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
       db.transaction(() => {
