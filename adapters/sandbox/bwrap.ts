@@ -23,6 +23,7 @@ import { baseImageName, defaultRootfs, rootfsArgs } from './rootfs.js';
 import { hostSeccompProgram } from './seccomp.js';
 import type { ExecOptions, ExecResult, Sandbox, SandboxBackend, SandboxInfo, SandboxSpec } from './types.js';
 import { ignoreFailure } from '../../domain/ignore-failure.js';
+import { processAlive } from './process-alive.js';
 
 /**
  * The host uid every bwrap sandbox runs as: no user of the host (prepare() checks), so nothing a sandbox does acts
@@ -411,15 +412,6 @@ export class BwrapBackend implements SandboxBackend {
 /** Options on a descriptor: each NUL-terminated. */
 function nulFields(fields: string[]): Buffer {
   return Buffer.from(fields.map((o) => `${o}\0`).join(''));
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 class BwrapSandbox implements Sandbox {

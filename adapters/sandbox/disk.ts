@@ -18,6 +18,7 @@ import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ignoreFailure } from '../../domain/ignore-failure.js';
+import { processAlive } from './process-alive.js';
 
 const run = promisify(execFile);
 
@@ -114,7 +115,7 @@ export class Disks {
     }
     for (const name of readdirSync(this.root)) {
       const pid = /^(\d+)$/.exec(name)?.[1];
-      if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
+      if (!pid || Number(pid) === process.pid || processAlive(Number(pid))) continue;
       const dir = join(this.root, name);
       for (const spare of readdirSync(dir)) await this.detach(join(dir, spare));
       try {
@@ -264,15 +265,6 @@ export class Disks {
       chownSync(join(target, dir), this.owner, this.owner);
     }
     rmSync(join(target, 'lost+found'), { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

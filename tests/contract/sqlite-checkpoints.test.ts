@@ -9,6 +9,7 @@ import { BackgroundCheckpoints, backgroundCheckpoints } from '../../store/sqlite
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { walCheckpointPages } from '../../store/sqlite-wal.js';
+import { systemMeta } from '../engine-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-checkpoints-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,15 +28,6 @@ function walIndex(file: string): { frames: number; backfilled: number } {
   }
   return { frames: b.readUInt32LE(16), backfilled: b.readUInt32LE(96) };
 }
-
-const metadata = {
-  workspaceId: null,
-  actor: { type: 'system' as const, id: null },
-  requestId: null,
-  correlationId: null,
-  causationId: null,
-  ts: 1,
-};
 
 describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and read models")', () => {
   it('copies the log in its worker and lets the next write start it over, with nothing lost', async () => {
@@ -95,7 +87,7 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
     const jobs = docs.collection<{ _id: string; n: number }>('jobs');
     try {
       for (let i = 0; i < 120; i++) {
-        await events.append(`job-${i}`, [{ type: 'JobCreated', data: { n: i }, metadata }], 'no_stream');
+        await events.append(`job-${i}`, [{ type: 'JobCreated', data: { n: i }, metadata: systemMeta }], 'no_stream');
         await docs.batch(() => jobs.insertOne({ _id: `job-${i}`, n: i }));
       }
       assert.equal(backgroundCheckpoints.running, true, '240 commits start the worker');
