@@ -16,13 +16,20 @@ export interface ReadyPoolOptions {
   delayMs: number;
 }
 
+interface Entry<T> {
+  item: T;
+  at: number;
+  /** The idle end's timer, while the entry is listed. */
+  expiry?: NodeJS.Timeout;
+}
+
 /**
  * Things started ahead of their use (docs/design.md, "Sandbox provisioning"): each is handed out once and never
  * again, refilled in the background after a take, bounded per key and in keys, and discarded when unused. `start`
  * makes one; `discard` ends one that will not be handed out.
  */
 export class ReadyPool<T extends Poolable> {
-  private readonly ready = new Map<number, Array<{ item: T; at: number }>>();
+  private readonly ready = new Map<number, Array<Entry<T>>>();
   private readonly filling = new Map<number, Promise<void>>();
   private readonly recent: number[] = [];
   /** Refills waiting for their delay. */
@@ -43,7 +50,7 @@ export class ReadyPool<T extends Poolable> {
     const list = this.ready.get(key) ?? [];
     let found: T | null = null;
     while (!found && list.length) {
-      const { item } = list.shift()!;
+      const { item } = this.unlist(list.shift()!);
       if (item.alive) found = item;
       else this.drop(item);
     }
@@ -84,14 +91,28 @@ export class ReadyPool<T extends Poolable> {
     await Promise.all(all.map(({ item }) => this.discard(item).catch(ignoreFailure('closing: nothing waits on it'))));
   }
 
-  private later(f: () => void, ms: number, set = this.timers): void {
-    if (this.closed) return;
+  private later(f: () => void, ms: number, set = this.timers): NodeJS.Timeout | undefined {
+    if (this.closed) return undefined;
     const t = setTimeout(() => {
       set.delete(t);
       f();
     }, ms);
     t.unref();
     set.add(t);
+    return t;
+  }
+
+  /**
+   * An entry leaving the list: its idle end is cleared with it, or the timer would hold the sandbox it names (its
+   * process, sockets, buffers) for the whole idle time after a run took it (docs/performance.md, "After the merge:
+   * the page cache at SQLite's default").
+   */
+  private unlist(entry: Entry<T>): Entry<T> {
+    if (entry.expiry) {
+      clearTimeout(entry.expiry);
+      this.expiries.delete(entry.expiry);
+    }
+    return entry;
   }
 
   private touch(key: number): void {
@@ -99,7 +120,7 @@ export class ReadyPool<T extends Poolable> {
     if (at >= 0) this.recent.splice(at, 1);
     this.recent.unshift(key);
     for (const old of this.recent.splice(this.options.keysKept)) {
-      for (const { item } of this.ready.get(old)?.splice(0) ?? []) this.drop(item);
+      for (const entry of this.ready.get(old)?.splice(0) ?? []) this.drop(this.unlist(entry).item);
     }
   }
 
@@ -118,9 +139,9 @@ export class ReadyPool<T extends Poolable> {
           this.drop(item);
           break;
         }
-        const entry = { item, at: Date.now() };
+        const entry: Entry<T> = { item, at: Date.now() };
         list.push(entry);
-        this.later(() => this.expire(key, entry), this.options.idleMs, this.expiries);
+        entry.expiry = this.later(() => this.expire(key, entry), this.options.idleMs, this.expiries);
       }
     })()
       .catch(ignoreFailure('the next create of this key takes the slow path and reports any error there'))
@@ -128,7 +149,7 @@ export class ReadyPool<T extends Poolable> {
     this.filling.set(key, run);
   }
 
-  private expire(key: number, entry: { item: T; at: number }): void {
+  private expire(key: number, entry: Entry<T>): void {
     const list = this.ready.get(key);
     const at = list?.indexOf(entry) ?? -1;
     if (at < 0) return;

@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ReadyPool } from '../../adapters/sandbox/ready-pool.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { waitFor } from '../wait.js';
 
 /** Things the pool starts: numbered, alive until discarded (or killed by the test). */
@@ -83,5 +85,31 @@ describe('ReadyPool: sandboxes started ahead of their runs', () => {
     pool.want(64);
     await pool.settled();
     assert.equal(started.length, 0);
+  });
+  it('keeps no hold on an item once it is taken, long before its idle time would have ended it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const pool = new ReadyPool(
+      async () => ({ alive: true, payload: Buffer.alloc(1024) }),
+      async () => {},
+      { perKey: 1, keysKept: 2, idleMs: 60_000, delayMs: 60_000 },
+    );
+    pool.want(64);
+    await waitFor('an item ready', () => pool.size === 1);
+    let taken: object | null = pool.take(64);
+    assert.ok(taken);
+    const ref = new WeakRef(taken);
+    taken = null;
+    // The pool's idle timer of a taken item held it (its process and buffers, for a sandbox) for ten minutes.
+    await waitFor(
+      'the taken item to be collected',
+      async () => {
+        gc();
+        await new Promise((r) => setImmediate(r));
+        return ref.deref() === undefined;
+      },
+      { timeoutMs: 5_000 },
+    );
+    await pool.close();
   });
 });
