@@ -18,7 +18,6 @@ export interface ReadyPoolOptions {
 
 interface Entry<T> {
   item: T;
-  at: number;
   /** The idle end's timer, while the entry is listed. */
   expiry?: NodeJS.Timeout;
 }
@@ -139,7 +138,7 @@ export class ReadyPool<T extends Poolable> {
           this.drop(item);
           break;
         }
-        const entry: Entry<T> = { item, at: Date.now() };
+        const entry: Entry<T> = { item };
         list.push(entry);
         entry.expiry = this.later(() => this.expire(key, entry), this.options.idleMs, this.expiries);
       }
