@@ -347,10 +347,11 @@ export class ProjectionEngine {
     end: Position | null,
   ): Promise<void> {
     const deferred = defer ? new Map<string, DeriveOp>() : null;
-    const healthy = [...this.lanes.values()].filter((l) => l.healthy);
+    const lanes = [...this.lanes.values()];
+    const healthy = lanes.filter((l) => l.healthy);
     for (const raw of events) {
       if (!this.mayWrite()) throw new Error('the projector lease was lost; the replay stopped');
-      await this.replayOne(raw, changed, page, memo, deferred);
+      await this.replayOne(raw, lanes, changed, page, memo, deferred);
     }
     if (deferred) {
       if (healthy.some((l) => !l.healthy)) throw new ExactReplayNeeded();
@@ -383,7 +384,7 @@ export class ProjectionEngine {
           if (derived.kind === 'derive' && derived.key !== undefined) {
             await derived.observe?.(page, memo);
             next.set(derived.key, derived);
-          } else await this.applyOp(derived, page, memo);
+          } else if (!appliedHeld(derived, page)) await this.applyOp(derived, page, memo);
         }
       round = next;
     }
@@ -392,6 +393,7 @@ export class ProjectionEngine {
   /** One event of a replay: a projector that fails stops there (its error is stored with its checkpoint). */
   private async replayOne(
     raw: RecordedEvent,
+    lanes: readonly Lane[],
     changed: Set<string>,
     docs: DocumentStore,
     memo: BoundedMemo,
@@ -399,7 +401,8 @@ export class ProjectionEngine {
   ): Promise<void> {
     const category = categoryOf(raw.streamId);
     let event: RecordedEvent | null = null;
-    for (const lane of this.lanes.values()) {
+    // The page's lanes as an array: a map's iterator is an object per event and lane.
+    for (const lane of lanes) {
       if (!lane.healthy) continue;
       if (lane.checkpoint !== null && this.events.comparePositions(raw.position, lane.checkpoint) <= 0) continue;
       if (lane.offered !== null && !lane.offered.has(category)) {
@@ -416,7 +419,7 @@ export class ProjectionEngine {
             await op.observe?.(docs, memo);
             deferred.delete(op.key);
             deferred.set(op.key, op);
-          } else await this.applyOp(op, docs, memo);
+          } else if (!appliedHeld(op, docs)) await this.applyOp(op, docs, memo);
         }
         lane.checkpoint = event.position;
       } catch (err) {
@@ -876,6 +879,20 @@ function updatedFields(update: Update): Set<string> {
   for (const part of [update.$set, update.$unset, update.$inc, update.$push, update.$setOnInsert])
     for (const path in part ?? {}) out.add(path.split('.')[0]!);
   return out;
+}
+
+/**
+ * A replay's write of one document by `_id` made at once by the page's cache, when it holds the document or knows it
+ * missing: most writes of a replay, each of which would otherwise cost `applyOp` a promise and a turn of the microtask
+ * queue (docs/performance.md, "Replay"). Such a write leaves the memo as `applyOp` does: only writes by other filters
+ * make it forget.
+ */
+function appliedHeld(op: DocOp, docs: DocumentStore): boolean {
+  if (op.kind === 'derive' || !(docs instanceof WriteBackDocuments) || !byIdOnly(op.filter)) return false;
+  const id = op.filter._id as string;
+  return op.kind === 'delete'
+    ? docs.applyHeld(op.collection, id, null, false)
+    : docs.applyHeld(op.collection, id, op.update, op.upsert === true);
 }
 
 /** Whether a filter names one document by its `_id` and nothing else. */

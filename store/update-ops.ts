@@ -117,34 +117,49 @@ export function documentFromFilter(filter: Filter): Obj {
   return out;
 }
 
+/** A value the store's round trip gives back the same (JSON's): a string, a boolean, null, a finite number but -0. */
+function isKeptAsIs(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'boolean' || (Number.isFinite(v) && !Object.is(v, -0));
+}
+
+/** True when every field an update sets is a top-level one with a value (no dotted path, nothing undefined). */
+function topLevelOnly(sets: Record<string, DocValue | undefined>): boolean {
+  for (const k in sets) if (sets[k] === undefined || k.includes('.')) return false;
+  return true;
+}
+
+/** Sets an own field, `__proto__` included (assigning that one would change the object's prototype instead). */
+function setOwn(out: Obj, k: string, v: DocValue): void {
+  if (k === '__proto__')
+    Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else out[k] = v;
+}
+
 /**
  * `applyUpdate` without the deep copy of the whole document: the result shares every value the update leaves alone
  * with `doc`, which is left as it was, and its fields are in the same order. For a cache whose documents are never
  * changed in place (`store/write-back-documents.ts`).
  */
 export function applyUpdateShared(doc: Doc, update: Update, inserting: boolean): Doc {
-  // Copied field by field into a literal, not spread: V8 gives a spread copy a map of its own, so every field an
-  // upsert then adds makes a new map and the document ends up a slow dictionary (ten times the cost of the update).
-  const out: Obj = {};
-  for (const k in doc) {
-    // A field named `__proto__` (JSON.parse makes it an own field) stays one, as a spread would keep it.
-    if (k === '__proto__')
-      Object.defineProperty(out, k, { value: doc[k], enumerable: true, writable: true, configurable: true });
-    else out[k] = doc[k];
-  }
   const sets = inserting && update.$setOnInsert ? { ...update.$setOnInsert, ...update.$set } : (update.$set ?? {});
+  // Copied by spreads, the document's and the update's, which keep V8's fast layout: a field set again keeps its
+  // place, new ones follow in the update's order (a field named `__proto__`, own after JSON.parse, stays own). Fields
+  // added one by one under computed names would make a document of more than about sixteen a slow dictionary
+  // (docs/performance.md, "Replay").
+  const out: Obj = topLevelOnly(sets) ? { ...doc, ...sets } : { ...doc };
   for (const k in sets) {
     const v = sets[k];
-    // A top-level field, what most updates set, needs no walk down a path.
+    // What the spread took as it is needs no copy: a string, a boolean, null, or a number JSON keeps as it is.
+    if (out[k] === v && isKeptAsIs(v)) continue;
     if (!k.includes('.')) {
+      // Serialised, an undefined value is no field at all: a later $set of it then goes last, as after the store's round trip.
       if (v === undefined) delete out[k];
-      else out[k] = cloneValue(v)!;
+      else setOwn(out, k, cloneValue(v)!);
       continue;
     }
     const at = parentOf(out, k, true, true)!;
-    // Serialised, an undefined value is no field at all: a later $set of it then goes last, as after the store's round trip.
     if (v === undefined) delete at.parent[at.key];
-    else at.parent[at.key] = cloneValue(v)!;
+    else setOwn(at.parent, at.key, cloneValue(v)!);
   }
   for (const k in update.$unset ?? {}) {
     const at = parentOf(out, k, false, true);

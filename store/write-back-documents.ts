@@ -116,6 +116,37 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
     return doc;
   }
 
+  /** What is known of a document without asking the store: held (null: missing), known missing, else undefined. */
+  private peek(id: string): T | null | undefined {
+    const held = this.held.get(id);
+    if (held !== undefined) return held;
+    if (this.written && !this.written.has(id)) {
+      this.held.set(id, null);
+      return null;
+    }
+    return undefined;
+  }
+
+  /**
+   * `updateOne` by `_id`, made at once when the document is held or known missing: false, with nothing done, when the
+   * store must be asked first.
+   */
+  updateHeld(id: string, update: Update, upsert: boolean): boolean {
+    const doc = this.peek(id);
+    if (doc === undefined) return false;
+    if (doc) this.put(id, applyUpdateShared(doc, update, false) as T);
+    else if (upsert) this.put(id, applyUpdateShared({ _id: id }, update, true) as T);
+    return true;
+  }
+
+  /** `deleteMany` by `_id`, made at once as `updateHeld` is. */
+  deleteHeld(id: string): boolean {
+    const doc = this.peek(id);
+    if (doc === undefined) return false;
+    if (doc) this.put(id, null);
+    return true;
+  }
+
   private put(id: string, doc: T | null): void {
     // A document held before was written through this cache or read from the store: its id is in the filter already
     // (an update of a held document, most writes, need not hash it again).
@@ -294,6 +325,18 @@ export class WriteBackDocuments implements DocumentStore {
       )
         empty.add(name);
     return empty;
+  }
+
+  /**
+   * A write of one document by `_id` (`update` null: its deletion) made at once, without a promise, when the collection
+   * is held and holds the document or knows it missing: the same write `updateOne` or `deleteMany` makes. False, with
+   * nothing done, when it needs the store: the caller then makes it through `collection()`. A replay makes most of its
+   * writes so (docs/design.md, "Replay").
+   */
+  applyHeld(collection: string, id: string, update: Update | null, upsert: boolean): boolean {
+    if (!this.cached.has(collection)) return false;
+    const c = this.collection(collection) as unknown as WriteBackCollection<Doc>;
+    return update ? c.updateHeld(id, update, upsert) : c.deleteHeld(id);
   }
 
   /** Writes back every pending change. */
