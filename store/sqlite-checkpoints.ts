@@ -58,7 +58,22 @@ function run() {
         // Another connection's checkpoint or a file gone: the next note tries again, the log's own checkpoint remains.
         break;
       }
-      if (result.busy !== 0 || result.log <= 0 || result.checkpointed >= result.log) break;
+      if (result.busy !== 0 || result.log <= 0) break;
+      if (result.checkpointed >= result.log) {
+        // Everything is copied: the log starts over here, rather than at the main thread's next write, which starts
+        // it over only if its transaction began after this copy ended. Under load a read models' batch stays open
+        // across a few turns of the event loop, so that write often began before, appended to the old log and left
+        // it growing to the main thread's bound. TRUNCATE resets the log's header itself (RESTART only waits for
+        // readers); with nothing left to copy it holds the write lock only for that and the file's truncation, and
+        // with no busy timeout it gives up at once when a transaction or a reader of the main thread holds the log
+        // (docs/performance.md, "Allocation, and a log that did not start over (2026-11-27)").
+        try {
+          c.db.pragma('wal_checkpoint(TRUNCATE)');
+        } catch (err) {
+          // As above: the next note tries again.
+        }
+        break;
+      }
     }
   }
 }
@@ -73,7 +88,8 @@ parentPort.on('message', (m) => {
   if (!c) {
     let db;
     try {
-      db = new Database(m.file, { fileMustExist: true });
+      // No busy timeout: a checkpoint that finds a lock taken is put off to the next note, never waited for.
+      db = new Database(m.file, { fileMustExist: true, timeout: 0 });
       db.pragma('synchronous = NORMAL');
     } catch (err) {
       return;
