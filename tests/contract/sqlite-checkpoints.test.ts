@@ -44,6 +44,7 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       pauseMs: 1,
       chase: 2,
       mainThreadPages: 50_000,
+      restartPages: 1,
     });
     const commit = () => {
       db.transaction(() => {
@@ -95,6 +96,7 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       pauseMs: 600_000,
       chase: 2,
       mainThreadPages: 50_000,
+      restartPages: walCheckpointPages,
     });
     // About 50 pages a commit.
     const commit = () => {
