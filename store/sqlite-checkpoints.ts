@@ -22,12 +22,6 @@ export interface BackgroundCheckpointOptions {
    * both files however little it has left to copy.
    */
   mainThreadPages: number;
-  /**
-   * Pages of log from which the worker, once it has copied them all, starts the log over itself (TRUNCATE) instead
-   * of leaving that to the main thread's next write: it holds the write lock while the file is truncated, 13-41 ms
-   * on this machine under load, which a commit of the main thread that starts meanwhile waits for.
-   */
-  restartPages: number;
 }
 
 export const defaultBackgroundCheckpoints: BackgroundCheckpointOptions = {
@@ -36,7 +30,6 @@ export const defaultBackgroundCheckpoints: BackgroundCheckpointOptions = {
   pauseMs: 200,
   chase: 2,
   mainThreadPages: 4 * walCheckpointPages,
-  restartPages: walCheckpointPages,
 };
 
 /**
@@ -65,23 +58,7 @@ function run() {
         // Another connection's checkpoint or a file gone: the next note tries again, the log's own checkpoint remains.
         break;
       }
-      if (result.busy !== 0 || result.log <= 0) break;
-      if (result.checkpointed >= result.log) {
-        // Everything is copied. The main thread's next write starts the log over only if its transaction began after
-        // this copy ended; under load one is open most of the time (a read models' batch, preempted or paused for a
-        // collection), so a log often went on growing to the main thread's bound, whose checkpoint stops every
-        // request. Past restartPages the worker starts it over itself: TRUNCATE resets the log's header (RESTART only
-        // waits for readers) and, with nothing left to copy, holds the write lock only for that and the file's
-        // truncation; with no busy timeout it gives up at once when a transaction or a reader of the main thread
-        // holds the log (docs/performance.md, "Allocation, and a log that did not start over (2026-11-27)").
-        if (result.log < workerData.restartPages) break;
-        try {
-          c.db.pragma('wal_checkpoint(TRUNCATE)');
-        } catch (err) {
-          // As above: the next note tries again.
-        }
-        break;
-      }
+      if (result.busy !== 0 || result.log <= 0 || result.checkpointed >= result.log) break;
     }
   }
 }
@@ -96,8 +73,7 @@ parentPort.on('message', (m) => {
   if (!c) {
     let db;
     try {
-      // No busy timeout: a checkpoint that finds a lock taken is put off to the next note, never waited for.
-      db = new Database(m.file, { fileMustExist: true, timeout: 0 });
+      db = new Database(m.file, { fileMustExist: true });
       db.pragma('synchronous = NORMAL');
     } catch (err) {
       return;
@@ -170,7 +146,6 @@ export class BackgroundCheckpoints {
           driver: createRequire(import.meta.url).resolve('better-sqlite3'),
           pauseMs: this.options.pauseMs,
           chase: this.options.chase,
-          restartPages: this.options.restartPages,
         },
         // Little heap: it holds a few connections and no data.
         resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
