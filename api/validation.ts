@@ -92,8 +92,65 @@ export function installCompilers(app: FastifyInstance): void {
   app.setSerializerCompiler(({ schema }) => {
     let serialize: ((data: unknown) => string) | null = null;
     return (data: unknown) =>
-      (serialize ??= fastJson(stripIds(schema) as Parameters<typeof fastJson>[0]) as (d: unknown) => string)(data);
+      (serialize ??= fastJson(serializerSchema(schema) as Parameters<typeof fastJson>[0]) as (d: unknown) => string)(
+        data,
+      );
   });
+}
+
+const scalarTypes = new Set(['string', 'integer', 'number', 'boolean']);
+
+/** The scalar type a branch of an `anyOf` writes, when it is a plain scalar or a union of string constants. */
+function scalarOf(branch: unknown): string | null {
+  if (branch === null || typeof branch !== 'object') return null;
+  const b = branch as { type?: unknown; anyOf?: unknown[] };
+  if (typeof b.type === 'string' && scalarTypes.has(b.type) && b.anyOf === undefined) return b.type;
+  if (
+    b.type === undefined &&
+    Array.isArray(b.anyOf) &&
+    b.anyOf.length > 0 &&
+    b.anyOf.every((x) => scalarOf(x) === 'string')
+  )
+    return 'string';
+  return null;
+}
+
+/**
+ * The schema a response serializer is compiled from: without `$id`s, and with each `anyOf` of scalars of one type,
+ * maybe null (TypeBox's nullable fields and enums), as that type or `[type, 'null']`. For an `anyOf`,
+ * fast-json-stringify runs an Ajv validation of the value against every branch to choose how to write it: a job's
+ * answer ran a dozen, a tenth of what a creation allocated (docs/performance.md, "Allocation, and a log that did not
+ * start over (2026-11-27)"), to write a string, a number or null exactly as the type alone writes it. The document
+ * (OpenAPI) and validation keep the schemas as they are.
+ */
+export function serializerSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(serializerSchema);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const s = schema as Record<string, unknown>;
+  if (Array.isArray(s.anyOf) && s.anyOf.length > 0) {
+    const types = new Set<string>();
+    let nullable = false;
+    let plain = true;
+    for (const branch of s.anyOf) {
+      if ((branch as { type?: unknown } | null)?.type === 'null' && Object.keys(branch as object).length === 1)
+        nullable = true;
+      else {
+        const t = scalarOf(branch);
+        if (t === null) plain = false;
+        else types.add(t);
+      }
+    }
+    if (plain && types.size === 1) {
+      const [type] = types;
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(s)) if (k !== 'anyOf' && k !== '$id') out[k] = v;
+      out.type = nullable ? [type, 'null'] : type;
+      return out;
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s)) if (k !== '$id') out[k] = serializerSchema(v);
+  return out;
 }
 
 export type RouteSchema = FastifySchema;

@@ -28,6 +28,28 @@ export interface CommandResult<E, S> {
 
 const maxAttempts = 5;
 
+/**
+ * A command's result, the state after its events folded only when a caller reads it: most callers answer from the
+ * read models and never do, and a job's fold made a whole config per creation for nothing (docs/performance.md,
+ * "Allocation, and a log that did not start over (2026-11-27)"). Deciders are pure, so folding later folds the same.
+ */
+function decided<E, S>(
+  events: E[],
+  before: S,
+  evolve: (state: S, event: E) => S,
+  position: Position,
+): CommandResult<E, S> {
+  let after: { state: S } | null = null;
+  return {
+    events,
+    position,
+    get state() {
+      after ??= { state: events.reduce(evolve, before) };
+      return after.state;
+    },
+  };
+}
+
 export interface ExecuteOptions {
   /** The stream's id was made for this command (a new job's): the first attempt skips reading it. */
   newStream?: boolean;
@@ -140,7 +162,7 @@ export class CommandBus {
       });
       try {
         const result = await this.store.append(streamId, toAppend, revision === -1 ? 'no_stream' : revision);
-        return { events, state: events.reduce(decider.evolve, state), position: result.position };
+        return decided(events, state, decider.evolve, result.position);
       } catch (err) {
         if (err instanceof WrongExpectedRevisionError && attempt < maxAttempts) {
           // The first loss is usually an ordinary race, answered by reading again at once.

@@ -196,6 +196,38 @@ export function documentStoreContract(name: string, open: () => Promise<Document
       assert.equal(await c.count({}), 7);
     });
 
+    it('upserts by _id alone: the document is the id then the fields set, in order, with a path or an _id set too', async () => {
+      const c = await seeded();
+      const spec = { steps: [{ run: 'ls', args: ['-la', ''] }], env: {}, limit: 0 };
+      await c.updateOne(
+        { _id: 'plain' },
+        { $set: { name: 'Plain', zeta: null, on: false, n: -0, spec, list: [], alpha: 'a"b\\c\u2028' } },
+        { upsert: true },
+      );
+      const plain = (await c.findOne({ _id: 'plain' })) as Doc;
+      assert.deepEqual(Object.keys(plain), ['_id', 'name', 'zeta', 'on', 'n', 'spec', 'list', 'alpha']);
+      assert.deepEqual(
+        { ...plain },
+        { _id: 'plain', name: 'Plain', zeta: null, on: false, n: 0, spec, list: [], alpha: 'a"b\\c\u2028' },
+      );
+      // Not a copy shared with the update: changing what was set changes nothing stored.
+      spec.steps[0]!.run = 'rm';
+      assert.equal(((await c.findOne({ _id: 'plain' })) as unknown as { spec: typeof spec }).spec.steps[0]!.run, 'ls');
+      await c.updateOne({ _id: 'pathed' }, { $set: { name: 'Pathed', 'nested.level': 4 } }, { upsert: true });
+      assert.deepEqual(
+        { ...(await c.findOne({ _id: 'pathed' })) },
+        { _id: 'pathed', name: 'Pathed', nested: { level: 4 } },
+      );
+      await c.updateOne({ _id: 'same' }, { $set: { name: 'Same', _id: 'same' } }, { upsert: true });
+      assert.deepEqual({ ...(await c.findOne({ _id: 'same' })) }, { _id: 'same', name: 'Same' });
+      await c.updateOne({ _id: 'empty' }, { $set: {} }, { upsert: true });
+      assert.deepEqual({ ...(await c.findOne({ _id: 'empty' })) }, { _id: 'empty' });
+      // An existing document is updated, not inserted again.
+      const again = await c.updateOne({ _id: 'plain' }, { $set: { name: 'Again' } }, { upsert: true });
+      assert.deepEqual([again.matched, again.modified, again.upsertedId], [1, 1, null]);
+      assert.equal(await c.count({}), 10);
+    });
+
     it('deletes many and drops', async () => {
       const c = await seeded();
       assert.equal(await c.deleteMany({ on: false }), 2);

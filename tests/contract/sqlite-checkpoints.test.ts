@@ -3,6 +3,7 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { waitFor } from '../wait.js';
 import { BackgroundCheckpoints, backgroundCheckpoints } from '../../store/sqlite-checkpoints.js';
@@ -78,6 +79,53 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       assert.deepEqual(again.prepare('SELECT count(*) AS n FROM t').get(), { n: 720 });
     } finally {
       again.close();
+    }
+  });
+
+  it('leaves the log to its own checkpoint at 4,000 pages again once the worker is gone, and starts no other', async () => {
+    const file = join(dir, 'fallback.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
+    const checkpoints = new BackgroundCheckpoints({
+      startAfterCommits: 1,
+      commitsPerNote: 1,
+      // Longer than the test: the worker never copies anything before it is gone.
+      pauseMs: 600_000,
+      chase: 2,
+      mainThreadPages: 50_000,
+    });
+    // About 50 pages a commit.
+    const commit = () => {
+      db.transaction(() => {
+        for (let i = 0; i < 50; i++) insert.run('x'.repeat(3500));
+      }).immediate();
+      checkpoints.committed(db);
+    };
+    try {
+      commit();
+      assert.equal(checkpoints.running, true);
+      assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 50_000);
+      // The thread dies as a crash or its heap limit would end it; nothing else in the process may do this.
+      const worker = (checkpoints as unknown as { worker: Worker }).worker;
+      await worker.terminate();
+      await waitFor('the checkpointer to notice its thread is gone', () => !checkpoints.running);
+      assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), walCheckpointPages, 'the log bound is put back');
+      // Past 4,000 pages of log the commit itself copies it (the worker, gone, cannot), and the log starts over.
+      let most = 0;
+      for (let i = 0; i < 120; i++) {
+        commit();
+        most = Math.max(most, walIndex(file).frames);
+      }
+      assert.equal(checkpoints.running, false, 'no other thread is started');
+      assert.ok(most >= walCheckpointPages && most < walCheckpointPages + 200, `the log peaked at ${most} pages`);
+      assert.ok(walIndex(file).frames < most, 'and started over');
+      assert.deepEqual(db.prepare('SELECT count(*) AS n FROM t').get(), { n: 121 * 50 });
+    } finally {
+      checkpoints.closed(db);
+      db.close();
     }
   });
 

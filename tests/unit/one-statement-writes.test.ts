@@ -81,6 +81,12 @@ describe('one-statement writes', () => {
       newStream: true,
     });
     assert.equal(first.events.length, 1);
+    // The state after the command, folded when it is read, is the stream's state as a load folds it.
+    const loaded = await new CommandBus(events).load(jobStreamId('j-1'), jobDecider);
+    assert.equal(first.state.status, 'active');
+    assert.equal(first.state.config.name, 'first');
+    assert.deepEqual(first.state, loaded.state);
+    assert.equal(first.state, first.state, 'folded once');
     // A second bus, so nothing of the stream is folded in it: its first attempt skips the read and must lose.
     const again = new CommandBus(events, () => 2).execute(
       jobStreamId('j-1'),
