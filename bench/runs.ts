@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Broker } from '../broker/server.js';
 import { runStreamId } from '../domain/run.js';
 import { BwrapBackend } from '../adapters/sandbox/bwrap.js';
+import { diskHelpersCpuMs } from './disk-helpers.js';
 import { DockerBackend } from '../adapters/sandbox/docker.js';
 import { dockerClient } from '../adapters/sandbox/docker.js';
 import { svcBinaryPath } from '../adapters/sandbox/select.js';
@@ -43,11 +44,14 @@ function runtime(root: string): string {
   return dir;
 }
 
-/** CPU this process and the children it reaped have used (user + system), from /proc: the sandboxes' own cost. */
+/**
+ * CPU this process and the children it reaped have used (user + system), from /proc, with what its disk helpers and
+ * their children used (not reaped by this process while they run): the sandboxes' own cost.
+ */
 function cpuWithChildrenMs(): number {
   const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
   const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-  return (ticks * 1000) / 100;
+  return (ticks * 1000) / 100 + diskHelpersCpuMs(process.pid);
 }
 
 /**
