@@ -339,6 +339,7 @@ export class McpServers {
           brokerSocket: s.brokerSocket,
           proxySocket: null,
           ttlMs: 5 * 60_000,
+          firstExecStreams: true,
         });
       }
       const connection = await McpConnection.open(config, { sandbox, fetch: this.fetch, connectTimeoutMs: 30_000 });

@@ -23,7 +23,8 @@ import { Scheduler } from '../runner/scheduler.js';
 import { RetentionLoop } from '../runner/retention-loop.js';
 import { Retention } from '../app/retention.js';
 import { selectBackend, defaultSandboxImage } from '../adapters/sandbox/select.js';
-import { sandboxHostUid } from '../adapters/sandbox/bwrap.js';
+import { readySizesKept, sandboxHostUid } from '../adapters/sandbox/bwrap.js';
+import { readySizes } from '../runner/ready-sizes.js';
 import type { SandboxBackend } from '../adapters/sandbox/types.js';
 import type { RunnerRole, Services } from './services.js';
 import { errorMessage } from '../domain/error-message.js';
@@ -63,6 +64,7 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
   const maxRuns = Number(process.env.SVC_MAX_RUNS ?? 3);
   const dispatcher = new Dispatcher(s.bus, s.stores.events, s.stores.docs, s.runs, executor, backend, s.log, maxRuns);
   await dispatcher.start();
+  if (backendError === null) warmAtStart(s, backend);
   await imageBuilder?.start();
   const shadowRunner = backendError === null ? new ShadowRunner(ports, s.log) : null;
   const reflector = startReflector(s, dispatcher, runFiles, shadowRunner, imageBuilder);
@@ -84,6 +86,17 @@ export async function startRunner(s: Services): Promise<RunnerRole> {
       await backend.close?.();
     },
   };
+}
+
+/**
+ * The first run of each size in use after a start finds its sandbox ready, as later runs do (docs/design.md, "Sandbox
+ * provisioning"): as many sizes as the backend keeps ready.
+ */
+function warmAtStart(s: Services, backend: SandboxBackend): void {
+  if (!backend.warm) return;
+  readySizes(s.stores.docs, async (ws) => (await s.models.settings(ws)).defaultLimits.diskMb, readySizesKept)
+    .then((sizes) => sizes.forEach((size) => backend.warm!(size)))
+    .catch((err: unknown) => s.log.error({ err }, 'could not start ready sandboxes; the first runs start theirs'));
 }
 
 /** The backend, prepared (a failure is kept and shown; runs fail until it is fixed), and the broker for sandboxes. */

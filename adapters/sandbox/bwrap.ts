@@ -37,6 +37,8 @@ const argsFd = 4;
 const seccompFd = 5;
 /** A ready sandbox's init reads its first command here (svc init --command-fd), after bwrap's two inputs. */
 const commandFd = 6;
+/** Disk sizes that have ready sandboxes at once (the runner starts those of the sizes most in use). */
+export const readySizesKept = 2;
 const basePath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** What every exec of a prepared backend needs. */
@@ -208,7 +210,7 @@ export class BwrapBackend implements SandboxBackend {
       this.pool = new ReadyPool<ReadySandbox>(
         (sizeMb) => this.startReady(sizeMb),
         (ready) => this.discardReady(ready),
-        { perKey: this.readyPerSize, keysKept: 2, idleMs: 10 * 60_000, delayMs: 200 },
+        { perKey: this.readyPerSize, keysKept: readySizesKept, idleMs: 10 * 60_000, delayMs: 200 },
       );
     }
   }
@@ -256,7 +258,7 @@ export class BwrapBackend implements SandboxBackend {
     const home = join(this.root, spec.id);
     mkdirSync(home);
     // Only an agent's sandbox starts ahead: a ready one's init runs as the agent inside its user namespace.
-    const taken = spec.runAsRoot ? null : (this.pool?.take(spec.limits.diskMb) ?? null);
+    const taken = spec.runAsRoot || spec.firstExecStreams ? null : (this.pool?.take(spec.limits.diskMb) ?? null);
     const ready = taken && this.adopt(taken, spec, home) ? taken : null;
     if (taken && !ready) await this.discardReady(taken);
     // The sandbox's own filesystem, its disk limit: /workspace, /svc and /tmp are directories of it.

@@ -14,38 +14,22 @@ import {
   rmSync,
   unlinkSync,
 } from 'node:fs';
-import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ignoreFailure } from '../../domain/ignore-failure.js';
 import { processAlive } from './process-alive.js';
+import { DiskHelper, DiskHelperError } from './disk-helper.js';
 
 const run = promisify(execFile);
+
+/** The largest disk a sandbox may have, as a job's limits allow (1 TiB; the file is sparse). */
+const maxSizeMb = 1_048_576;
 
 /**
  * The priority spares are made at (ready sandboxes too, adapters/sandbox/bwrap.ts): below the runs that take them, so
  * a refill on a busy machine waits for the CPU instead of the run (docs/design.md, "Sandbox provisioning").
  */
 export const refillNice = 10;
-
-/** `run`, at the priority `nice` (set right after the spawn; a few instructions may run before it). */
-function runAt(nice: number, cmd: string, args: string[]): Promise<unknown> {
-  if (nice === 0) return run(cmd, args);
-  return new Promise((resolve, reject) => {
-    const child = execFile(cmd, args, (err, stdout, stderr) => {
-      if (!err) return resolve({ stdout, stderr });
-      // As promisify(execFile) does: the output with the error, for the message `make` builds.
-      const failed: Error & { stderr?: string } = err;
-      failed.stderr = stderr;
-      reject(failed);
-    });
-    try {
-      if (child.pid) setPriority(child.pid, nice);
-    } catch {
-      // gone already: its result says how it went
-    }
-  });
-}
 
 /** The directories of a sandbox's filesystem, made with it so that taking a spare costs no system call. */
 const refillDelayMs = 200;
@@ -79,6 +63,8 @@ export class Disks {
   /** Sizes by last use; a size not asked for lately gives its spare filesystems back. */
   private readonly recent: number[] = [];
   private closed = false;
+  /** Runs mkfs, mount and umount, so that the served process does not fork for them (adapters/sandbox/disk-helper.ts). */
+  private readonly helper = new DiskHelper();
 
   constructor(
     /**
@@ -131,13 +117,15 @@ export class Disks {
    * on the spot (no spare) is made at the priority `nice`.
    */
   async attach(sizeMb: number, nice = 0): Promise<string> {
+    if (!Number.isInteger(sizeMb) || sizeMb < 1 || sizeMb > maxSizeMb)
+      throw new Error(`a sandbox's disk is 1-${maxSizeMb} MB, not ${sizeMb}`);
     this.touch(sizeMb);
     let disk = this.pool.get(sizeMb)?.shift();
     if (!disk) {
       disk = join(this.poolDir, randomUUID());
       await this.make(disk, sizeMb, nice);
     }
-    // Later, not now: starting mkfs blocks this process for a spawn, which would land on the sandbox's first exec.
+    // Later, not now: the refill's mkfs would take the CPU from the sandbox's first exec.
     setTimeout(() => this.refill(sizeMb), refillDelayMs).unref();
     return disk;
   }
@@ -149,9 +137,10 @@ export class Disks {
 
   /** Unmounts what is mounted at `target` and removes the directory; idempotent, and lazy when something holds it. */
   async detach(target: string): Promise<void> {
-    if (mounted(target)) {
-      await run('umount', [target])
-        .catch(() => run('umount', ['-l', target]))
+    // Twice at most: a helper that died with the request may or may not have unmounted, and a new one tries again.
+    for (let tries = 0; tries < 2 && mounted(target); tries++) {
+      await this.helper
+        .unmount(target)
         .catch(ignoreFailure('a lazy unmount detaches even a busy filesystem: it fails only when nothing is mounted'));
     }
     try {
@@ -194,6 +183,8 @@ export class Disks {
     this.closed = true;
     for (const spares of this.pool.values()) for (const s of spares.splice(0)) await this.detach(s);
     rmSync(this.poolDir, { recursive: true, force: true });
+    // Not final: sandboxes handed out are still unmounted through it when they are destroyed.
+    this.helper.stop(false);
   }
 
   private touch(sizeMb: number): void {
@@ -239,23 +230,19 @@ export class Disks {
       closeSync(fd);
     }
     try {
-      // No journal (the contents die with the sandbox), no reserved blocks, inode tables initialised lazily.
-      await runAt(nice, 'mkfs.ext4', [
-        '-q',
-        '-F',
-        '-m',
-        '0',
-        '-O',
-        '^has_journal',
-        '-E',
-        'lazy_itable_init=1,nodiscard',
-        image,
-      ]);
-      await runAt(nice, 'mount', ['-o', 'loop,nodev,nosuid,noatime', image, target]);
+      // No journal (the contents die with the sandbox), no reserved blocks, inode tables initialised lazily: the
+      // helper's options (adapters/sandbox/disk-helper.ts).
+      await this.helper.make(target, image, nice);
     } catch (err) {
+      // A helper that died mid-request may have mounted it: its group is killed, so nothing mounts it later.
+      if (err instanceof DiskHelperError && err.helperGone) await this.detach(target);
       rmSync(image, { force: true });
-      const e = err as { stderr?: string; message: string };
-      throw new Error(`could not make the sandbox's ${sizeMb} MB filesystem: ${(e.stderr || e.message).trim()}`);
+      try {
+        rmdirSync(target);
+      } catch {
+        // still mounted (unmounted lazily) or gone: swept with this process's pool
+      }
+      throw new Error(`could not make the sandbox's ${sizeMb} MB filesystem: ${(err as Error).message}`);
     }
     unlinkSync(image);
     chmodSync(target, 0o711);

@@ -38,6 +38,11 @@ export interface SandboxSpec {
   proxySocket: string | null;
   /** After this, the reaper may destroy the sandbox whatever its run says. */
   ttlMs: number;
+  /**
+   * Its first exec streams stdin (a stdio MCP server being tested): a sandbox started ahead could not run it and would
+   * be killed unused, so bwrap neither takes nor starts one for it (docs/design.md, "Sandbox provisioning").
+   */
+  firstExecStreams?: boolean;
 }
 
 export interface ExecOptions {
@@ -172,4 +177,9 @@ export interface SandboxBackend {
   destroy(id: string): Promise<void>;
   /** Ends what the backend keeps ahead of use (bwrap's ready sandboxes) when the service stops; created ones stay. */
   close?(): Promise<void>;
+  /**
+   * Starts sandboxes with a `sizeMb` disk ahead of any run asking for one (bwrap: docs/design.md, "Sandbox
+   * provisioning"); a backend without such sandboxes has none.
+   */
+  warm?(sizeMb: number): void;
 }

@@ -159,6 +159,24 @@ describe('bwrap sandboxes started ahead of their runs', () => {
     }
   });
 
+  it('leaves the ready sandbox to the next run when the first exec streams stdin (a stdio MCP server under test)', async () => {
+    ready.warm(limits.diskMb);
+    await ready.readySettled();
+    const asked = await freshTick();
+    // Made one right after the other: had the first taken the ready one, the second would find none (a refill
+    // starts only after a delay and takes a while).
+    const streaming = await ready.create(spec({ firstExecStreams: true }));
+    created.push(streaming);
+    const next = await ready.create(spec());
+    created.push(next);
+    const echo = await streaming.exec({ cmd: ['sh', '-c', 'cut -d" " -f22 /proc/1/stat; cat'], stdin: 'via stdin' });
+    const [streamingStart, piped] = text(echo.output).split('\n');
+    assert.equal(piped, 'via stdin', 'the streaming exec got its stdin');
+    assert.ok(Number(streamingStart) >= asked, 'the streaming sandbox started on demand');
+    const r = await next.exec({ cmd: ['cut', '-d', ' ', '-f22', '/proc/1/stat'] });
+    assert.ok(Number(text(r.output)) < asked, 'the next sandbox got the one started ahead');
+  });
+
   it('a hostile command line or environment gets what a sandbox started on demand gives', async () => {
     const cases: ExecOptions[] = [
       { cmd: ['printf', '[%s]', '', '--', '-x', '\n'] },
