@@ -30,27 +30,41 @@ function walIndex(file: string): { frames: number; backfilled: number } {
   return { frames: b.readUInt32LE(16), backfilled: b.readUInt32LE(96) };
 }
 
+/**
+ * A WAL database of one table, its checkpointer made with `options`, and a commit of `rows` rows of `bodySize`
+ * characters that tells the checkpointer of itself.
+ */
+function loggedTable(
+  name: string,
+  rows: number,
+  bodySize: number,
+  options: ConstructorParameters<typeof BackgroundCheckpoints>[0],
+) {
+  const file = join(dir, name);
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+  const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
+  const checkpoints = new BackgroundCheckpoints(options);
+  const commit = () => {
+    db.transaction(() => {
+      for (let i = 0; i < rows; i++) insert.run('x'.repeat(bodySize));
+    }).immediate();
+    checkpoints.committed(db);
+  };
+  return { file, db, checkpoints, commit };
+}
+
 describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and read models")', () => {
   it('copies the log in its worker and lets the next write start it over, with nothing lost', async () => {
-    const file = join(dir, 'raw.db');
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
-    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
-    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
-    const checkpoints = new BackgroundCheckpoints({
+    const { file, db, checkpoints, commit } = loggedTable('raw.db', 20, 1000, {
       startAfterCommits: 3,
       commitsPerNote: 1,
       pauseMs: 1,
       chase: 2,
       mainThreadPages: 50_000,
     });
-    const commit = () => {
-      db.transaction(() => {
-        for (let i = 0; i < 20; i++) insert.run('x'.repeat(1000));
-      }).immediate();
-      checkpoints.committed(db);
-    };
     try {
       for (let i = 0; i < 2; i++) commit();
       assert.equal(checkpoints.running, false, 'a process that commits little starts no thread');
@@ -83,13 +97,8 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
   });
 
   it('leaves the log to its own checkpoint at 4,000 pages again once the worker is gone, and starts no other', async () => {
-    const file = join(dir, 'fallback.db');
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
-    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
-    const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
-    const checkpoints = new BackgroundCheckpoints({
+    // About 50 pages a commit.
+    const { file, db, checkpoints, commit } = loggedTable('fallback.db', 50, 3500, {
       startAfterCommits: 1,
       commitsPerNote: 1,
       // Longer than the test: the worker never copies anything before it is gone.
@@ -97,13 +106,6 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       chase: 2,
       mainThreadPages: 50_000,
     });
-    // About 50 pages a commit.
-    const commit = () => {
-      db.transaction(() => {
-        for (let i = 0; i < 50; i++) insert.run('x'.repeat(3500));
-      }).immediate();
-      checkpoints.committed(db);
-    };
     try {
       commit();
       assert.equal(checkpoints.running, true);
