@@ -7,6 +7,11 @@ import type { LiveDelta } from './timeline.js';
 /** Where the run stream's `delta` messages of one run come from (docs/design.md, "Live deltas across replicas"). */
 export interface DeltaSource {
   forRun(runId: string): Observable<LiveDelta['delta']>;
+  /**
+   * Resolves once every watcher of the run has read what other processes had shared of it by now: a stream calls it
+   * before it ends, so the run's last output is not left behind by its end.
+   */
+  caughtUp?(runId: string): Promise<void>;
 }
 
 /** Deltas of the runs this process executes only: a process that has every role, or describes the API offline. */
@@ -76,6 +81,8 @@ export class SharedDeltas implements DeltaSource {
   private writing: Promise<void> = Promise.resolve();
   private readonly subscription: Subscription;
   private indexed: Promise<void> | null = null;
+  /** The polls of the runs watched here, for `caughtUp`. */
+  private readonly watched = new Map<string, Set<() => Promise<void>>>();
 
   constructor(
     private readonly store: DocumentStore,
@@ -123,6 +130,14 @@ export class SharedDeltas implements DeltaSource {
     this.flushTimer ??= setTimeout(() => {
       this.flush().catch(ignoreFailure('flush never rejects: its failures are logged where they happen', this.log));
     }, this.options.batchMs);
+  }
+
+  /**
+   * Writes what gathered now, not at the end of its 100 ms: the runner calls it before a run's end is recorded, so a
+   * replica that sees the end finds the run's last output shared. Never rejects.
+   */
+  shareNow(): Promise<void> {
+    return this.flush();
   }
 
   /** Writes what gathered; writes never overlap, so one writer's batches land in order. Never rejects. */
@@ -191,6 +206,9 @@ export class SharedDeltas implements DeltaSource {
         const latest = found.at(-1)?.at;
         if (latest !== undefined && latest > since) since = latest;
       };
+      const polls = this.watched.get(runId) ?? new Set<() => Promise<void>>();
+      this.watched.set(runId, polls);
+      polls.add(poll);
       const loop = () => {
         if (stopped) return;
         poll()
@@ -203,9 +221,19 @@ export class SharedDeltas implements DeltaSource {
       return () => {
         stopped = true;
         if (timer) clearTimeout(timer);
+        polls.delete(poll);
+        if (polls.size === 0 && this.watched.get(runId) === polls) this.watched.delete(runId);
       };
     });
     return merge(own, others);
+  }
+
+  async caughtUp(runId: string): Promise<void> {
+    // A poll that fails leaves the stream to end without what it would have read, as a failed timed poll does.
+    const polls = [...(this.watched.get(runId) ?? [])].map((poll) =>
+      poll().catch((err: unknown) => this.log.debug({ err, runId }, 'could not read live output of other replicas')),
+    );
+    await Promise.all(polls);
   }
 
   async close(): Promise<void> {

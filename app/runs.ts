@@ -45,6 +45,11 @@ export class Runs {
     private readonly clock: () => number = Date.now,
     /** Resolves once the read models have caught up with a position (the projection engine's `waitFor`). */
     private readonly projected: (position: Position | null) => Promise<unknown> = async () => undefined,
+    /**
+     * Resolves once the live output this process made is shared with other replicas (`SharedDeltas.shareNow`): done
+     * before a run's end is recorded, so that a replica ending its stream at that end has the output to show.
+     */
+    private readonly outputShared: () => Promise<void> = async () => undefined,
   ) {}
 
   private nudge(runId: string, position: Position | null): void {
@@ -179,6 +184,7 @@ export class Runs {
 
   /** The runner's last word on a run. Releases the job's slot, which may start the next queued run. */
   async finish(jobId: string, runId: string, outcome: RunOutcome, ctx: CommandContext): Promise<Position | null> {
+    await this.outputShared();
     const result = await this.bus.execute(runStreamId(runId), runDecider, { type: 'FinishRun', outcome }, ctx);
     await this.release(jobId, runId, ctx);
     if (outcome.reflection === 'pending') this.reflectable.next(runId);

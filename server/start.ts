@@ -1,7 +1,7 @@
 import { Playbooks, versionContent } from '../app/playbooks.js';
 import { RunFiles } from '../adapters/run-files.js';
 import { RunDeletion } from '../app/run-deletion.js';
-import { writeFileSync, rmSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
@@ -68,7 +68,15 @@ export async function openServices(config: Config, log: Logger, opened?: Stores)
   // change seen.
   const cache = new ReadCache(engine, () => engine.running);
   const identity = new Identity(bus, stores.docs, keys, engine, cache, { workspacesEnabled: config.workspacesEnabled });
-  const runs = new Runs(bus, stores.events, stores.docs, Date.now, (position) => engine.waitFor(position));
+  const deltas = new SharedDeltas(stores.live, liveDeltas, log);
+  const runs = new Runs(
+    bus,
+    stores.events,
+    stores.docs,
+    Date.now,
+    (position) => engine.waitFor(position),
+    () => deltas.shareNow(),
+  );
   const models = new Models(bus, stores.docs, engine, keys);
   const jobState = new JobStateStore(stores.docs, stores.events);
   const secrets = new Secrets(bus, stores.docs, engine, keys);
@@ -118,7 +126,7 @@ export async function openServices(config: Config, log: Logger, opened?: Stores)
     notifications,
     appUrl: () => config.publicUrl,
     runner: null,
-    deltas: new SharedDeltas(stores.live, liveDeltas, log),
+    deltas,
     subscriptions: () => resilient.health(),
     log,
   };
@@ -265,7 +273,11 @@ export async function startServer(
     services.mcp.listeningAt(url);
     // Links in notifications need an address people can open: without SVC_PUBLIC_URL, the one the API listens on.
     services.appUrl = () => url;
-    writeFileSync(serverInfoFile(config.dataDir), JSON.stringify({ url, pid: process.pid }) + '\n');
+    // Written whole under another name, then renamed: a command or script that sees the file never reads it half
+    // written (a reader raced an empty file when it was written in place).
+    const info = serverInfoFile(config.dataDir);
+    writeFileSync(`${info}.${process.pid}`, JSON.stringify({ url, pid: process.pid }) + '\n');
+    renameSync(`${info}.${process.pid}`, info);
     log.info({ url, roles: [...config.roles], database: services.stores.events.kind }, 'svc is listening');
     if (!(await anyUserExists(services))) {
       const link = await services.identity.issueSignInLink('admin@localhost');

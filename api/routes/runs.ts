@@ -366,6 +366,8 @@ export default function runRoutes(fastify: FastifyInstance, deps: AppDeps): void
         ending = true;
         // The runner stores the final timeline entries before the final status, so reading up to now misses nothing.
         for (const e of await timeline.read(delivered)) forward(e);
+        // Output another process shared just before the run's end would otherwise come after the stream closed.
+        await timeline.deltasCaughtUp();
         sse.send('end', { status });
         sse.close();
       };

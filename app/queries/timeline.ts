@@ -54,6 +54,11 @@ export class RunTimeline {
   liveDeltas(): Observable<LiveDelta['delta']> {
     return this.deltas.forRun(this.run._id);
   }
+
+  /** Resolves once this run's output shared by other processes until now has reached its watchers here. */
+  async deltasCaughtUp(): Promise<void> {
+    await this.deltas.caughtUp?.(this.run._id);
+  }
 }
 
 /** Events of the runs of one workspace from now on, for the workspace's status feed. */

@@ -118,17 +118,18 @@ describe('field summary', () => {
       return { ms: performance.now() - started, summary };
     };
     time(errorsFor(5_000)); // warm-up
-    // The fastest of three of each, so a busy machine's pause in one measurement is not taken for the cost.
+    // The fastest of five of each, so a busy machine's pause in one measurement is not taken for the cost.
     const fastest = (items: number) => {
       const errors = errorsFor(items);
-      const runs = [time(errors), time(errors), time(errors)];
+      const runs = Array.from({ length: 5 }, () => time(errors));
       return runs.reduce((a, b) => (b.ms < a.ms ? b : a));
     };
     const small = fastest(5_000);
     const large = fastest(40_000);
-    // Eight times the errors: about eight times the time when linear, sixty-four when quadratic (as it was).
+    // Eight times the errors: about eight times the time when linear, sixty-four when quadratic (as it was). Half of
+    // sixty-four as the bound: a loaded machine measured 28 times once, with collections in the larger runs.
     assert.ok(
-      large.ms < small.ms * 25 + 50,
+      large.ms < small.ms * 32 + 50,
       `20,000 errors: ${small.ms.toFixed(0)} ms; 160,000: ${large.ms.toFixed(0)} ms`,
     );
     const summary = large.summary;

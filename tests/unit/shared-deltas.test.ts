@@ -24,10 +24,10 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function side(clock: () => number = Date.now) {
+function side(clock: () => number = Date.now, with_: SharedDeltaOptions = options) {
   const store = openSqliteDocumentStore(file);
   const local = new Subject<LiveDelta>();
-  const deltas = new SharedDeltas(store, local, quiet, options, clock);
+  const deltas = new SharedDeltas(store, local, quiet, with_, clock);
   opened.push(store, deltas);
   return { store, local, deltas };
 }
@@ -94,6 +94,28 @@ describe('shared live deltas', () => {
     for (const b of stored)
       assert.ok(b.deltas.reduce((n, d) => n + d.text.length, 0) <= options.batchChars + cutNote.length);
     remote.sub.unsubscribe();
+  });
+
+  it("hand a run's last output to its watchers when asked, before the batching and polling times", async () => {
+    // A minute of batching and polling: only shareNow and caughtUp can move this output within the test.
+    const slow = { ...options, batchMs: 60_000, pollMs: 60_000 };
+    const writer = side(Date.now, slow);
+    const reader = side(Date.now, slow);
+    const remote = watch(reader.deltas, 'run-last');
+    await reader.deltas.caughtUp('run-last'); // the watcher's first poll, empty
+    writer.local.next({ runId: 'run-last', delta: { type: 'tool_output', text: 'last words' } });
+    await reader.deltas.caughtUp('run-last');
+    assert.deepEqual(remote.got, [], 'not shared yet: its batch is still gathering');
+    await writer.deltas.shareNow();
+    await reader.deltas.caughtUp('run-last');
+    assert.deepEqual(remote.got, ['last words']);
+    await reader.deltas.caughtUp('run-last');
+    assert.deepEqual(remote.got, ['last words'], 'once');
+    remote.sub.unsubscribe();
+    writer.local.next({ runId: 'run-last', delta: { type: 'tool_output', text: 'unwatched' } });
+    await writer.deltas.shareNow();
+    await reader.deltas.caughtUp('run-last');
+    assert.deepEqual(remote.got, ['last words'], 'a watcher gone gets nothing more');
   });
 
   it('removes batches older than the keep time, whoever wrote them', async () => {
