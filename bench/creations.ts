@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
 import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
+import { cpuTimesMs } from './proc-stat.js';
 import { apiTokenFromLink, benchStores, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
 
 /**
@@ -13,8 +14,7 @@ import { apiTokenFromLink, benchStores, cliArgs, rssMb, seedSignInLink, servedUr
  * CPU per creation compares across runs where creations per second do not.
  */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  return cpuTimesMs(pid).own;
 }
 
 /** The read and write system calls a process has made, and the bytes it wrote (files and sockets), from /proc. */

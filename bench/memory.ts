@@ -3,6 +3,7 @@
 // 10,000 runs (`--quick`: 5,000 and 200). Results: docs/performance.md, "Memory through a long life".
 import { spawn } from 'node:child_process';
 import { diskHelpersCpuMs } from './disk-helpers.js';
+import { cpuTimesMs } from './proc-stat.js';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -192,8 +193,7 @@ function cpuMs(pid: number): number;
 /** The same, and that of the children it has waited for and of its disk helpers (which it has not). */
 function cpuMs(pid: number, children: true): { own: number; children: number };
 function cpuMs(pid: number, children?: true): number | { own: number; children: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const own = (Number(fields[11]) + Number(fields[12])) * 10;
-  if (!children) return own;
-  return { own, children: (Number(fields[13]) + Number(fields[14])) * 10 + diskHelpersCpuMs(pid) };
+  const cpu = cpuTimesMs(pid);
+  if (!children) return cpu.own;
+  return { own: cpu.own, children: cpu.children + diskHelpersCpuMs(pid) };
 }

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { cpuTimesMs } from './proc-stat.js';
 import { CommandBus, type CommandContext } from '../app/commands.js';
 import { TimelineWriter } from '../app/timeline.js';
 import { jobDecider, jobStreamId } from '../domain/job.js';
@@ -176,10 +177,7 @@ async function rebuildCommand(
     try {
       const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (hwm) peakKb = Math.max(peakKb, Number(hwm[1]));
-      // utime and stime, fields 14 and 15 of /proc/PID/stat (after the command name in parentheses).
-      const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpuTicks = Math.max(cpuTicks, Number(fields[11]) + Number(fields[12]));
+      cpuTicks = Math.max(cpuTicks, cpuTimesMs(child.pid!).own / 10);
     } catch {
       // The process has just ended: the last sample stands.
     }

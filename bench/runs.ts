@@ -1,5 +1,5 @@
 // Run benchmarks (issue: runs): sandbox provisioning, svc round trip, trigger to running, a whole fake run, SSE fan-out.
-import { mkdirSync, chmodSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, chmodSync, rmSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { Broker } from '../broker/server.js';
 import { runStreamId } from '../domain/run.js';
 import { BwrapBackend } from '../adapters/sandbox/bwrap.js';
 import { diskHelpersCpuMs } from './disk-helpers.js';
+import { cpuTimesMs } from './proc-stat.js';
 import { DockerBackend } from '../adapters/sandbox/docker.js';
 import { dockerClient } from '../adapters/sandbox/docker.js';
 import { svcBinaryPath } from '../adapters/sandbox/select.js';
@@ -49,9 +50,8 @@ function runtime(root: string): string {
  * their children used (not reaped by this process while they run): the sandboxes' own cost.
  */
 function cpuWithChildrenMs(): number {
-  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-  return (ticks * 1000) / 100 + diskHelpersCpuMs(process.pid);
+  const cpu = cpuTimesMs('self');
+  return cpu.own + cpu.children + diskHelpersCpuMs(process.pid);
 }
 
 /**
