@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import type { Doc, DocumentStore, Filter, Update } from '../store/document-store.js';
+import { byIdOnly, type Doc, type DocumentStore, type Update } from '../store/document-store.js';
 import type { AllFilter, EventStore, Position, RecordedEvent } from '../store/event-store.js';
 import { categoryOf } from '../domain/stream.js';
 import { upcast } from '../domain/upcast.js';
@@ -893,12 +893,6 @@ function appliedHeld(op: DocOp, docs: DocumentStore): boolean {
   return op.kind === 'delete'
     ? docs.applyHeld(op.collection, id, null, false)
     : docs.applyHeld(op.collection, id, op.update, op.upsert === true);
-}
-
-/** Whether a filter names one document by its `_id` and nothing else. */
-function byIdOnly(filter: Filter): boolean {
-  const keys = Object.keys(filter);
-  return keys.length === 1 && keys[0] === '_id' && typeof filter._id === 'string';
 }
 
 /** A replay's `ReplayMemo`: at most `limit` entries, the least recently set forgotten first. */

@@ -36,6 +36,13 @@ export interface Filter {
   [field: string]: DocValue | FieldCondition | Filter[] | undefined;
 }
 
+/** Whether a filter names one document by a string `_id` and nothing else: the writes and reads stores make fastest. */
+export function byIdOnly(filter: Filter): filter is { _id: string } {
+  if (typeof filter._id !== 'string') return false;
+  for (const k in filter) if (k !== '_id') return false;
+  return true;
+}
+
 export interface Update {
   $set?: Record<string, DocValue>;
   $unset?: Record<string, true | 1 | ''>;

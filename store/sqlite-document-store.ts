@@ -7,6 +7,7 @@ import {
   type Doc,
   type DocValue,
   type DocumentStore,
+  byIdOnly,
   type FieldCondition,
   type Filter,
   type FindOptions,
@@ -157,13 +158,6 @@ function isUniqueViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
-/** A filter of one string `_id` and nothing else. */
-function onlyId(filter: Filter): filter is { _id: string } {
-  if (typeof filter._id !== 'string') return false;
-  for (const k in filter) if (k !== '_id') return false;
-  return true;
-}
-
 /**
  * The JSON text of the document an upsert by `_id` inserts, when the update is top-level `$set`s alone: `_id` first,
  * then the fields set, in their order, exactly what `applyUpdateShared` builds and `JSON.stringify` writes (its copy
@@ -278,7 +272,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async findOne(filter: Filter, options: Omit<FindOptions, 'limit'> = {}): Promise<T | null> {
     // By id alone (a route reading back what it wrote, a projector's derive): neither the options' copy nor an array.
-    if (onlyId(filter) && !options.search && !options.skip) {
+    if (byIdOnly(filter) && !options.search && !options.skip) {
       const row = this.byId.body.get(filter._id) as { body: string } | undefined;
       return row ? (JSON.parse(row.body) as T) : null;
     }
@@ -289,7 +283,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     // A document by its id, the most common read of projectors and of a replay's write-back cache: one prepared
     // statement, without building the query.
-    if (onlyId(filter) && !options.search && !options.skip) {
+    if (byIdOnly(filter) && !options.search && !options.skip) {
       const row = this.byId.body.get(filter._id) as { body: string } | undefined;
       return row && options.limit !== 0 ? [JSON.parse(row.body) as T] : [];
     }
@@ -341,7 +335,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   /** The read and the write of an update, in the transaction `updateTx` gives them. */
   private updateRows(filter: Filter, update: Update, options: UpdateOptions, limit: number | undefined): UpdateResult {
     let rows: Array<{ id: string; body: string }>;
-    if (onlyId(filter)) {
+    if (byIdOnly(filter)) {
       // A document by its id, what projectors update most: one prepared statement, without building the query.
       const row = this.byId.row.get(filter._id) as { id: string; body: string } | undefined;
       if (!row && options.upsert) {
