@@ -86,16 +86,23 @@ export class WorkspaceEraser {
   /** Erases every workspace marked deleted; answers how many. */
   async pass(): Promise<number> {
     const pending = await this.docs.collection<WorkspaceDoc>(workspacesCollection).find({ deleted: true });
-    for (const w of pending) await this.erase(w._id);
+    // An erasure whose last step failed has its progress left, while its workspace is gone from the read model.
+    const unfinished = await this.docs.collection<ProgressDoc>(erasureProgressCollection).find({});
+    const ids = new Set([...pending, ...unfinished].map((d) => d._id));
+    for (const id of ids) await this.erase(id);
     return pending.length;
   }
 
   async erase(workspaceId: string): Promise<void> {
     const own = workspaceStreamId(workspaceId);
     const deletion = (await this.events.readStream(own)).find((e) => e.type === 'WorkspaceDeleted');
-    // Its own stream is deleted last: without it the erasure is recorded already (or the workspace is not deleted).
-    if (!deletion) return;
     const progress = this.docs.collection<ProgressDoc>(erasureProgressCollection);
+    // Its own stream is deleted last: without it the erasure is recorded already (or the workspace is not deleted),
+    // and what may be left is the last step, the deleted rows' copies in the write-ahead logs.
+    if (!deletion) {
+      if ((await progress.count({ _id: workspaceId })) > 0) await this.flushed(workspaceId);
+      return;
+    }
     const stored = await progress.findOne({ _id: workspaceId });
     const state = { scannedTo: (stored?.scannedTo ?? null) as Position | null, streams: stored?.streams ?? 0 };
     const erased = new Set<string>();
@@ -138,10 +145,15 @@ export class WorkspaceEraser {
     this.bus.forget(own);
     // The read models drop the workspace's documents again on the record; then no copy of what went stays on disk.
     await this.projected(recorded.position);
+    await this.flushed(workspaceId);
+    this.log.info({ workspaceId, streams: state.streams }, 'erased a deleted workspace');
+  }
+
+  /** Leaves no copy of what went in the databases' logs, then forgets the erasure's progress. */
+  private async flushed(workspaceId: string): Promise<void> {
     await this.events.flushDeletions();
     await this.docs.flushDeletions();
-    await progress.deleteMany({ _id: workspaceId });
-    this.log.info({ workspaceId, streams: state.streams }, 'erased a deleted workspace');
+    await this.docs.collection<ProgressDoc>(erasureProgressCollection).deleteMany({ _id: workspaceId });
   }
 
   /** Deletes a stream of the workspace with its siblings (and a run's timeline and files); answers how many held events. */

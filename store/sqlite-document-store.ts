@@ -20,7 +20,7 @@ import {
 } from './document-store.js';
 import { applyUpdateShared, documentFromFilter } from './update-ops.js';
 import { backgroundCheckpoints } from './sqlite-checkpoints.js';
-import { useWal } from './sqlite-wal.js';
+import { emptyWal, useWal } from './sqlite-wal.js';
 
 type Param = string | number | null;
 interface Sql {
@@ -413,6 +413,8 @@ export class SqliteDocumentStore implements DocumentStore {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
   private readonly collections = new Map<string, SqliteCollection<Doc>>();
+  /** What waits for the open batch to end (`outsideBatch`). */
+  private readonly afterBatch: Array<() => void> = [];
 
   constructor(file: string) {
     this.db = new Database(file);
@@ -432,7 +434,24 @@ export class SqliteDocumentStore implements DocumentStore {
   }
 
   async flushDeletions(): Promise<void> {
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    await emptyWal(this.db, (truncate) => this.outsideBatch(truncate));
+  }
+
+  /**
+   * Runs `work` when no batch is open: at once, or right after the open batch ends, before anything else can begin
+   * the next (the read models' batches follow each other closely and span awaits).
+   */
+  private outsideBatch<T>(work: () => T): Promise<T> {
+    if (!this.db.inTransaction) return Promise.resolve(work());
+    return new Promise<T>((resolve, reject) =>
+      this.afterBatch.push(() => {
+        try {
+          resolve(work());
+        } catch (err) {
+          reject(err);
+        }
+      }),
+    );
   }
 
   async batch<T>(work: () => Promise<T>): Promise<T> {
@@ -447,6 +466,8 @@ export class SqliteDocumentStore implements DocumentStore {
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       throw err;
+    } finally {
+      for (const waiting of this.afterBatch.splice(0)) waiting();
     }
   }
 

@@ -18,7 +18,7 @@ import {
 import { payloadJson } from './payload-json.js';
 import { uuid7 } from './uuid7.js';
 import { backgroundCheckpoints } from './sqlite-checkpoints.js';
-import { useWal } from './sqlite-wal.js';
+import { emptyWal, useWal } from './sqlite-wal.js';
 import { addCategoryIndex, byCategorySql, categoriesOf, eventColumns } from './sqlite-event-category.js';
 
 interface Row {
@@ -390,7 +390,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   async flushDeletions(): Promise<void> {
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    await emptyWal(this.db);
   }
 
   /**

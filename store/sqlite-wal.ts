@@ -29,3 +29,38 @@ export function useWal(db: Database.Database): void {
   db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
   db.pragma(`cache_size = -${pageCacheKib}`);
 }
+
+/** How long `emptyWal` keeps trying, and its pause between attempts. */
+export const emptyWalTimeoutMs = 30_000;
+const emptyWalRetryMs = 20;
+
+/**
+ * Copies the whole write-ahead log into the database and truncates it to nothing, so no frame of a deleted row stays
+ * on disk (docs/design.md, "Workspace erasure"). A TRUNCATE checkpoint reports `busy` without an error while another
+ * connection checkpoints (the background worker) or reads from the log, and leaves the log as it was; it throws while
+ * this connection's own transaction is open. So each attempt takes no lock it would wait for (the main thread never
+ * blocks on another connection), `attempt` runs it when this connection is outside a transaction, and it is retried
+ * until the log is empty or `timeoutMs` has passed, which throws: the caller's work is not done.
+ */
+export async function emptyWal(
+  db: Database.Database,
+  attempt: (truncate: () => boolean) => Promise<boolean> = async (truncate) => truncate(),
+  timeoutMs = emptyWalTimeoutMs,
+): Promise<void> {
+  const truncate = (): boolean => {
+    const wait = db.pragma('busy_timeout', { simple: true }) as number;
+    db.pragma('busy_timeout = 0');
+    try {
+      const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number }>;
+      return result !== undefined && result.busy === 0 && result.log === 0;
+    } finally {
+      db.pragma(`busy_timeout = ${wait}`);
+    }
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!(await attempt(truncate))) {
+    if (Date.now() >= deadline)
+      throw new Error(`the write-ahead log of ${db.name} could not be emptied in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, emptyWalRetryMs));
+  }
+}
