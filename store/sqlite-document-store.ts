@@ -448,7 +448,7 @@ export class SqliteDocumentStore implements DocumentStore {
         try {
           resolve(work());
         } catch (err) {
-          reject(err);
+          reject(err instanceof Error ? err : new Error(String(err)));
         }
       }),
     );
