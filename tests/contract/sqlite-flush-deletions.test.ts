@@ -21,7 +21,14 @@ const canary = 'canary-0f3e9a77-of-a-deleted-row';
 const onDisk = (file: string): boolean =>
   Buffer.concat([file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f))).includes(canary);
 const walBytes = (file: string): number => (existsSync(`${file}-wal`) ? readFileSync(`${file}-wal`).length : 0);
-const metadata = { workspaceId: null, actor: { type: 'system' as const, id: null }, requestId: null };
+const metadata = {
+  workspaceId: null,
+  actor: { type: 'system' as const, id: null },
+  requestId: null,
+  correlationId: null,
+  causationId: null,
+  ts: 1,
+};
 
 /** Whether `p` settles within `ms`. */
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
