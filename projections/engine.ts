@@ -33,6 +33,13 @@ const errorChars = 500;
 /** What a replay's derives keep at most (`ReplayMemo`): a job's run fields take about a kilobyte. */
 const replayMemoEntries = 50_000;
 
+/**
+ * Documents a collection of the replay's write-back cache keeps from one page to the next, those written or read last
+ * (docs/design.md, "Replay"): a job's document and its day's statistics are changed by most pages, and reading them
+ * again from the store each page cost about 5% of a rebuild.
+ */
+const replayHeldDocuments = 2_000;
+
 type DeriveOp = DocOp & { kind: 'derive' };
 
 export interface EngineLogger {
@@ -314,7 +321,7 @@ export class ProjectionEngine {
           throw again;
         }
       }
-      page.discard();
+      page.settle(replayHeldDocuments);
       after = end ?? last;
       applied += events.length;
       const done = total !== null && remaining ? total - (await remaining(after)) : applied;

@@ -151,6 +151,8 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
     // A document held before was written through this cache or read from the store: its id is in the filter already
     // (an update of a held document, most writes, need not hash it again).
     if (doc && this.written && !this.held.get(id)) this.written.add(id);
+    // Last written, last to go when `settle` trims what is held.
+    this.held.delete(id);
     this.held.set(id, doc);
     this.dirty.add(id);
   }
@@ -181,6 +183,20 @@ class WriteBackCollection<T extends Doc> implements Collection<T> {
   discard(): void {
     this.held.clear();
     this.dirty.clear();
+  }
+
+  /**
+   * After a committed page: what is held is what the store holds, and the next page reads much of it again (a job's
+   * document, changed by each of its runs). Keeps the `max` written or read last, forgets the rest.
+   */
+  settle(max: number): void {
+    if (this.dirty.size > 0) throw new Error(`settle with ${this.dirty.size} changes of ${this.name} not written back`);
+    let over = this.held.size - max;
+    if (over <= 0) return;
+    for (const id of this.held.keys()) {
+      if (over-- <= 0) break;
+      this.held.delete(id);
+    }
   }
 
   /**
@@ -347,6 +363,14 @@ export class WriteBackDocuments implements DocumentStore {
   /** Forgets everything held, written back or not: the store's transaction that held the writes was rolled back. */
   discard(): void {
     for (const c of this.held.values()) c.discard();
+  }
+
+  /**
+   * Keeps at most `max` documents a collection, the last written or read, for the next unit of work: only once the
+   * store's transaction that held the writes is committed, so that what is held is what the store holds.
+   */
+  settle(max: number): void {
+    for (const c of this.held.values()) c.settle(max);
   }
 
   async flushDeletions(): Promise<void> {

@@ -95,7 +95,16 @@ function steps(rand: () => number, n: number): Step[] {
         run: (d) => d.collection(c).insertOne(doc),
       });
     } else {
-      out.push({ name: 'flush', run: async (d) => (d instanceof WriteBackDocuments ? d.flush() : undefined) });
+      // A page's end: written back, then a few documents kept for the next page (none, some or all of them).
+      const keep = [0, 2, 5, 1000][Math.floor(rand() * 4)]!;
+      out.push({
+        name: 'flush',
+        run: async (d) => {
+          if (!(d instanceof WriteBackDocuments)) return undefined;
+          await d.flush();
+          d.settle(keep);
+        },
+      });
     }
   }
   return out;
@@ -170,6 +179,28 @@ describe('the write-back cache of a replay page', () => {
     await cached.flush();
     assert.equal((await cached.collection('one').findOne({ _id: 'a' }))?.n, 1);
     assert.equal((await base.collection('one').findOne({ _id: 'a' }))?.n, 1);
+    await base.close();
+  });
+
+  it('keeps the documents written or read last from one committed page to the next, and no more', async () => {
+    const base = openSqliteDocumentStore(':memory:');
+    const cached = new WriteBackDocuments(base, new Set(['one']));
+    const one = cached.collection('one');
+    for (const id of ['a', 'b', 'c', 'd']) await one.insertOne({ _id: id, n: 1 });
+    await one.updateOne({ _id: 'a' }, { $set: { n: 2 } }); // written last: kept before b, c, d
+    assert.throws(() => cached.settle(2), /not written back/, 'settling before the write-back would lose changes');
+    await cached.flush();
+    cached.settle(2);
+    // Written behind the cache's back, which a replay never does: only this shows which documents it held.
+    for (const id of ['a', 'b', 'c', 'd']) await base.collection('one').updateOne({ _id: id }, { $set: { n: 9 } });
+    const n = async (id: string) => (await one.findOne({ _id: id }))?.n;
+    assert.deepEqual(
+      [await n('a'), await n('d'), await n('b'), await n('c')],
+      [2, 1, 9, 9],
+      'a and d (the last two written) were held, b and c read again',
+    );
+    cached.discard();
+    assert.equal(await n('a'), 9, 'a rolled back page forgets what earlier pages left too');
     await base.close();
   });
 
