@@ -33,6 +33,17 @@ export interface StatsHourDoc extends Doc {
   runs: DocValue;
 }
 
+/** Beside each hour document: what its runs sum to, so a day is summed without reading its hours' lists. */
+export interface StatsHourSumDoc extends Doc {
+  workspaceId: string;
+  start: number;
+  /** The hour document's `rev`. */
+  rev: string;
+  totals: DocValue;
+  /** The msTotal values of its non-skipped runs, ascending (`encodeDurations`). */
+  durations: string;
+}
+
 /** One document per workspace and UTC day with runs: what its hours sum to. */
 export interface StatsDayDoc extends Doc {
   workspaceId: string;

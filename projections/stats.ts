@@ -1,8 +1,9 @@
 import { streams } from '../domain/streams.js';
 import { nextFigures, type RunFigures } from '../domain/run-figures.js';
-import { bucketRun, byQueue, dayMs, hourMs, summarize } from '../domain/stats.js';
+import { addTotals, bucketRun, dayMs, hourMs, summarize, type BucketTotals } from '../domain/stats.js';
 import { stored, storedFields } from './doc-value.js';
 import {
+  decodeDurations,
   encodeDurations,
   fromHourRun,
   hourRun,
@@ -11,6 +12,8 @@ import {
   revsBlockDays,
   type StatsDayDoc,
   type StatsHourDoc,
+  type StatsHourSumDoc,
+  type HourRun,
   type StatsRevsDoc,
 } from './stats-buckets.js';
 import type { Doc, DocValue } from '../store/document-store.js';
@@ -25,6 +28,8 @@ export const statsHoursCollection = 'stats_hours';
 export const statsDaysCollection = 'stats_days';
 /** The revisions of the day documents, a few documents per workspace (`StatsRevsDoc`). */
 export const statsRevsCollection = 'stats_revs';
+/** One document per hour document: what its runs sum to (`StatsHourSumDoc`), which the day is summed from. */
+export const statsHourSumsCollection = 'stats_hour_sums';
 
 export interface StatsRunDoc extends Doc, Omit<RunFigures, 'runId'> {
   /** Set when the run was deleted: its figures came from the `RunDeleted` fact. */
@@ -40,11 +45,17 @@ export interface StatsRunDoc extends Doc, Omit<RunFigures, 'runId'> {
 export const statsProjector: Projector = {
   name: 'stats',
   // 2: learning tokens (the verifier's and the reflections'). 3: hours hold their runs, days their totals and
-  // encoded durations, revisions per day.
-  version: 3,
+  // encoded durations, revisions per day. 4: the hours' sums, days summed from them.
+  version: 4,
   // A run's events, and its admission stream's deletion of it.
   categories: [streams.run, streams.jobRuns],
-  collections: [statsRunsCollection, statsHoursCollection, statsDaysCollection, statsRevsCollection],
+  collections: [
+    statsRunsCollection,
+    statsHoursCollection,
+    statsDaysCollection,
+    statsRevsCollection,
+    statsHourSumsCollection,
+  ],
   // `_id` last: the document store indexes a last key for sorting (`x IS NULL, x`), which a range cannot use. Only
   // the API reads these (whether a workspace has runs, a job's history): the projector reads by `_id` alone.
   indexes: [
@@ -148,11 +159,11 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
 }
 
 /**
- * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its hour's list,
- * then the day from its hours' lists (`dayTotals`). A replay runs it once per page and run (`key`): the run events
- * that do not issue it change only a live status, which an hour's list holds as `other` whatever it is, and the last
- * one run for an hour is the one the live feed ran last (docs/design.md, "Replay"). Everything is read by `_id`,
- * which a replay's page answers from memory.
+ * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its hour's list
+ * and the hour's sum, then the day from its hours' sums (`dayTotals`). A replay runs it once per page and run (`key`):
+ * the run events that do not issue it change only a live status, which an hour's list holds as `other` whatever it
+ * is, and the last one run for an hour is the one the live feed ran last (docs/design.md, "Replay"). Everything is
+ * read by `_id`, which a replay's page answers from memory.
  */
 function rebucket(runId: string): DocOp {
   return {
@@ -164,18 +175,19 @@ function rebucket(runId: string): DocOp {
       if (!run) return [];
       const { workspaceId } = run;
       const hour = Math.floor(run.queuedAt / hourMs) * hourMs;
-      const own = await docs
-        .collection<StatsHourDoc>(statsHoursCollection)
-        .findOne({ _id: bucketId(workspaceId, hour) });
-      const entry = bucketRun({ ...run, runId });
-      const runs = [...(own ? hourRuns(own) : []).map(fromHourRun).filter((r) => r.runId !== runId), entry];
-      const list = runs.sort(byQueue).map(hourRun);
+      const id = bucketId(workspaceId, hour);
+      const own = await docs.collection<StatsHourDoc>(statsHoursCollection).findOne({ _id: id });
+      const list = withEntry(own ? hourRuns(own) : [], hourRun(bucketRun({ ...run, runId })));
+      const rev = revOf(JSON.stringify(list));
+      const { totals, durations } = summarize(list.map(fromHourRun));
       return [
-        replace(statsHoursCollection, bucketId(workspaceId, hour), {
+        replace(statsHoursCollection, id, { workspaceId, start: hour, rev, runs: stored(list) }),
+        replace(statsHourSumsCollection, id, {
           workspaceId,
           start: hour,
-          rev: revOf(JSON.stringify(list)),
-          runs: stored(list),
+          rev,
+          totals: stored(totals),
+          durations: encodeDurations(durations),
         }),
         dayTotals(workspaceId, Math.floor(run.queuedAt / dayMs) * dayMs),
       ];
@@ -183,9 +195,33 @@ function rebucket(runId: string): DocOp {
   };
 }
 
+/** Queue order (`byQueue`) on an hour's entries. */
+const entryOrder = (a: HourRun, b: HourRun): number =>
+  a[1] - b[1] || a[2] - b[2] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
 /**
- * A day's document from its hours' lists, then its revision. Keyed by the day: a replay runs it once per page and
+ * An hour's list in queue order with `entry` in place of the run's old one: a new run, the common case, goes in by
+ * a binary search (mostly at the end), where sorting the whole list again cost most of a run event in an hour of
+ * thousands of runs (docs/performance.md, "A busy day's statistics").
+ */
+function withEntry(list: readonly HourRun[], entry: HourRun): HourRun[] {
+  const out = list.filter((r) => r[0] !== entry[0]);
+  let lo = 0;
+  let hi = out.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (entryOrder(out[mid]!, entry) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  out.splice(lo, 0, entry);
+  return out;
+}
+
+/**
+ * A day's document from its hours' sums, then its revision. Keyed by the day: a replay runs it once per page and
  * day, after the runs' hours of the page (docs/design.md, "Replay"), where the live feed runs it after each hour.
+ * The sums, not the hours' lists: reading every list of a busy day again for each of its run events made the cost
+ * of a run grow with the day's runs.
  */
 function dayTotals(workspaceId: string, day: number): DocOp {
   return {
@@ -193,18 +229,14 @@ function dayTotals(workspaceId: string, day: number): DocOp {
     collection: statsDaysCollection,
     key: `stats:day:${workspaceId}:${day}`,
     async derive(docs) {
-      const hours = await docs
-        .collection<StatsHourDoc>(statsHoursCollection)
-        .find({ _id: { $in: bucketIds(workspaceId, day, day + dayMs, hourMs) } });
-      const dayList = hours
-        .map((h) => ({ start: h.start, rev: h.rev, runs: hourRuns(h) }))
-        .sort((a, b) => a.start - b.start);
-      const { totals, durations } = summarize(
-        (function* () {
-          for (const h of dayList) for (const r of h.runs) yield fromHourRun(r);
-        })(),
-      );
-      const revs = dayList.map((h): [number, string] => [h.start, h.rev]);
+      const hours = (
+        await docs
+          .collection<StatsHourSumDoc>(statsHourSumsCollection)
+          .find({ _id: { $in: bucketIds(workspaceId, day, day + dayMs, hourMs) } })
+      ).sort((a, b) => a.start - b.start);
+      const totals = addTotals(hours.map((h) => h.totals as unknown as BucketTotals));
+      const durations = mergeSorted(hours.map((h) => decodeDurations(h.durations)));
+      const revs = hours.map((h): [number, string] => [h.start, h.rev]);
       const dayRev = revOf(JSON.stringify(revs));
       const dayDoc: Record<keyof Omit<StatsDayDoc, '_id'>, DocValue> = {
         workspaceId,
@@ -226,6 +258,14 @@ function dayTotals(workspaceId: string, day: number): DocOp {
       ];
     },
   };
+}
+
+/** Ascending lists as one ascending list. */
+function mergeSorted(lists: readonly ArrayLike<number>[]): number[] {
+  const out: number[] = [];
+  for (const l of lists) for (let i = 0; i < l.length; i++) out.push(l[i]!);
+  // Each list is sorted and they interleave little (hours follow each other); a numeric sort is simplest and exact.
+  return out.sort((a, b) => a - b);
 }
 
 export const bucketId = (workspaceId: string, start: number) => `${workspaceId}:${start}`;

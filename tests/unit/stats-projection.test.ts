@@ -21,6 +21,16 @@ import { ReadCache } from '../../projections/read-cache.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { manualPlan } from '../run-plan.js';
+import { summarize } from '../../domain/stats.js';
+import {
+  dayHours,
+  dayTotals,
+  decodeDurations,
+  fromHourRun,
+  hourRuns,
+  type StatsDayDoc,
+  type StatsHourDoc,
+} from '../../projections/stats-buckets.js';
 
 /**
  * The stats read model end to end below the HTTP layer: real SQLite stores, the real deciders and projection
@@ -100,7 +110,7 @@ const stats = (workspaceId = 'w1') =>
 
 async function snapshot(): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const name of ['runs', 'jobs', 'stats_runs', 'stats_hours', 'stats_days', 'stats_revs'])
+  for (const name of ['runs', 'jobs', 'stats_runs', 'stats_hours', 'stats_hour_sums', 'stats_days', 'stats_revs'])
     out[name] = await docs.collection(name).find({}, { sort: [['_id', 1]] });
   return out;
 }
@@ -228,6 +238,23 @@ describe('stats overview from the read model', () => {
       { jobId: 'beta', jobName: 'job beta', firstTokens: 300, recentTokens: 100, tokenDropPct: 1 - 100 / 300, runs: 6 },
     ]);
     assert.equal(o.hasRuns, true);
+  });
+
+  it("sums each day from its hours' sums to what its hours' runs sum to", async () => {
+    const days = await docs.collection<StatsDayDoc>('stats_days').find({});
+    assert.ok(days.length >= 3, 'several days have runs');
+    for (const day of days) {
+      const hours = (await docs.collection<StatsHourDoc>('stats_hours').find({ workspaceId: day.workspaceId }))
+        .filter((h) => h.start >= day.start && h.start < day.start + 86_400_000)
+        .sort((a, b) => a.start - b.start);
+      const direct = summarize(hours.flatMap((h) => hourRuns(h).map(fromHourRun)));
+      assert.deepEqual(dayTotals(day), direct.totals, `day ${day._id}`);
+      assert.deepEqual([...decodeDurations(day.durations)], direct.durations, `day ${day._id}`);
+      assert.deepEqual(
+        dayHours(day),
+        hours.map((h) => [h.start, h.rev]),
+      );
+    }
   });
 
   it('24h: hourly buckets; the previous day is cut at now − 24 h', async () => {
