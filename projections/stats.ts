@@ -22,13 +22,18 @@ import type { DocOp, Projector } from './projector.js';
 
 /** One document per run with its figures; kept when the run is deleted, so statistics keep counting it. */
 export const statsRunsCollection = 'stats_runs';
-/** One document per workspace and UTC hour that has runs: the hour's runs (`StatsHourDoc`). */
+/**
+ * The hours' runs (`StatsHourDoc`), one document per workspace and slice of `sliceMs` that has runs: a run event
+ * rewrites its slice, not its whole hour (docs/design.md, "Stats").
+ */
 export const statsHoursCollection = 'stats_hours';
+/** The span of one document of an hour's runs: six to an hour. */
+export const sliceMs = 10 * 60 * 1000;
 /** One document per workspace and UTC day that has runs: what its hours sum to (`StatsDayDoc`). */
 export const statsDaysCollection = 'stats_days';
 /** The revisions of the day documents, a few documents per workspace (`StatsRevsDoc`). */
 export const statsRevsCollection = 'stats_revs';
-/** One document per hour document: what its runs sum to (`StatsHourSumDoc`), which the day is summed from. */
+/** One document per slice of an hour: what its runs sum to (`StatsHourSumDoc`), which the day is summed from. */
 export const statsHourSumsCollection = 'stats_hour_sums';
 
 export interface StatsRunDoc extends Doc, Omit<RunFigures, 'runId'> {
@@ -45,7 +50,8 @@ export interface StatsRunDoc extends Doc, Omit<RunFigures, 'runId'> {
 export const statsProjector: Projector = {
   name: 'stats',
   // 2: learning tokens (the verifier's and the reflections'). 3: hours hold their runs, days their totals and
-  // encoded durations, revisions per day. 4: the hours' sums, days summed from them.
+  // encoded durations, revisions per day. 4: hours' runs in slices of 10 minutes, with their sums, days summed from
+  // those.
   version: 4,
   // A run's events, and its admission stream's deletion of it.
   categories: [streams.run, streams.jobRuns],
@@ -159,8 +165,8 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
 }
 
 /**
- * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its hour's list
- * and the hour's sum, then the day from its hours' sums (`dayTotals`). A replay runs it once per page and run (`key`):
+ * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its slice of the
+ * hour's list and the slice's sum, then the day from its slices' sums (`dayTotals`). A replay runs it once per page and run (`key`):
  * the run events that do not issue it change only a live status, which an hour's list holds as `other` whatever it
  * is, and the last one run for an hour is the one the live feed ran last (docs/design.md, "Replay"). Everything is
  * read by `_id`, which a replay's page answers from memory.
@@ -174,17 +180,17 @@ function rebucket(runId: string): DocOp {
       const run = await docs.collection<StatsRunDoc>(statsRunsCollection).findOne({ _id: runId });
       if (!run) return [];
       const { workspaceId } = run;
-      const hour = Math.floor(run.queuedAt / hourMs) * hourMs;
-      const id = bucketId(workspaceId, hour);
+      const slice = Math.floor(run.queuedAt / sliceMs) * sliceMs;
+      const id = bucketId(workspaceId, slice);
       const own = await docs.collection<StatsHourDoc>(statsHoursCollection).findOne({ _id: id });
       const list = withEntry(own ? hourRuns(own) : [], hourRun(bucketRun({ ...run, runId })));
       const rev = revOf(JSON.stringify(list));
       const { totals, durations } = summarize(list.map(fromHourRun));
       return [
-        replace(statsHoursCollection, id, { workspaceId, start: hour, rev, runs: stored(list) }),
+        replace(statsHoursCollection, id, { workspaceId, start: slice, rev, runs: stored(list) }),
         replace(statsHourSumsCollection, id, {
           workspaceId,
-          start: hour,
+          start: slice,
           rev,
           totals: stored(totals),
           durations: encodeDurations(durations),
@@ -218,10 +224,10 @@ function withEntry(list: readonly HourRun[], entry: HourRun): HourRun[] {
 }
 
 /**
- * A day's document from its hours' sums, then its revision. Keyed by the day: a replay runs it once per page and
- * day, after the runs' hours of the page (docs/design.md, "Replay"), where the live feed runs it after each hour.
- * The sums, not the hours' lists: reading every list of a busy day again for each of its run events made the cost
- * of a run grow with the day's runs.
+ * A day's document from its slices' sums, then its revision; an hour's revision is the digest of its slices'. Keyed
+ * by the day: a replay runs it once per page and day, after the runs' slices of the page (docs/design.md, "Replay"),
+ * where the live feed runs it after each slice. The sums, not the lists: reading every list of a busy day again for
+ * each of its run events made the cost of a run grow with the day's runs.
  */
 function dayTotals(workspaceId: string, day: number): DocOp {
   return {
@@ -229,14 +235,14 @@ function dayTotals(workspaceId: string, day: number): DocOp {
     collection: statsDaysCollection,
     key: `stats:day:${workspaceId}:${day}`,
     async derive(docs) {
-      const hours = (
+      const slices = (
         await docs
           .collection<StatsHourSumDoc>(statsHourSumsCollection)
-          .find({ _id: { $in: bucketIds(workspaceId, day, day + dayMs, hourMs) } })
+          .find({ _id: { $in: bucketIds(workspaceId, day, day + dayMs, sliceMs) } })
       ).sort((a, b) => a.start - b.start);
-      const totals = addTotals(hours.map((h) => h.totals as unknown as BucketTotals));
-      const durations = mergeSorted(hours.map((h) => decodeDurations(h.durations)));
-      const revs = hours.map((h): [number, string] => [h.start, h.rev]);
+      const totals = addTotals(slices.map((h) => h.totals as unknown as BucketTotals));
+      const durations = mergeSorted(slices.map((h) => decodeDurations(h.durations)));
+      const revs = hourRevs(slices);
       const dayRev = revOf(JSON.stringify(revs));
       const dayDoc: Record<keyof Omit<StatsDayDoc, '_id'>, DocValue> = {
         workspaceId,
@@ -259,6 +265,22 @@ function dayTotals(workspaceId: string, day: number): DocOp {
     },
   };
 }
+
+/** [hour start, revision] of the hours with runs, in order: an hour's revision is the digest of its slices'. */
+function hourRevs(slices: readonly StatsHourSumDoc[]): Array<[number, string]> {
+  const byHour = new Map<number, Array<[number, string]>>();
+  for (const s of slices) {
+    const hour = Math.floor(s.start / hourMs) * hourMs;
+    let list = byHour.get(hour);
+    if (!list) byHour.set(hour, (list = []));
+    list.push([s.start, s.rev]);
+  }
+  return [...byHour].map(([hour, list]): [number, string] => [hour, revOf(JSON.stringify(list))]);
+}
+
+/** The ids of an hour's slices of runs, in order. */
+export const hourSliceIds = (workspaceId: string, hour: number): string[] =>
+  bucketIds(workspaceId, hour, hour + hourMs, sliceMs);
 
 /** Ascending lists as one ascending list. */
 function mergeSorted(lists: readonly ArrayLike<number>[]): number[] {

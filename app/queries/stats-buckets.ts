@@ -1,10 +1,11 @@
-import { dayMs, summarize, type BucketRun, type BucketTotals } from '../../domain/stats.js';
+import { dayMs, hourMs, summarize, type BucketRun, type BucketTotals } from '../../domain/stats.js';
 import {
   dayHours,
   dayTotals,
   decodeDurations,
   fromHourRun,
   hourRuns,
+  revOf,
   type StatsDayDoc,
   type StatsHourDoc,
   type StatsRevsDoc,
@@ -12,6 +13,7 @@ import {
 import {
   bucketId,
   dayRevs,
+  hourSliceIds,
   revsIds,
   statsDaysCollection,
   statsHoursCollection,
@@ -159,22 +161,34 @@ export class BucketReader {
   }
 
   private async loadHours(starts: number[]): Promise<void> {
-    const missing: string[] = [];
+    const missing = new Set<number>();
     for (const start of new Set(starts)) {
       if (this.hours.has(start)) continue;
       const rev = this.days.get(floorDay(start))?.hours.get(start);
       if (rev === undefined) continue;
       const cached = this.cache.get<HourView>(this.key('h', start), rev);
       if (cached) this.hours.set(start, cached);
-      else missing.push(bucketId(this.workspaceId, start));
+      else missing.add(start);
     }
-    if (missing.length === 0) return;
-    const docs = await this.docs.collection<StatsHourDoc>(statsHoursCollection).find({ _id: { $in: missing } });
-    for (const doc of docs) {
-      const runs = hourRuns(doc).map(fromHourRun);
-      const view: HourView = { start: doc.start, runs, ...summarize(runs) };
-      this.hours.set(doc.start, view);
-      this.cache.set(this.key('h', doc.start), doc.rev, view, 200 + runs.length * 300);
+    if (missing.size === 0) return;
+    // An hour's runs are in slices of it (`sliceMs`), each in queue order and the slices in time order.
+    const ids = [...missing].flatMap((hour) => hourSliceIds(this.workspaceId, hour));
+    const slices = (await this.docs.collection<StatsHourDoc>(statsHoursCollection).find({ _id: { $in: ids } })).sort(
+      (a, b) => a.start - b.start,
+    );
+    const byHour = new Map<number, { runs: BucketRun[]; revs: Array<[number, string]> }>();
+    for (const slice of slices) {
+      const hour = Math.floor(slice.start / hourMs) * hourMs;
+      let h = byHour.get(hour);
+      if (!h) byHour.set(hour, (h = { runs: [], revs: [] }));
+      for (const r of hourRuns(slice)) h.runs.push(fromHourRun(r));
+      h.revs.push([slice.start, slice.rev]);
+    }
+    for (const [start, { runs, revs }] of byHour) {
+      const view: HourView = { start, runs, ...summarize(runs) };
+      this.hours.set(start, view);
+      // The revision of what was read (the projector's, `hourRevs`): a slice may be newer than the day read before it.
+      this.cache.set(this.key('h', start), revOf(JSON.stringify(revs)), view, 200 + runs.length * 300);
     }
   }
 

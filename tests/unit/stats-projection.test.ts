@@ -28,9 +28,11 @@ import {
   decodeDurations,
   fromHourRun,
   hourRuns,
+  revOf,
   type StatsDayDoc,
   type StatsHourDoc,
 } from '../../projections/stats-buckets.js';
+import { sliceMs } from '../../projections/stats.js';
 
 /**
  * The stats read model end to end below the HTTP layer: real SQLite stores, the real deciders and projection
@@ -240,7 +242,7 @@ describe('stats overview from the read model', () => {
     assert.equal(o.hasRuns, true);
   });
 
-  it("sums each day from its hours' sums to what its hours' runs sum to", async () => {
+  it("sums each day from its slices' sums to what its hours' runs sum to", async () => {
     const days = await docs.collection<StatsDayDoc>('stats_days').find({});
     assert.ok(days.length >= 3, 'several days have runs');
     for (const day of days) {
@@ -250,10 +252,17 @@ describe('stats overview from the read model', () => {
       const direct = summarize(hours.flatMap((h) => hourRuns(h).map(fromHourRun)));
       assert.deepEqual(dayTotals(day), direct.totals, `day ${day._id}`);
       assert.deepEqual([...decodeDurations(day.durations)], direct.durations, `day ${day._id}`);
+      // An hour's revision names its slices' (each a digest of its runs): a change of any run changes it.
+      const hourStarts = [...new Set(hours.map((h) => Math.floor(h.start / 3_600_000) * 3_600_000))];
       assert.deepEqual(
-        dayHours(day),
-        hours.map((h) => [h.start, h.rev]),
+        dayHours(day).map(([start]) => start),
+        hourStarts,
       );
+      for (const [start, rev] of dayHours(day)) {
+        const slices = hours.filter((h) => h.start >= start && h.start < start + 3_600_000);
+        assert.ok(slices.every((h) => h.start % sliceMs === 0 && hourRuns(h).length > 0));
+        assert.equal(rev, revOf(JSON.stringify(slices.map((h) => [h.start, h.rev]))));
+      }
     }
   });
 
