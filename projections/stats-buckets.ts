@@ -23,7 +23,7 @@ export type HourRun = [
   msTotal: number | null,
 ];
 
-/** One document per workspace and UTC hour with runs: the hour's runs in queue order. */
+/** One document per workspace and 10 minutes of an hour with runs (`sliceMs`): their runs in queue order. */
 export interface StatsHourDoc extends Doc {
   workspaceId: string;
   /** Start of the hour (Unix ms, UTC). */
@@ -33,11 +33,11 @@ export interface StatsHourDoc extends Doc {
   runs: DocValue;
 }
 
-/** Beside each hour document: what its runs sum to, so a day is summed without reading its hours' lists. */
+/** Beside each slice of an hour's runs: what they sum to, so a day is summed without reading its lists. */
 export interface StatsHourSumDoc extends Doc {
   workspaceId: string;
   start: number;
-  /** The hour document's `rev`. */
+  /** The slice's `rev`. */
   rev: string;
   totals: DocValue;
   /** The msTotal values of its non-skipped runs, ascending (`encodeDurations`). */

@@ -166,10 +166,10 @@ function learningTokens(runId: string, reflectionTokens: number): DocOp {
 
 /**
  * The bucket documents of a run's hour and day, recomputed from what they hold: the run's entry in its slice of the
- * hour's list and the slice's sum, then the day from its slices' sums (`dayTotals`). A replay runs it once per page and run (`key`):
- * the run events that do not issue it change only a live status, which an hour's list holds as `other` whatever it
- * is, and the last one run for an hour is the one the live feed ran last (docs/design.md, "Replay"). Everything is
- * read by `_id`, which a replay's page answers from memory.
+ * hour's list and the slice's sum, then the day from its slices' sums (`dayTotals`). A replay runs it once per page
+ * and run (`key`): the run events that do not issue it change only a live status, which a list holds as `other`
+ * whatever it is, and the last one run for a slice is the one the live feed ran last (docs/design.md, "Replay").
+ * Everything is read by `_id`, which a replay's page answers from memory.
  */
 function rebucket(runId: string): DocOp {
   return {
@@ -201,14 +201,14 @@ function rebucket(runId: string): DocOp {
   };
 }
 
-/** Queue order (`byQueue`) on an hour's entries. */
+/** Queue order (`byQueue`) on a list's entries. */
 const entryOrder = (a: HourRun, b: HourRun): number =>
   a[1] - b[1] || a[2] - b[2] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
 /**
- * An hour's list in queue order with `entry` in place of the run's old one: a new run, the common case, goes in by
- * a binary search (mostly at the end), where sorting the whole list again cost most of a run event in an hour of
- * thousands of runs (docs/performance.md, "A busy day's statistics").
+ * A slice's list in queue order with `entry` in place of the run's old one: a new run, the common case, goes in by a
+ * binary search (mostly at the end), where converting and sorting the whole list again cost most of a run event
+ * (docs/performance.md, "A busy day's statistics").
  */
 function withEntry(list: readonly HourRun[], entry: HourRun): HourRun[] {
   const out = list.filter((r) => r[0] !== entry[0]);
@@ -282,7 +282,7 @@ function hourRevs(slices: readonly StatsHourSumDoc[]): Array<[number, string]> {
 export const hourSliceIds = (workspaceId: string, hour: number): string[] =>
   bucketIds(workspaceId, hour, hour + hourMs, sliceMs);
 
-/** Ascending lists as one ascending list, merged in pairs (n·log k steps; sorting them all together took 1.7× as long). */
+/** Ascending lists as one ascending list, merged in pairs: n·log k steps (sorting them together took 1.7× as long). */
 function mergeSorted(lists: readonly ArrayLike<number>[]): number[] {
   let round: ArrayLike<number>[] = [...lists];
   if (round.length === 0) return [];
