@@ -31,7 +31,7 @@ export function useWal(db: Database.Database): void {
 }
 
 /** How long `emptyWal` keeps trying, and its pause between attempts. */
-export const emptyWalTimeoutMs = 30_000;
+const emptyWalTimeoutMs = 30_000;
 const emptyWalRetryMs = 20;
 
 /**
