@@ -9,14 +9,6 @@ import { serveEnv, serveNodeFlags } from '../cli/memory-settings.js';
 import { cpuTimesMs } from './proc-stat.js';
 import { apiTokenFromLink, benchStores, cliArgs, rssMb, seedSignInLink, servedUrl } from './served.js';
 
-/**
- * CPU time a process has used (user + system), from /proc: on a machine shared with other work the served process's
- * CPU per creation compares across runs where creations per second do not.
- */
-function cpuMs(pid: number): number {
-  return cpuTimesMs(pid).own;
-}
-
 /** The read and write system calls a process has made, and the bytes it wrote (files and sockets), from /proc. */
 function ioCounts(pid: number): { syscr: number; syscw: number; wchar: number } {
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
@@ -51,7 +43,8 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       ).total;
     const jobsBefore = await totalJobs();
     const rssBeforeMb = rssMb(server.pid!);
-    const cpuBefore = cpuMs(server.pid!);
+    // CPU time (user + system): on a shared machine CPU per creation compares across runs where rates do not.
+    const cpuBefore = cpuTimesMs(server.pid!).own;
     const ioBefore = ioCounts(server.pid!);
     let n = 0;
     const result = await autocannon({
@@ -69,7 +62,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
         },
       ],
     });
-    const cpuUsed = cpuMs(server.pid!) - cpuBefore;
+    const cpuUsed = cpuTimesMs(server.pid!).own - cpuBefore;
     const ioAfter = ioCounts(server.pid!);
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`creations failed: ${result.non2xx} non-2xx, ${result.errors} errors`);

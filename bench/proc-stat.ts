@@ -6,13 +6,17 @@ import { readFileSync } from 'node:fs';
  * `)`, which a command name may itself contain.
  */
 export function cpuTimesMs(pid: number | 'self'): { own: number; children: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(pid);
   return { own: (Number(f[11]) + Number(f[12])) * 10, children: (Number(f[13]) + Number(f[14])) * 10 };
 }
 
 /** The parent pid of a process, from the same file. */
 export function parentPid(pid: number | string): number {
+  return Number(statFields(pid)[1]);
+}
+
+/** The fields of /proc/PID/stat after the command name, from the state (field 3) on. */
+function statFields(pid: number | string): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }

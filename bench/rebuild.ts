@@ -172,12 +172,12 @@ async function rebuildCommand(
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   let peakKb = 0;
-  let cpuTicks = 0;
+  let cpuMs = 0;
   const sample = () => {
     try {
       const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (hwm) peakKb = Math.max(peakKb, Number(hwm[1]));
-      cpuTicks = Math.max(cpuTicks, cpuTimesMs(child.pid!).own / 10);
+      cpuMs = Math.max(cpuMs, cpuTimesMs(child.pid!).own);
     } catch {
       // The process has just ended: the last sample stands.
     }
@@ -189,8 +189,8 @@ async function rebuildCommand(
   if (code !== 0 || !ms) throw new Error(`rebuild-projections failed (${code}): ${out}${err}`);
   return {
     ms: Number(ms[1]),
-    // Clock ticks of 10 ms (Linux's USER_HZ); the process's start is included.
-    cpuSecs: cpuTicks / 100,
+    // Counted in clock ticks of 10 ms (Linux's USER_HZ); the process's start is included.
+    cpuSecs: cpuMs / 1000,
     peakRssMb: Math.round(peakKb / 1024),
     progressLines: err.split('\n').filter((l) => l.startsWith('rebuild-projections:')).length,
   };

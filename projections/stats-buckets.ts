@@ -102,6 +102,9 @@ export const dayHours = (doc: StatsDayDoc): Array<[number, string]> => doc.hours
 /** A short digest that names a bucket's content: equal content, equal revision, in every process and replay. */
 export const revOf = (content: string): string => createHash('sha1').update(content).digest('base64url').slice(0, 20);
 
+/** An hour's revision: the digest of its slices' [start, revision] pairs, in time order. */
+export const hourRevOf = (slices: ReadonlyArray<[number, string]>): string => revOf(JSON.stringify(slices));
+
 const isCount = (v: number) => Number.isSafeInteger(v) && v >= 0;
 
 /**

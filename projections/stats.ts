@@ -6,6 +6,7 @@ import {
   decodeDurations,
   encodeDurations,
   fromHourRun,
+  hourRevOf,
   hourRun,
   hourRuns,
   revOf,
@@ -275,7 +276,7 @@ function hourRevs(slices: readonly StatsHourSumDoc[]): Array<[number, string]> {
     if (!list) byHour.set(hour, (list = []));
     list.push([s.start, s.rev]);
   }
-  return [...byHour].map(([hour, list]): [number, string] => [hour, revOf(JSON.stringify(list))]);
+  return [...byHour].map(([hour, list]): [number, string] => [hour, hourRevOf(list)]);
 }
 
 /** The ids of an hour's slices of runs, in order. */

@@ -433,6 +433,7 @@ export class SqliteDocumentStore implements DocumentStore {
     return c as unknown as Collection<T>;
   }
 
+  /** Waits for the open batch to end: never call it from a batch's own work, which would then wait for itself. */
   async flushDeletions(): Promise<void> {
     await emptyWal(this.db, (truncate) => this.outsideBatch(truncate));
   }

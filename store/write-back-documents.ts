@@ -1,4 +1,5 @@
 import {
+  byIdOnly,
   DuplicateKeyError,
   type Collection,
   type CountOptions,
@@ -14,16 +15,7 @@ import {
 import { applyUpdateShared } from './update-ops.js';
 
 /** The `_id` a filter names when it names nothing else. */
-function idOf(filter: Filter): string | null {
-  let id: string | null = null;
-  for (const key in filter) {
-    if (key !== '_id') return null;
-    const v = filter[key];
-    if (typeof v !== 'string') return null;
-    id = v;
-  }
-  return id;
-}
+const idOf = (filter: Filter): string | null => (byIdOnly(filter) ? filter._id : null);
 
 /** The `_id`s of a `{ _id: { $in: [...] } }` filter, when that is the whole filter. */
 function idsOf(filter: Filter): string[] | null {

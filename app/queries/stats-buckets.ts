@@ -4,8 +4,8 @@ import {
   dayTotals,
   decodeDurations,
   fromHourRun,
+  hourRevOf,
   hourRuns,
-  revOf,
   type StatsDayDoc,
   type StatsHourDoc,
   type StatsRevsDoc,
@@ -187,8 +187,8 @@ export class BucketReader {
     for (const [start, { runs, revs }] of byHour) {
       const view: HourView = { start, runs, ...summarize(runs) };
       this.hours.set(start, view);
-      // The revision of what was read (the projector's, `hourRevs`): a slice may be newer than the day read before it.
-      this.cache.set(this.key('h', start), revOf(JSON.stringify(revs)), view, 200 + runs.length * 300);
+      // The revision of what was read: a slice may be newer than the day read before it.
+      this.cache.set(this.key('h', start), hourRevOf(revs), view, 200 + runs.length * 300);
     }
   }
 

@@ -6,6 +6,8 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { systemMeta } from '../engine-fixtures.js';
+import { staysFalse } from '../wait.js';
 
 /**
  * A workspace's erasure ends by emptying both databases' write-ahead logs (docs/design.md, "Workspace erasure"). The
@@ -21,24 +23,16 @@ const canary = 'canary-0f3e9a77-of-a-deleted-row';
 const onDisk = (file: string): boolean =>
   Buffer.concat([file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f))).includes(canary);
 const walBytes = (file: string): number => (existsSync(`${file}-wal`) ? readFileSync(`${file}-wal`).length : 0);
-const metadata = {
-  workspaceId: null,
-  actor: { type: 'system' as const, id: null },
-  requestId: null,
-  correlationId: null,
-  causationId: null,
-  ts: 1,
-};
+const metadata = systemMeta;
 
-/** Whether `p` settles within `ms`. */
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let settled = false;
-  void p.then(
-    () => (settled = true),
-    () => (settled = true),
+/** Whether `p` has settled, as it goes: a flush's end can only be checked as an absence for a while. */
+function settled(p: Promise<unknown>): () => boolean {
+  let done = false;
+  p.then(
+    () => (done = true),
+    () => (done = true),
   );
-  await new Promise((resolve) => setTimeout(resolve, ms));
-  return settled;
+  return () => done;
 }
 
 /** A read transaction of another connection: it pins the log's frames until it ends. */
@@ -63,7 +57,7 @@ describe('sqlite: flushing deletions', () => {
       const release = holdLog(file);
       const started = Date.now();
       const flushed = store.flushDeletions();
-      assert.equal(await settlesWithin(flushed, 300), false, 'the flush ended with the log still held');
+      await staysFalse('the flush to end with the log still held', settled(flushed), 300);
       assert.ok(Date.now() - started < 1000, 'the flush blocked the thread on the lock');
       release();
       await flushed;
@@ -89,7 +83,7 @@ describe('sqlite: flushing deletions', () => {
       });
       await new Promise((resolve) => setImmediate(resolve));
       const flushed = store.flushDeletions();
-      assert.equal(await settlesWithin(flushed, 100), false, 'the flush ended inside the open batch');
+      await staysFalse('the flush to end inside the open batch', settled(flushed), 100);
       endBatch();
       await batch;
       await flushed;
@@ -100,7 +94,7 @@ describe('sqlite: flushing deletions', () => {
       await secrets.deleteMany({ _id: 'gone-too' });
       const release = holdLog(file);
       const again = store.flushDeletions();
-      assert.equal(await settlesWithin(again, 300), false, 'the flush ended with the log still held');
+      await staysFalse('the flush to end with the log still held', settled(again), 300);
       release();
       await again;
       assert.ok(!onDisk(file), 'the second deleted document is still on disk');

@@ -8,6 +8,7 @@ import { CommandBus } from '../../app/commands.js';
 import { WorkspaceEraser, erasureProgressCollection } from '../../app/workspace-erasure.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
+import { systemMeta } from '../engine-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-eraser-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,14 +23,7 @@ it('finishes an erasure whose last step failed: the logs emptied, then its progr
   const eventsFile = join(dir, 'events.db');
   const events = openSqliteEventStore(eventsFile);
   const docs = openSqliteDocumentStore(join(dir, 'read.db'));
-  const metadata = {
-    workspaceId: 'w-gone',
-    actor: { type: 'system' as const, id: null },
-    requestId: null,
-    correlationId: null,
-    causationId: null,
-    ts: 1,
-  };
+  const metadata = { ...systemMeta, workspaceId: 'w-gone' };
   const canary = 'sealed-canary-51c0ffee';
   try {
     await events.append('secret-s1', [{ type: 'SecretCreated', data: { sealed: canary }, metadata }], 'no_stream');
