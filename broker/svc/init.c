@@ -7,7 +7,8 @@
  *   note on stderr.
  * - With a command: runs it in its own session and exits with its status (exit code, or 128 + signal; 127 when it
  *   cannot be executed). SIGTERM/SIGINT: SIGTERM to the command's process group, SIGKILL 1.5 s later. SIGHUP, SIGQUIT,
- *   SIGUSR1 and SIGUSR2 are passed on to the group. When the command ends, what is left of its group is killed.
+ *   SIGUSR1 and SIGUSR2 are passed on to the group. When the command ends, what is left of its group and every
+ *   process it adopted is killed, and init exits once they are gone.
  * - Without a command: runs until SIGTERM/SIGINT or until --ttl passes, then kills every process it can, exit 0.
  * - Never writes to stdout: the command's output is what the host reads.
  * - With --command-fd N instead of a command: a sandbox started ahead of its run (docs/design.md, "Sandbox
@@ -116,21 +117,26 @@ static int kill_children(int sig) {
   return found;
 }
 
-/* Without a command: stop everything left. As PID 1 of a namespace that is kill(-1); elsewhere (tests on a host)
-   only this process's descendants, which the subreaper adopts one generation at a time. */
+/* Outside a PID namespace of its own (tests on a host), this process's descendants: the subreaper adopts them one
+   generation at a time, so kill, reap, and look again until none is left, for up to ~1 s of one that will not die.
+   Returning before they are gone would hand them, still running, to the host's init. */
+static void kill_descendants(void) {
+  for (int round = 0; round < 1000; round++) {
+    reap();
+    if (kill_children(SIGKILL) == 0) return;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Without a command: stop everything left. As PID 1 of a namespace that is kill(-1). */
 static void kill_everything(void) {
   if (getpid() == 1) {
     kill(-1, SIGKILL);
     reap();
     return;
   }
-  for (int round = 0; round < 100; round++) {
-    int n = kill_children(SIGKILL);
-    struct timespec ts = {0, 10 * 1000000};
-    nanosleep(&ts, NULL);
-    reap();
-    if (n == 0) break;
-  }
+  kill_descendants();
 }
 
 static int parse_port(const char *name, int def) {
@@ -288,7 +294,8 @@ int svc_init(int argc, char **argv) {
     if (cmd && child_status >= 0) {
       /* The command ended: nothing of it may outlive init (in a sandbox the namespace would end it anyway). */
       kill(-child, SIGKILL);
-      kill_children(SIGKILL);
+      /* As PID 1 the kernel kills and waits for the rest when init exits. */
+      if (getpid() != 1) kill_descendants();
       return child_status;
     }
     long long now = now_ms();
