@@ -144,7 +144,8 @@ async function admin(args: string[]): Promise<void> {
     // The rebuild writes the read models, so it needs the lease every projector process takes before writing them.
     const lease = new ProjectionLease(stores.docs);
     try {
-      // A killed server's lease runs out within its ttl; a running one renews it and the rebuild gives up.
+      // A killed server's lease is taken at once on its machine and runs out within its ttl elsewhere; a running one
+      // renews it and the rebuild gives up.
       const deadline = Date.now() + lease.times.ttlMs + 5000;
       while (!(await lease.acquire())) {
         if (Date.now() > deadline) {

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { DuplicateKeyError, type Doc, type DocumentStore } from '../store/document-store.js';
+import { certainlyGone, processIdentity } from './lease-liveness.js';
 
 const leaseCollection = 'projection_lease';
 const leaseId = 'projector';
@@ -9,6 +10,8 @@ interface LeaseDoc extends Doc {
   holder: string;
   expiresAt: number;
   acquiredAt: number;
+  /** The holder's process (`processIdentity`), so that a process on the same machine can tell it died. */
+  process?: string | null;
 }
 
 export interface LeaseTimes {
@@ -36,6 +39,7 @@ export interface LeaseHolder {
  */
 export class ProjectionLease {
   readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly process = processIdentity();
   /** Until when this process may write, by its own clock; 0 when it does not hold the lease. */
   private validUntil = 0;
 
@@ -54,21 +58,35 @@ export class ProjectionLease {
     return this.validUntil > this.clock();
   }
 
-  /** Takes or renews the lease; false when another live process holds it. */
+  /**
+   * Takes or renews the lease; false when another live process holds it. A holder that died on this machine (a
+   * server killed and started again) is replaced at once, not after its ttl: a conditional update on the holder and
+   * expiry read, so of two processes that see it dead only one takes it.
+   */
   async acquire(): Promise<boolean> {
     const now = this.clock();
     const expiresAt = now + this.times.ttlMs;
+    const mine = { holder: this.holder, expiresAt, process: this.process };
     const taken = await this.collection.updateOne(
       { _id: leaseId, $or: [{ holder: this.holder }, { expiresAt: { $lte: now } }] },
-      { $set: { holder: this.holder, expiresAt } },
+      { $set: mine },
     );
     let won = taken.matched === 1;
     if (!won) {
-      try {
-        await this.collection.insertOne({ _id: leaseId, holder: this.holder, expiresAt, acquiredAt: now });
-        won = true;
-      } catch (err) {
-        if (!(err instanceof DuplicateKeyError)) throw err;
+      const held = await this.collection.findOne({ _id: leaseId });
+      if (held?.process && certainlyGone(held.process, this.process)) {
+        const replaced = await this.collection.updateOne(
+          { _id: leaseId, holder: held.holder, expiresAt: held.expiresAt },
+          { $set: { ...mine, acquiredAt: now } },
+        );
+        won = replaced.matched === 1;
+      } else if (!held) {
+        try {
+          await this.collection.insertOne({ _id: leaseId, ...mine, acquiredAt: now });
+          won = true;
+        } catch (err) {
+          if (!(err instanceof DuplicateKeyError)) throw err;
+        }
       }
     }
     // Validity counts from before the write: the stored expiry is never earlier than what this process believes.
