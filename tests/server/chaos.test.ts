@@ -200,7 +200,7 @@ describe('chaos: every role twice on one data directory, a runner and the projec
       { timeoutMs: 90_000, intervalMs: 200 },
     );
 
-    // Then the projector that holds the lease; the standby takes over once it runs out.
+    // Then the projector that holds the lease; the standby, on the same machine, sees it dead and takes over.
     await waitFor('100 quick runs to end', async () => (await ended()) >= 100, { timeoutMs: 120_000 });
     projectorA.child.kill('SIGKILL');
     await waitFor('the standby to take the lease', () => projectorB.output().includes(took), { timeoutMs: 60_000 });
