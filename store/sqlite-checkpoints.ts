@@ -67,6 +67,7 @@ parentPort.on('message', (m) => {
     const c = open.get(m.close);
     if (c) c.db.close();
     open.delete(m.close);
+    parentPort.postMessage({ closed: m.close });
     return;
   }
   let c = open.get(m.file);
@@ -97,6 +98,8 @@ export class BackgroundCheckpoints {
   private worker: Worker | null = null;
   private failed = false;
   private commits = 0;
+  /** Closes the worker has not confirmed yet. */
+  private closing = 0;
   private readonly sinceNote = new Map<string, number>();
   /** The connections whose own checkpoint waits for `mainThreadPages`, put back should the worker fail. */
   private readonly raised = new Set<Database.Database>();
@@ -126,11 +129,18 @@ export class BackgroundCheckpoints {
     this.worker!.postMessage({ file });
   }
 
-  /** The database at `file` is being closed: the worker lets go of it first, so nothing holds it afterwards. */
+  /**
+   * The database at `file` is being closed: the worker lets go of it first, so nothing holds it afterwards. Until
+   * the worker says it did, the thread keeps the process alive: a process that ended meanwhile would stop the thread
+   * in the middle of its SQLite calls, and one of them failing then (the files already removed) aborted the whole
+   * process in the driver (a V8 fatal error, seen once in CI).
+   */
   closed(db: Database.Database): void {
     this.raised.delete(db);
     this.sinceNote.delete(db.name);
-    this.worker?.postMessage({ close: db.name });
+    if (this.worker === null) return;
+    if (this.closing++ === 0) this.worker.ref();
+    this.worker.postMessage({ close: db.name });
   }
 
   /** Whether the worker thread runs (for the benchmarks' and tests' reports). */
@@ -150,8 +160,11 @@ export class BackgroundCheckpoints {
         // Little heap: it holds a few connections and no data.
         resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
       });
-      // Never what keeps a finishing process alive; its connections close with the thread.
+      // Never what keeps a finishing process alive (but while it lets go of closed databases, `closed`).
       worker.unref();
+      worker.on('message', (m: { closed?: string }) => {
+        if (m.closed !== undefined && --this.closing === 0) worker.unref();
+      });
       worker.on('error', () => this.stop());
       worker.on('exit', () => this.stop());
       this.worker = worker;
@@ -163,6 +176,7 @@ export class BackgroundCheckpoints {
   private stop(): void {
     this.failed = true;
     this.worker = null;
+    this.closing = 0;
     for (const db of this.raised) if (db.open) db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
     this.raised.clear();
   }

@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { readdirSync, readFileSync } from 'node:fs';
-import { PassThrough, Readable } from 'node:stream';
+import { type Duplex, PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
 import { checkSandboxId } from './ids.js';
 import { OutputCollector } from './output.js';
@@ -404,7 +404,7 @@ class DockerSandbox implements Sandbox {
       ...this.spec.env,
       ...(options.env ?? {}),
     };
-    const exec = await this.container.exec({
+    const { exec, stream } = await this.startExec({
       Cmd: options.cmd,
       User: `${uids[user]}:${uids[user]}`,
       WorkingDir: options.cwd ?? '/workspace',
@@ -413,7 +413,6 @@ class DockerSandbox implements Sandbox {
       AttachStderr: true,
       AttachStdin: options.stdin !== undefined,
     });
-    const stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
     const out = new OutputCollector(options.maxOutputBytes, options.onOutput);
     const sink = new PassThrough();
     sink.on('data', out.push);
@@ -503,6 +502,30 @@ class DockerSandbox implements Sandbox {
     if (!writable.some((w) => clean === w || clean.startsWith(`${w}/`)))
       throw new Error(`${path} is outside the sandbox's writable directories (${writable.join(', ')})`);
     return clean;
+  }
+
+  /**
+   * Creates and starts an exec. Now and then the engine refuses to start a new exec of a running container with
+   * "cannot start a stopped process" (seen once in CI, with the container's init alive): the process was marked
+   * stopped before it was started, so the command never ran, and a new exec is tried, twice at most. A container
+   * that is not running any more answers its own error.
+   */
+  private async startExec(options: Docker.ExecCreateOptions): Promise<{ exec: Docker.Exec; stream: Duplex }> {
+    for (let attempt = 1; ; attempt++) {
+      const exec = await this.container.exec(options);
+      try {
+        return { exec, stream: await exec.start({ hijack: true, stdin: options.AttachStdin === true }) };
+      } catch (err) {
+        const refused = /cannot start a stopped process/.test(errorMessage(err));
+        if (!refused || attempt === 3) throw err;
+        const running = await this.container.inspect().then(
+          (c) => c.State.Running,
+          () => false,
+        );
+        if (!running) throw new Error(`the sandbox's container stopped: ${errorMessage(err)}`);
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
   }
 
   async putFiles(files: FileIn[]): Promise<void> {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -158,6 +160,41 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
     } finally {
       await reopened.close();
       await read.close();
+    }
+  });
+  it('lets a process that closed its stores end only once the worker let go of them, without a fault', async () => {
+    // A process ending while its worker opened or checkpointed a database whose files were just removed aborted
+    // in the driver once (a V8 fatal error); the worker now confirms each close before the process may end.
+    const script = join(dir, 'close-and-end.mts');
+    const store = (m: string) => JSON.stringify(new URL(`../../store/${m}.ts`, import.meta.url).pathname);
+    writeFileSync(
+      script,
+      [
+        `import { mkdtempSync, rmSync } from 'node:fs';`,
+        `import { join } from 'node:path';`,
+        `import { backgroundCheckpoints } from ${store('sqlite-checkpoints')};`,
+        `import { openSqliteEventStore } from ${store('sqlite-event-store')};`,
+        `import { openSqliteDocumentStore } from ${store('sqlite-document-store')};`,
+        `const d = mkdtempSync(join(process.argv[2], 'end-'));`,
+        `const events = openSqliteEventStore(join(d, 'events.db'));`,
+        `const docs = openSqliteDocumentStore(join(d, 'read.db'));`,
+        `const meta = { workspaceId: null, actor: { type: 'system', id: null }, requestId: null, ts: 0, v: 1 };`,
+        `for (let i = 0; i < 80; i++) {`,
+        `  await events.append('job-' + i, [{ type: 'JobCreated', data: { i }, metadata: meta }], 'no_stream');`,
+        `  await docs.batch(() => docs.collection('jobs').insertOne({ _id: 'job-' + i, i }));`,
+        `}`,
+        `process.stdout.write(String(backgroundCheckpoints.running));`,
+        `await events.close();`,
+        `await docs.close();`,
+        `rmSync(d, { recursive: true, force: true });`,
+      ].join('\n'),
+    );
+    for (let round = 0; round < 5; round++) {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, dir], {
+        timeout: 60_000,
+      });
+      assert.equal(stdout, 'true', 'the worker ran');
+      assert.equal(stderr, '');
     }
   });
 });
