@@ -29,7 +29,7 @@ export const defaultBackgroundCheckpoints: BackgroundCheckpointOptions = {
   commitsPerNote: 2,
   pauseMs: 200,
   chase: 2,
-  mainThreadPages: 4 * walCheckpointPages,
+  mainThreadPages: 16 * walCheckpointPages,
 };
 
 /**

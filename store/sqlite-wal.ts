@@ -19,6 +19,12 @@ export const walCheckpointPages = 4000;
 export const pageCacheKib = 2000;
 
 /**
+ * The size, in bytes, a log file is cut back to when the log starts over: under a stream of writes it grows to the
+ * main thread's bound of the background checkpoints (docs/design.md, "Events and read models"), and stayed that size.
+ */
+export const walFileKeptBytes = 64 * 1024 * 1024;
+
+/**
  * The settings both embedded stores open their database with: WAL, commits synced at checkpoints, 5 s for a lock,
  * a small page cache.
  */
@@ -26,6 +32,7 @@ export function useWal(db: Database.Database): void {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
+  db.pragma(`journal_size_limit = ${walFileKeptBytes}`);
   db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
   db.pragma(`cache_size = -${pageCacheKib}`);
 }

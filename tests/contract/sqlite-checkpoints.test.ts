@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
@@ -11,7 +11,7 @@ import { waitFor } from '../wait.js';
 import { BackgroundCheckpoints, backgroundCheckpoints } from '../../store/sqlite-checkpoints.js';
 import { openSqliteEventStore } from '../../store/sqlite-event-store.js';
 import { openSqliteDocumentStore } from '../../store/sqlite-document-store.js';
-import { walCheckpointPages } from '../../store/sqlite-wal.js';
+import { useWal, walCheckpointPages, walFileKeptBytes } from '../../store/sqlite-wal.js';
 import { systemMeta } from '../engine-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-checkpoints-'));
@@ -195,6 +195,29 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       });
       assert.equal(stdout, 'true', 'the worker ran');
       assert.equal(stderr, '');
+    }
+  });
+  it('cuts a log file that grew past 64 MB back to it when the log starts over', () => {
+    const file = join(dir, 'grown.db');
+    const db = new Database(file);
+    try {
+      useWal(db);
+      // No checkpoint by this connection, as under a stream of commits the worker's never end between two of them.
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)');
+      const insert = db.prepare('INSERT INTO t (body) VALUES (?)');
+      const mb = Buffer.alloc(1024 * 1024, 7);
+      for (let i = 0; i < 80; i++) insert.run(mb);
+      const grown = statSync(`${file}-wal`).size;
+      assert.ok(grown > walFileKeptBytes, `the log grew to ${grown} bytes`);
+      const [copied] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+      assert.equal(copied!.checkpointed, copied!.log, 'every frame copied');
+      insert.run(Buffer.from('after'));
+      const kept = statSync(`${file}-wal`).size;
+      assert.ok(kept <= walFileKeptBytes, `the log file was cut back to ${kept} bytes`);
+      assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 81);
+    } finally {
+      db.close();
     }
   });
 });
