@@ -24,6 +24,9 @@ export interface BackgroundCheckpointOptions {
   mainThreadPages: number;
 }
 
+/** The longest a store's close waits for the worker to let go of its database. */
+const closeWaitMs = 5000;
+
 export const defaultBackgroundCheckpoints: BackgroundCheckpointOptions = {
   startAfterCommits: 100,
   commitsPerNote: 2,
@@ -98,8 +101,8 @@ export class BackgroundCheckpoints {
   private worker: Worker | null = null;
   private failed = false;
   private commits = 0;
-  /** Closes the worker has not confirmed yet. */
-  private closing = 0;
+  /** Closes the worker has not confirmed yet, by file. */
+  private readonly closing = new Map<string, Array<() => void>>();
   private readonly sinceNote = new Map<string, number>();
   /** The connections whose own checkpoint waits for `mainThreadPages`, put back should the worker fail. */
   private readonly raised = new Set<Database.Database>();
@@ -130,17 +133,39 @@ export class BackgroundCheckpoints {
   }
 
   /**
-   * The database at `file` is being closed: the worker lets go of it first, so nothing holds it afterwards. Until
-   * the worker says it did, the thread keeps the process alive: a process that ended meanwhile would stop the thread
-   * in the middle of its SQLite calls, and one of them failing then (the files already removed) aborted the whole
-   * process in the driver (a V8 fatal error, seen once in CI).
+   * The database at `file` is being closed: the worker lets go of it first, and the promise resolves once it says it
+   * did, so the store's own close is then the last connection (it removes the log) and nothing of this process opens
+   * the files afterwards (a directory removed right after the close could fail, a file made again in it). Until then
+   * the thread also keeps the process alive: a process that ended meanwhile would stop the thread in the middle of its
+   * SQLite calls, and one of them failing then (the files already removed) aborted the whole process in the driver (a
+   * V8 fatal error, seen once in CI). Never longer than `closeWaitMs`.
    */
-  closed(db: Database.Database): void {
+  closed(db: Database.Database): Promise<void> {
     this.raised.delete(db);
     this.sinceNote.delete(db.name);
-    if (this.worker === null) return;
-    if (this.closing++ === 0) this.worker.ref();
-    this.worker.postMessage({ close: db.name });
+    const worker = this.worker;
+    if (worker === null) return Promise.resolve();
+    if (this.closing.size === 0) worker.ref();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => this.release(db.name, done), closeWaitMs);
+      const waiting = this.closing.get(db.name) ?? [];
+      this.closing.set(db.name, [...waiting, done]);
+      worker.postMessage({ close: db.name });
+    });
+  }
+
+  /** The worker let go of `file` (or will not say so in time): its closers go on; unref'd once none waits. */
+  private release(file: string, only?: () => void): void {
+    const waiting = this.closing.get(file) ?? [];
+    const left = only ? waiting.filter((w) => w !== only) : [];
+    for (const w of only ? [only] : waiting) w();
+    if (left.length > 0) this.closing.set(file, left);
+    else this.closing.delete(file);
+    if (this.closing.size === 0) this.worker?.unref();
   }
 
   /** Whether the worker thread runs (for the benchmarks' and tests' reports). */
@@ -163,7 +188,7 @@ export class BackgroundCheckpoints {
       // Never what keeps a finishing process alive (but while it lets go of closed databases, `closed`).
       worker.unref();
       worker.on('message', (m: { closed?: string }) => {
-        if (m.closed !== undefined && --this.closing === 0) worker.unref();
+        if (m.closed !== undefined) this.release(m.closed);
       });
       worker.on('error', () => this.stop());
       worker.on('exit', () => this.stop());
@@ -176,7 +201,7 @@ export class BackgroundCheckpoints {
   private stop(): void {
     this.failed = true;
     this.worker = null;
-    this.closing = 0;
+    for (const file of [...this.closing.keys()]) this.release(file);
     for (const db of this.raised) if (db.open) db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
     this.raised.clear();
   }

@@ -474,8 +474,8 @@ export class SqliteDocumentStore implements DocumentStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
-    if (!this.db.memory) backgroundCheckpoints.closed(this.db);
-    this.db.close();
+    if (!this.db.memory) await backgroundCheckpoints.closed(this.db);
+    if (this.db.open) this.db.close();
   }
 }
 

@@ -85,6 +85,8 @@ export class SqliteEventStore implements EventStore {
   private readonly appended = new Subject<void>();
   private readonly closed = new Subject<void>();
   private subscribers = 0;
+  /** Set once `close` began: appends are refused while it waits for the checkpoint worker. */
+  private closing = false;
   private pollTimer: NodeJS.Timeout | null = null;
   private lastSeen = 0;
   private readonly stmt: {
@@ -188,7 +190,7 @@ export class SqliteEventStore implements EventStore {
    */
   append(streamId: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     if (events.length === 0) return Promise.reject(new Error('append needs at least one event'));
-    if (!this.db.open) return Promise.reject(new Error('the event store is closed'));
+    if (!this.db.open || this.closing) return Promise.reject(new Error('the event store is closed'));
     let serialised: PendingAppend['events'];
     try {
       serialised = events.map((e) => ({
@@ -402,14 +404,15 @@ export class SqliteEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
-    if (!this.db.open) return;
+    if (!this.db.open || this.closing) return;
     // Appends still queued are written: their callers are owed an answer.
     if (this.pending.length > 0) this.commitPending();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
     this.closed.next();
-    if (!this.db.memory) backgroundCheckpoints.closed(this.db);
-    this.db.close();
+    this.closing = true;
+    if (!this.db.memory) await backgroundCheckpoints.closed(this.db);
+    if (this.db.open) this.db.close();
   }
 }
 

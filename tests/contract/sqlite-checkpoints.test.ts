@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
@@ -86,7 +97,7 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       }
       assert.deepEqual(db.prepare('SELECT count(*) AS n FROM t').get(), { n: 720 });
     } finally {
-      checkpoints.closed(db);
+      await checkpoints.closed(db);
       db.close();
     }
     const again = new Database(file);
@@ -128,7 +139,7 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       assert.ok(walIndex(file).frames < most, 'and started over');
       assert.deepEqual(db.prepare('SELECT count(*) AS n FROM t').get(), { n: 121 * 50 });
     } finally {
-      checkpoints.closed(db);
+      await checkpoints.closed(db);
       db.close();
     }
   });
@@ -152,6 +163,20 @@ describe('sqlite: checkpoints off the main thread (docs/design.md, "Events and r
       await events.close();
       await docs.close();
     }
+    // Once closed, nothing of this process holds the files: the worker let go first, so the store's own close was
+    // the last connection and removed the logs.
+    const held = readdirSync('/proc/self/fd')
+      .map((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      })
+      .filter((target) => target.startsWith(join(dir, 'events.db')) || target.startsWith(join(dir, 'read.db')));
+    assert.deepEqual(held, [], 'no descriptor of the closed databases is open');
+    for (const name of ['events.db-wal', 'events.db-shm', 'read.db-wal', 'read.db-shm'])
+      assert.equal(existsSync(join(dir, name)), false, `${name} was removed by the close`);
     const reopened = openSqliteEventStore(join(dir, 'events.db'));
     const read = openSqliteDocumentStore(join(dir, 'read.db'));
     try {
