@@ -16,6 +16,9 @@ function ioCounts(pid: number): { syscr: number; syscw: number; wchar: number } 
   return { syscr: field('syscr'), syscw: field('syscw'), wchar: field('wchar') };
 }
 
+/** The burst that warms a fresh served process before the measured one. */
+const warmupSeconds = 2;
+
 export async function creationsBenchmark(root: string, quick: boolean) {
   const dataDir = join(root, 'creations');
   const stores = benchStores();
@@ -60,7 +63,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       });
     // The first second of a fresh process compiles its routes' validators and serializers on first use and its hot
     // code (docs/performance.md, "Warm and cold"): reported on its own, the goal is judged on the process warmed.
-    const warmup = await burst(2);
+    const warmup = await burst(warmupSeconds);
     const jobsBefore = await totalJobs();
     const rssBeforeMb = rssMb(server.pid!);
     // CPU time (user + system): on a shared machine CPU per creation compares across runs where rates do not.
@@ -81,7 +84,7 @@ export async function creationsBenchmark(root: string, quick: boolean) {
       latencyP50Ms: result.latency.p50,
       latencyP99Ms: result.latency.p99,
       warmup: {
-        seconds: 2,
+        seconds: warmupSeconds,
         creationsPerSec: Math.round(warmup.requests.average),
         latencyP50Ms: warmup.latency.p50,
         latencyP99Ms: warmup.latency.p99,

@@ -70,7 +70,7 @@ parentPort.on('message', (m) => {
     const c = open.get(m.close);
     if (c) c.db.close();
     open.delete(m.close);
-    parentPort.postMessage({ closed: m.close });
+    parentPort.postMessage({ closed: m.id });
     return;
   }
   let c = open.get(m.file);
@@ -101,8 +101,9 @@ export class BackgroundCheckpoints {
   private worker: Worker | null = null;
   private failed = false;
   private commits = 0;
-  /** Closes the worker has not confirmed yet, by file. */
-  private readonly closing = new Map<string, Array<() => void>>();
+  /** Closes the worker has not confirmed yet, by the id each was sent with. */
+  private readonly closing = new Map<number, () => void>();
+  private closes = 0;
   private readonly sinceNote = new Map<string, number>();
   /** The connections whose own checkpoint waits for `mainThreadPages`, put back should the worker fail. */
   private readonly raised = new Set<Database.Database>();
@@ -146,25 +147,23 @@ export class BackgroundCheckpoints {
     const worker = this.worker;
     if (worker === null) return Promise.resolve();
     if (this.closing.size === 0) worker.ref();
+    const id = ++this.closes;
     return new Promise<void>((resolve) => {
-      const done = () => {
+      const timer = setTimeout(() => this.release(id), closeWaitMs);
+      this.closing.set(id, () => {
         clearTimeout(timer);
         resolve();
-      };
-      const timer = setTimeout(() => this.release(db.name, done), closeWaitMs);
-      const waiting = this.closing.get(db.name) ?? [];
-      this.closing.set(db.name, [...waiting, done]);
-      worker.postMessage({ close: db.name });
+      });
+      worker.postMessage({ close: db.name, id });
     });
   }
 
-  /** The worker let go of `file` (or will not say so in time): its closers go on; unref'd once none waits. */
-  private release(file: string, only?: () => void): void {
-    const waiting = this.closing.get(file) ?? [];
-    const left = only ? waiting.filter((w) => w !== only) : [];
-    for (const w of only ? [only] : waiting) w();
-    if (left.length > 0) this.closing.set(file, left);
-    else this.closing.delete(file);
+  /** The worker let go (or will not say so in time): the close goes on; the thread is unref'd once none waits. */
+  private release(id: number): void {
+    const done = this.closing.get(id);
+    if (!done) return;
+    this.closing.delete(id);
+    done();
     if (this.closing.size === 0) this.worker?.unref();
   }
 
@@ -187,7 +186,7 @@ export class BackgroundCheckpoints {
       });
       // Never what keeps a finishing process alive (but while it lets go of closed databases, `closed`).
       worker.unref();
-      worker.on('message', (m: { closed?: string }) => {
+      worker.on('message', (m: { closed?: number }) => {
         if (m.closed !== undefined) this.release(m.closed);
       });
       worker.on('error', () => this.stop());
@@ -201,7 +200,7 @@ export class BackgroundCheckpoints {
   private stop(): void {
     this.failed = true;
     this.worker = null;
-    for (const file of [...this.closing.keys()]) this.release(file);
+    for (const id of [...this.closing.keys()]) this.release(id);
     for (const db of this.raised) if (db.open) db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
     this.raised.clear();
   }

@@ -23,7 +23,6 @@ const canary = 'canary-0f3e9a77-of-a-deleted-row';
 const onDisk = (file: string): boolean =>
   Buffer.concat([file, `${file}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f))).includes(canary);
 const walBytes = (file: string): number => (existsSync(`${file}-wal`) ? readFileSync(`${file}-wal`).length : 0);
-const metadata = systemMeta;
 
 /** Whether `p` has settled, as it goes: a flush's end can only be checked as an absence for a while. */
 function settled(p: Promise<unknown>): () => boolean {
@@ -51,8 +50,16 @@ describe('sqlite: flushing deletions', () => {
     const file = join(dir, 'events.db');
     const store = openSqliteEventStore(file);
     try {
-      await store.append('secret-gone', [{ type: 'Sealed', data: { sealed: canary }, metadata }], 'no_stream');
-      await store.append('secret-kept', [{ type: 'Sealed', data: { sealed: 'kept' }, metadata }], 'no_stream');
+      await store.append(
+        'secret-gone',
+        [{ type: 'Sealed', data: { sealed: canary }, metadata: systemMeta }],
+        'no_stream',
+      );
+      await store.append(
+        'secret-kept',
+        [{ type: 'Sealed', data: { sealed: 'kept' }, metadata: systemMeta }],
+        'no_stream',
+      );
       await store.deleteStream('secret-gone');
       const release = holdLog(file);
       const started = Date.now();
